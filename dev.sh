@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# One entry point for set-up, the demo, the tests, the UI and the benchmarks.
+# Every command sets the environment up first (idempotent, fast when nothing changed).
+set -euo pipefail
+cd "$(dirname "$0")"
+source scripts/setup.sh
+
+cmd="${1:-help}"; shift || true
+case "$cmd" in
+  setup) echo "environment ready: $(python --version), $(java -version 2>&1 | head -1)" ;;
+  demo)  exec python -m revisions_assets.demo "$@" ;;
+  test)  exec python -m pytest "$@" ;;
+  ui)    exec dagster dev -w workspace.yaml "$@" ;;
+  bench) exec python -m bench.run "$@" ;;
+  lint)  exec ruff check . ;;
+  *) echo "usage: ./dev.sh {setup|demo|test|ui|bench|lint} [args]"; exit 2 ;;
+esac

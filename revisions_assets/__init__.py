@@ -1,0 +1,15 @@
+"""revisions-assets: incremental, revisioned datasets on Spark, as Dagster assets."""
+
+from .core.dataset import ChangeSet, RevisionedDataset, TableInfo
+from .core.errors import RevisionsError
+from .core.records import Revision, TableWrite, UpstreamPosition
+
+__all__ = [
+    "ChangeSet",
+    "Revision",
+    "RevisionedDataset",
+    "RevisionsError",
+    "TableInfo",
+    "TableWrite",
+    "UpstreamPosition",
+]

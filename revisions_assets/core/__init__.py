@@ -1,0 +1,1 @@
+"""The engine: log, commit, reads, versioning. No Dagster import here."""

@@ -1,0 +1,329 @@
+"""Dataset roots on S3 (``s3://bucket/prefix``): the log's small objects through boto3.
+
+The commit primitive is S3's conditional write: ``PutObject`` with
+``If-None-Match: *`` creates the log entry only if it is absent (HTTP 412
+otherwise), so two writers racing for one sequence can never both win, and no
+listing is ever trusted for correctness.
+
+Every call is retried with capped exponential backoff and full jitter on 5xx,
+throttling and dropped connections. botocore's own retries are switched off on
+the client we build, so this module always knows when an attempt was
+ambiguous. A conditional create that answers 412 is resolved by reading the
+stored object back: the same bytes mean an earlier attempt of ours landed (its
+response was lost), so the commit counts as done exactly once. Log entries hold
+a unique revision name and commit time, so another writer's entry never has
+our bytes.
+
+Errors never include credentials: messages name the bucket, key and operation.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import urlparse
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    HTTPClientError,
+    NoCredentialsError,
+    PartialCredentialsError,
+)
+from botocore.exceptions import ConnectionError as BotoConnectionError
+
+from .errors import StorageError
+from .storage import FileInfo, Storage, register_backend
+
+T = TypeVar("T")
+
+_RETRYABLE_CODES = frozenset(
+    {
+        "SlowDown",
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottled",
+        "RequestLimitExceeded",
+        "TooManyRequestsException",
+        "ServiceUnavailable",
+        "InternalError",
+        "RequestTimeout",
+        "RequestTimeoutException",
+        "ConditionalRequestConflict",  # 409: a concurrent conditional write was in flight
+        "OperationAborted",
+    }
+)
+_NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
+_DENIED_CODES = frozenset(
+    {
+        "AccessDenied",
+        "403",
+        "Forbidden",
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "AllAccessDisabled",
+        "InvalidToken",
+        "ExpiredToken",
+    }
+)
+_CLIENT_OPTIONS = (
+    "endpoint_url",
+    "region_name",
+    "aws_access_key_id",
+    "aws_secret_access_key",
+    "aws_session_token",
+)
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _status(exc: ClientError) -> int:
+    return int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Transient failures worth another attempt: 5xx, throttling, dropped connections."""
+    if isinstance(exc, ClientError):
+        status = _status(exc)
+        return _code(exc) in _RETRYABLE_CODES or status >= 500 or status == 429
+    return isinstance(exc, (BotoConnectionError, HTTPClientError))
+
+
+class S3Storage(Storage):
+    """A dataset root ``s3://bucket/prefix`` (``s3a://`` accepted) on S3 or an S3-compatible store.
+
+    Options: ``endpoint_url``, ``region_name``, ``aws_access_key_id``,
+    ``aws_secret_access_key``, ``aws_session_token`` (unset ones come from the
+    standard AWS environment variables and config files), or a ready ``client``
+    (a boto3 S3 client, e.g. ``dagster_aws.s3.S3Resource(...).get_client()``);
+    ``max_attempts`` and ``base_delay`` tune the retries.
+    """
+
+    def __init__(
+        self,
+        root_uri: str,
+        *,
+        client: Any = None,
+        max_attempts: int = 8,
+        base_delay: float = 0.05,
+        max_delay: float = 5.0,
+        **options: Any,
+    ):
+        parsed = urlparse(root_uri)
+        if parsed.scheme not in ("s3", "s3a") or not parsed.netloc:
+            raise StorageError(f"not an S3 root: {root_uri!r} (expected s3://bucket/prefix)")
+        unknown = sorted(set(options) - set(_CLIENT_OPTIONS))
+        if unknown:
+            raise StorageError(f"unknown S3 storage options {unknown}; known: {_CLIENT_OPTIONS}")
+        self.bucket = parsed.netloc
+        self.prefix = parsed.path.strip("/")
+        self.uri = f"s3://{self.bucket}/{self.prefix}" if self.prefix else f"s3://{self.bucket}"
+        self.max_attempts = max(1, max_attempts)
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self.retries = 0  # transient failures absorbed so far (for metrics and tests)
+        if client is not None and options:
+            raise StorageError(f"pass either a boto3 client or {sorted(options)}, not both")
+        self.client = client if client is not None else _make_client(options)
+
+    def __repr__(self) -> str:
+        return f"S3Storage({self.uri!r})"
+
+    # -- paths -----------------------------------------------------------------------------
+
+    def key(self, rel: str) -> str:
+        rel = rel.strip("/")
+        if not self.prefix:
+            return rel
+        return f"{self.prefix}/{rel}" if rel else self.prefix
+
+    def _dir_key(self, rel_prefix: str) -> str:
+        base = self.key(rel_prefix)
+        return f"{base}/" if base else ""
+
+    def spark_uri(self, rel: str = "") -> str:
+        key = self.key(rel)
+        return f"s3a://{self.bucket}/{key}" if key else f"s3a://{self.bucket}"
+
+    # -- operations ------------------------------------------------------------------------
+
+    def read(self, rel: str) -> bytes | None:
+        key = self.key(rel)
+
+        def get() -> bytes | None:
+            try:
+                response = self.client.get_object(Bucket=self.bucket, Key=key)
+            except ClientError as exc:
+                if _code(exc) in _NOT_FOUND_CODES:
+                    return None
+                raise
+            return response["Body"].read()  # inside the retry: a cut body is retried too
+
+        return self._call("GetObject", key, get)
+
+    def write(self, rel: str, data: bytes) -> None:
+        key = self.key(rel)
+        self._call(
+            "PutObject", key, lambda: self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
+        )
+
+    def create_exclusive(self, rel: str, data: bytes) -> bool:
+        key = self.key(rel)
+
+        def put() -> bool:
+            try:
+                self.client.put_object(Bucket=self.bucket, Key=key, Body=data, IfNoneMatch="*")
+            except ClientError as exc:
+                if _code(exc) == "PreconditionFailed" or _status(exc) == 412:
+                    return False
+                raise
+            return True
+
+        try:
+            created = self._call("PutObject", key, put)
+        except StorageError as exc:
+            if not exc.__cause__ or not is_retryable(exc.__cause__):
+                raise
+            # retries ran out on transient errors: one of the attempts may still have landed
+            stored = self._settle(key, exc)
+            if stored == data:
+                return True
+            if stored is None:
+                raise
+            return False
+        if created:
+            return True
+        # 412: the key exists. Ours (an earlier attempt's lost response) or another writer's?
+        return self.read(rel) == data
+
+    def _settle(self, key: str, failure: StorageError) -> bytes | None:
+        try:
+            return self._call("GetObject", key, lambda: self._get_or_none(key))
+        except StorageError as exc:
+            raise StorageError(
+                f"{failure} -- and the outcome of the conditional write to "
+                f"s3://{self.bucket}/{key} is unknown: check whether that object exists"
+            ) from exc
+
+    def _get_or_none(self, key: str) -> bytes | None:
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            if _code(exc) in _NOT_FOUND_CODES:
+                return None
+            raise
+
+    def list_files(self, rel_prefix: str) -> list[FileInfo]:
+        start = self._dir_key(rel_prefix)
+        strip = len(self._dir_key(""))
+
+        def listing() -> list[FileInfo]:
+            out = []
+            pages = self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=start
+            )
+            for page in pages:
+                for obj in page.get("Contents", []):
+                    if not obj["Key"].endswith("/"):  # skip "directory" markers
+                        out.append(FileInfo(obj["Key"][strip:], int(obj["Size"])))
+            return out
+
+        return sorted(self._call("ListObjectsV2", start, listing), key=lambda f: f.path)
+
+    def exists(self, rel: str) -> bool:
+        key = self.key(rel)
+
+        def head() -> bool:
+            try:
+                self.client.head_object(Bucket=self.bucket, Key=key)
+            except ClientError as exc:
+                if _code(exc) in _NOT_FOUND_CODES or _status(exc) == 404:
+                    return False
+                raise
+            return True
+
+        return self._call("HeadObject", key, head)
+
+    def delete_tree(self, rel_prefix: str) -> None:
+        keys = [self.key(f.path) for f in self.list_files(rel_prefix)]
+        if rel_prefix.strip("/") and self.exists(rel_prefix):
+            keys.append(self.key(rel_prefix))  # rel_prefix named one object, like a file
+        for start in range(0, len(keys), 1000):
+            batch = keys[start : start + 1000]
+
+            def delete(batch: list[str] = batch) -> None:
+                response = self.client.delete_objects(
+                    Bucket=self.bucket,
+                    Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
+                )
+                errors = response.get("Errors") or []
+                if errors:
+                    first = errors[0]
+                    error = {"Code": first.get("Code", ""), "Message": first.get("Message", "")}
+                    raise ClientError({"Error": error, "ResponseMetadata": {}}, "DeleteObjects")
+
+            self._call("DeleteObjects", batch[0], delete)
+
+    # -- retries and errors ----------------------------------------------------------------
+
+    def _call(self, operation: str, key: str, fn: Callable[[], T]) -> T:
+        """Run ``fn`` with backoff on transient failures; map the rest to StorageError."""
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                return fn()
+            except (ClientError, BotoCoreError) as exc:
+                if attempt < self.max_attempts and is_retryable(exc):
+                    self.retries += 1
+                    cap = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+                    time.sleep(random.uniform(cap / 2, cap))  # jittered, never zero
+                    continue
+                raise self._error(operation, key, exc, attempt) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _error(self, operation: str, key: str, exc: BaseException, attempts: int) -> StorageError:
+        where = f"s3://{self.bucket}/{key}"
+        if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
+            return StorageError(
+                f"{operation} {where}: no usable AWS credentials; set them in the storage options "
+                "or the AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY environment variables"
+            )
+        if isinstance(exc, ClientError):
+            code, status = _code(exc), _status(exc)
+            if code == "NoSuchBucket":
+                return StorageError(f"{operation} {where}: bucket {self.bucket!r} does not exist")
+            if code in _DENIED_CODES or status == 403:
+                return StorageError(
+                    f"{operation} {where}: access denied ({code or status}); the credentials "
+                    f"in use lack permission on bucket {self.bucket!r} (needs s3:GetObject, "
+                    "s3:PutObject, s3:ListBucket and s3:DeleteObject under the dataset prefix)"
+                )
+            detail = f"{code or 'HTTP ' + str(status)}"
+        else:
+            detail = type(exc).__name__
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        return StorageError(f"{operation} {where} failed{tries}: {detail}")
+
+
+def _make_client(options: dict[str, Any]) -> Any:
+    """A boto3 S3 client without botocore retries (ours know when an attempt was ambiguous)."""
+    session = boto3.session.Session(
+        **{k: options[k] for k in _CLIENT_OPTIONS if k != "endpoint_url" and options.get(k)}
+    )
+    endpoint = options.get("endpoint_url")
+    config = Config(
+        retries={"total_max_attempts": 1, "mode": "standard"},
+        s3={"addressing_style": "path"} if endpoint else None,
+        connect_timeout=10,
+        read_timeout=60,
+    )
+    return session.client("s3", endpoint_url=endpoint or None, config=config)
+
+
+register_backend("s3", S3Storage)

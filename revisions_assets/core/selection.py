@@ -1,0 +1,156 @@
+"""Which revisions a read merges: pure functions of the log (SPEC §3), no Spark.
+
+Every rule works on the *history of one table*: the revisions that wrote it.
+Revisions are ordered by ``Revision.key == (timestamp, sequence)``; "later wins".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from .errors import NoMajorRevisionError, UnknownRevisionError, UnknownTableError
+from .records import Revision
+
+Position = int | str | None
+HEAD_PATTERN = re.compile(r"^HEAD(?:~(\d+))?$")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The revisions a read merges, in key order, and which of them are the change window.
+
+    ``merge``: the revisions whose rows compete (the first is the oldest).
+    ``window``: for change reads, the revisions whose entities are reported; a read
+    restricted to them needs a semi-join only when ``restrict`` is true.
+    """
+
+    table: str
+    major: Revision
+    merge: tuple[Revision, ...]
+    window: tuple[Revision, ...]
+    is_reset: bool
+    head_sequence: int
+
+    @property
+    def restrict(self) -> bool:
+        return not self.is_reset and len(self.merge) != len(self.window)
+
+
+def table_history(records: Sequence[Revision], table: str) -> list[Revision]:
+    """The revisions that wrote ``table``, in sequence order; UnknownTableError if none."""
+    history = [r for r in records if table in r.tables]
+    if not history:
+        known = sorted({t for r in records for t in r.tables})
+        raise UnknownTableError(
+            f"table {table!r} has no revisions in this dataset; known tables: {known or 'none'}"
+        )
+    return history
+
+
+def resolve_position(records: Sequence[Revision], table: str, at: Position) -> int:
+    """The highest sequence a read pinned ``at`` may see.
+
+    ``None``/``"HEAD"``: everything; ``"HEAD~n"``: n revisions back in the table's history;
+    a revision name; or a sequence number.
+    """
+    head = records[-1].sequence if records else 0
+    if at is None:
+        return head
+    if isinstance(at, bool):
+        raise TypeError(f"at must be HEAD, HEAD~n, a revision name or a sequence, got {at!r}")
+    if isinstance(at, int):
+        if not 0 <= at <= head:
+            raise UnknownRevisionError(f"sequence {at} is outside the log (1..{head})")
+        return at
+    match = HEAD_PATTERN.match(at)
+    if match:
+        back = int(match.group(1) or 0)
+        history = table_history(records, table)
+        if back >= len(history):
+            raise UnknownRevisionError(f"{at}: table {table!r} has only {len(history)} revisions")
+        return head if back == 0 else history[-1 - back].sequence
+    for record in records:
+        if record.name == at:
+            return record.sequence
+    if at.isdigit():
+        return resolve_position(records, table, int(at))
+    raise UnknownRevisionError(f"no revision named {at!r} in this dataset")
+
+
+def _visible(history: Sequence[Revision], as_of: datetime | None, max_sequence: int):
+    return [
+        r for r in history if r.sequence <= max_sequence and (as_of is None or r.timestamp <= as_of)
+    ]
+
+
+def _latest_major(visible: Sequence[Revision], table: str, as_of: datetime | None) -> Revision:
+    majors = [r for r in visible if r.is_major]
+    if not majors:
+        when = f" as of {as_of.isoformat()}" if as_of is not None else ""
+        raise NoMajorRevisionError(
+            f"table {table!r} has no major revision{when}; the first major defines the state"
+        )
+    return max(majors, key=lambda r: r.key)
+
+
+def state_selection(
+    history: Sequence[Revision],
+    table: str,
+    as_of: datetime | None = None,
+    max_sequence: int | None = None,
+) -> Selection:
+    """State as of T (rules 1–3): the latest major M with timestamp <= T and every
+    revision with timestamp <= T whose key is >= key(M)."""
+    max_seq = max_sequence if max_sequence is not None else _max_seq(history)
+    visible = _visible(history, as_of, max_seq)
+    major = _latest_major(visible, table, as_of)
+    merge = tuple(sorted((r for r in visible if r.key >= major.key), key=lambda r: r.key))
+    return Selection(table, major, merge, merge, is_reset=True, head_sequence=max_seq)
+
+
+def changes_by_time(
+    history: Sequence[Revision],
+    table: str,
+    since: datetime | None,
+    until: datetime | None,
+    max_sequence: int | None = None,
+) -> Selection:
+    """Changes in (since, until]: a reset when the governing major is newer than ``since``."""
+    state = state_selection(history, table, until, max_sequence)
+    if since is None or state.major.timestamp > since:
+        return state
+    window = tuple(r for r in state.merge if r.timestamp > since)
+    # the window is the tail of the state in key order: its rows are the latest ones
+    return Selection(table, state.major, window, window, False, state.head_sequence)
+
+
+def changes_by_sequence(
+    history: Sequence[Revision],
+    table: str,
+    since_sequence: int | None,
+    until_sequence: int | None = None,
+) -> Selection:
+    """Changes committed after ``since_sequence`` up to the pinned head ``until_sequence``."""
+    head = until_sequence if until_sequence is not None else _max_seq(history)
+    if since_sequence is not None and since_sequence > head:
+        raise UnknownRevisionError(
+            f"table {table!r}: since_sequence {since_sequence} is after the head {head}"
+        )
+    state = state_selection(history, table, None, head)
+    if since_sequence is None or state.major.sequence > since_sequence:
+        return state
+    window = tuple(r for r in state.merge if r.sequence > since_sequence)
+    if not window:
+        return Selection(table, state.major, (), (), False, head)
+    # a revision committed late with an early timestamp may be beaten by rows of revisions
+    # already consumed: merge everything from the oldest window key on, report window ids only
+    oldest = window[0].key
+    merge = tuple(r for r in state.merge if r.key >= oldest)
+    return Selection(table, state.major, merge, window, False, head)
+
+
+def _max_seq(history: Sequence[Revision]) -> int:
+    return max((r.sequence for r in history), default=0)

@@ -1,0 +1,44 @@
+"""Building the SparkSession: local[*] by default, a cluster or Spark Connect when asked.
+
+Precedence: explicit arguments, then ``SPARK_REMOTE`` (Spark Connect) or
+``SPARK_MASTER`` from the environment, then ``local[*]``. Read at call time,
+never at import time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from pyspark.sql import SparkSession
+
+#: settings that suit small and medium revisions; every one can be overridden
+DEFAULT_CONF: dict[str, str] = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.parquet.compression.codec": "snappy",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.sources.partitionOverwriteMode": "static",
+}
+
+
+def build_spark_session(
+    master: str | None = None,
+    remote: str | None = None,
+    app_name: str = "revisions-assets",
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """Get or create the SparkSession for the engine (see module docstring for precedence)."""
+    remote = remote or (None if master else os.environ.get("SPARK_REMOTE"))
+    builder = SparkSession.builder.appName(app_name)
+    if remote:
+        builder = builder.remote(remote)
+    else:
+        builder = builder.master(master or os.environ.get("SPARK_MASTER") or "local[*]")
+    settings = {**DEFAULT_CONF, **(conf or {})}
+    for key, value in settings.items():
+        if remote and not key.startswith("spark.sql."):
+            continue  # a Connect client cannot set static/core settings of the server
+        builder = builder.config(key, value)
+    return builder.getOrCreate()

@@ -1,0 +1,39 @@
+# Sourced by dev.sh: makes sure Java 17+ and the repo-local virtualenv exist and are current.
+# Idempotent: reinstalls Python dependencies only when pyproject.toml changed.
+
+_java_ok() {
+  command -v java >/dev/null 2>&1 || return 1
+  local v
+  v=$(java -version 2>&1 | head -1 | sed -E 's/.*version "([0-9]+).*/\1/')
+  [ "${v:-0}" -ge 17 ] 2>/dev/null
+}
+
+if ! _java_ok; then
+  echo "[setup] Java 17+ not found: installing openjdk-17-jre-headless" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+fi
+if [ -z "${JAVA_HOME:-}" ]; then
+  JAVA_HOME="$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")"
+  export JAVA_HOME
+fi
+
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  echo "[setup] creating virtualenv .venv" >&2
+  "$PY" -m venv .venv
+fi
+stamp=".venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)"
+if [ ! -f "$stamp" ]; then
+  echo "[setup] installing Python dependencies into .venv (first run takes a few minutes)" >&2
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[dev]'
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi
+# shellcheck disable=SC1091
+source .venv/bin/activate
+export PYSPARK_PYTHON="$PWD/.venv/bin/python"
+export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"

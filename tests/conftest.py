@@ -1,0 +1,30 @@
+"""Shared fixtures: one local SparkSession for the whole test session."""
+
+from __future__ import annotations
+
+import pytest
+
+from revisions_assets.spark import build_spark_session
+
+
+@pytest.fixture(scope="session")
+def spark():
+    session = build_spark_session(
+        master="local[2]",
+        app_name="revisions-assets-tests",
+        conf={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.ui.enabled": "false",
+            "spark.driver.memory": "2g",
+            "spark.sql.adaptive.enabled": "false",
+        },
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def root(tmp_path):
+    """A fresh dataset root on the local filesystem."""
+    return str(tmp_path / "dataset")
