@@ -14,7 +14,7 @@ from os import PathLike
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import BooleanType, StructField, StructType
 
 from .errors import (
     CommitConflictError,
@@ -25,6 +25,7 @@ from .errors import (
     NoMajorRevisionError,
     NullIdError,
     RevisionsError,
+    SchemaMismatchError,
     UnknownRevisionError,
     UnknownTableError,
 )
@@ -92,6 +93,8 @@ class _StagedTable:
     files: tuple[str, ...] = ()
     bytes: int = 0
     prefix: str = ""
+    #: columns of the current schema absent from the data: allowed on tombstone rows only
+    filled: tuple[str, ...] = ()
 
 
 @dataclass
@@ -132,6 +135,7 @@ class RevisionedDataset:
         self.merge_strategy = merge_strategy
         self._log = RevisionLog(self.storage)
         self._log.refresh()
+        self._heal_description()
 
     def __repr__(self) -> str:
         return f"RevisionedDataset({self.root!r}, head={self._log.head})"
@@ -143,6 +147,16 @@ class RevisionedDataset:
 
             self._spark = SparkSession.getActiveSession() or build_spark_session()
         return self._spark
+
+    def _heal_description(self) -> None:
+        """A writer that died right after its commit left description.parquet stale: fix it."""
+        try:
+            if not self._log.description_is_current():
+                self._log.publish_description()
+        except (RevisionsError, OSError) as exc:  # read-only access: reads do not need it
+            log.warning(
+                "%s: description.parquet is stale and cannot be rewritten: %s", self.root, exc
+            )
 
     # -- the log --------------------------------------------------------------------------
 
@@ -369,7 +383,10 @@ class RevisionedDataset:
             ids = self._id_columns_for(records, table)
             schema = data_schema(table, df.schema, ids)
             table_version = version.get(table) if isinstance(version, Mapping) else version
-            request.staged.append(_StagedTable(table, ids, schema, table_version))
+            staged = _StagedTable(table, ids, schema, table_version)
+            if not request.is_major and DELETED in df.columns:
+                self._complete_for_tombstones(records, staged)
+            request.staged.append(staged)
         self._check_against_log(records, request)
         if self.storage.exists(request.name):
             raise DuplicateRevisionNameError(
@@ -377,6 +394,20 @@ class RevisionedDataset:
                 "(left by an uncommitted attempt?): pick another name or vacuum it"
             )
         return request
+
+    @staticmethod
+    def _complete_for_tombstones(records: Sequence[Revision], staged: _StagedTable) -> None:
+        """Tombstone rows need only ids: fill the current columns the data lacks with nulls."""
+        history = [r for r in records if staged.table in r.tables]
+        if not any(r.is_major for r in history):
+            return  # reported by _check_against_log
+        current = table_schema(state_selection(history, staged.table).merge, staged.table)
+        given = set(staged.schema.fieldNames())
+        staged.filled = tuple(f.name for f in current.fields if f.name not in given)
+        if staged.filled:
+            extra = [f for f in staged.schema.fields if f.name not in current.fieldNames()]
+            mine = {f.name: f for f in staged.schema.fields}
+            staged.schema = StructType([mine.get(f.name, f) for f in current.fields] + extra)
 
     def _id_columns_for(self, records: Sequence[Revision], table: str) -> tuple[str, ...]:
         if self._declared is not None and table not in self._declared:
@@ -444,7 +475,11 @@ class RevisionedDataset:
         deleted = (
             F.coalesce(F.col(DELETED), F.lit(False)) if DELETED in df.columns else F.lit(False)
         )
-        out = df.select(*[F.col(f.name) for f in staged.schema.fields], deleted.alias(DELETED))
+        columns = [
+            F.lit(None).cast(f.dataType).alias(f.name) if f.name in staged.filled else F.col(f.name)
+            for f in staged.schema.fields
+        ]
+        out = df.select(*columns, deleted.alias(DELETED))
         out.write.mode("errorifexists").parquet(self.storage.spark_uri(staged.prefix))
         files = [
             f
@@ -460,7 +495,10 @@ class RevisionedDataset:
         if not staged.files:
             return
         ids = list(staged.id_columns)
-        written = self.spark.read.parquet(*[self.storage.spark_uri(f) for f in staged.files])
+        file_schema = StructType([*staged.schema.fields, StructField(DELETED, BooleanType())])
+        written = self.spark.read.schema(file_schema).parquet(
+            *[self.storage.spark_uri(f) for f in staged.files]
+        )
         per_entity = written.groupBy(*ids).agg(
             F.count(F.lit(1)).alias("n"), F.sum(F.col(DELETED).cast("long")).alias("t")
         )
@@ -486,6 +524,12 @@ class RevisionedDataset:
                 "each entity may appear once per revision"
             )
         staged.rows, staged.tombstones = int(stats["rows"]), int(stats["tombstones"])
+        if staged.filled and staged.rows != staged.tombstones:
+            raise SchemaMismatchError(
+                f"table {staged.table!r}: the minor drops column(s) {list(staged.filled)} of the "
+                f"current major on {staged.rows - staged.tombstones} non-deleted rows; only "
+                "tombstone rows (_deleted = true) may omit columns"
+            )
 
     def _commit_record(self, request: _CommitRequest) -> Revision:
         """Append the log entry, guarded by "the head is still what I read"; retry on conflict."""

@@ -161,7 +161,10 @@ class RevisionLog:
         raw = self.storage.read(DESCRIPTION)
         if raw is None:
             return self.head == 0
-        return pq.read_metadata(io.BytesIO(raw)).num_rows == self.head
+        try:
+            return pq.read_metadata(io.BytesIO(raw)).num_rows == self.head
+        except (pa.ArrowException, ValueError):
+            return False  # damaged: rewrite it
 
 
 def log_frame(records: Sequence[Revision]) -> pd.DataFrame:

@@ -238,6 +238,7 @@ class S3Storage(Storage):
         return sorted(self._call("ListObjectsV2", start, listing), key=lambda f: f.path)
 
     def exists(self, rel: str) -> bool:
+        """True for an object, or (like a local directory) for a prefix holding objects."""
         key = self.key(rel)
 
         def head() -> bool:
@@ -249,12 +250,20 @@ class S3Storage(Storage):
                 raise
             return True
 
-        return self._call("HeadObject", key, head)
+        def any_below() -> bool:
+            response = self.client.list_objects_v2(
+                Bucket=self.bucket, Prefix=self._dir_key(rel), MaxKeys=1
+            )
+            return bool(response.get("KeyCount") or response.get("Contents"))
+
+        if self._call("HeadObject", key, head):
+            return True
+        return self._call("ListObjectsV2", key, any_below)
 
     def delete_tree(self, rel_prefix: str) -> None:
         keys = [self.key(f.path) for f in self.list_files(rel_prefix)]
-        if rel_prefix.strip("/") and self.exists(rel_prefix):
-            keys.append(self.key(rel_prefix))  # rel_prefix named one object, like a file
+        if rel_prefix.strip("/"):
+            keys.append(self.key(rel_prefix))  # it may name one object, like a file; absent is fine
         for start in range(0, len(keys), 1000):
             batch = keys[start : start + 1000]
 
