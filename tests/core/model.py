@@ -1,0 +1,161 @@
+"""A pure-Python reference model of the SPEC §3 read semantics.
+
+Written from the SPEC text alone (not from the engine) so the property tests compare two
+independent readings of the contract. Everything is a small loop over Python dicts: a
+revision maps each table it wrote to ``{entity key: row}``, where a row is a dict of the
+non-id column values, or ``None`` for a tombstone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+Key = tuple
+Row = Mapping[str, object]
+
+
+class ModelNoMajorError(Exception):
+    """No major revision in range (the engine must raise NoMajorRevisionError)."""
+
+
+class ModelUnknownRevisionError(Exception):
+    """A positional reference that matches nothing (the engine: UnknownRevisionError)."""
+
+
+@dataclass(frozen=True)
+class ModelRevision:
+    name: str
+    timestamp: datetime
+    is_major: bool
+    sequence: int
+    tables: Mapping[str, Mapping[Key, Row | None]]  # None marks a tombstone
+
+    @property
+    def key(self) -> tuple[datetime, int]:
+        return (self.timestamp, self.sequence)
+
+
+@dataclass(frozen=True)
+class ModelState:
+    """The state of one table: entity key -> (row, revision that produced it)."""
+
+    rows: dict[Key, tuple[Row, ModelRevision]]
+    major: ModelRevision
+    live: tuple[ModelRevision, ...]  # the revisions the state is merged from, by key
+
+
+@dataclass(frozen=True)
+class ModelChanges:
+    """Entity key -> (row, producing revision), or (None, None) for a deletion."""
+
+    is_reset: bool
+    rows: dict[Key, tuple[Row | None, ModelRevision | None]]
+    revisions: tuple[ModelRevision, ...]  # the window W (on a reset: the live set)
+
+
+@dataclass
+class Model:
+    revisions: list[ModelRevision] = field(default_factory=list)
+
+    @property
+    def head(self) -> int:
+        return len(self.revisions)
+
+    def history(self, table: str, upto: int | None = None) -> list[ModelRevision]:
+        """The revisions that wrote ``table`` (the only ones its reads see), by sequence."""
+        return [
+            r for r in self.revisions if table in r.tables and (upto is None or r.sequence <= upto)
+        ]
+
+    def commit(
+        self,
+        name: str,
+        timestamp: datetime,
+        is_major: bool,
+        tables: Mapping[str, Mapping[Key, Row | None]],
+    ) -> ModelRevision | None:
+        """Append a revision; None when it has no rows (NoData).
+
+        A minor on a table that has no major yet is refused (ModelNoMajorError) and
+        nothing is committed.
+        """
+        written = {t: dict(rows) for t, rows in tables.items() if rows}
+        if not written:
+            return None
+        if not is_major:
+            for table in written:
+                if not any(r.is_major for r in self.history(table)):
+                    raise ModelNoMajorError(table)
+        rev = ModelRevision(name, timestamp, is_major, self.head + 1, written)
+        self.revisions.append(rev)
+        return rev
+
+    def resolve(self, table: str, at: int | str | None) -> int | None:
+        """The sequence a positional reference pins a read of ``table`` to."""
+        if at is None:
+            return None
+        if isinstance(at, int):
+            if not 1 <= at <= self.head:
+                raise ModelUnknownRevisionError(at)
+            return at
+        if at == "HEAD" or at.startswith("HEAD~"):
+            back = 0 if at == "HEAD" else int(at[len("HEAD~") :])
+            hist = self.history(table)
+            if back >= len(hist):
+                raise ModelUnknownRevisionError(at)
+            return hist[len(hist) - 1 - back].sequence
+        for r in self.revisions:
+            if r.name == at:
+                return r.sequence
+        raise ModelUnknownRevisionError(at)
+
+    def state(
+        self, table: str, as_of: datetime | None = None, at: int | str | None = None
+    ) -> ModelState:
+        """SPEC §3 "State as of T", optionally over the revisions with sequence <= at."""
+        upto = self.resolve(table, at)
+        candidates = [r for r in self.history(table, upto) if as_of is None or r.timestamp <= as_of]
+        majors = [r for r in candidates if r.is_major]
+        if not majors:
+            raise ModelNoMajorError(table)
+        major = max(majors, key=lambda r: r.key)
+        live = sorted((r for r in candidates if r.key >= major.key), key=lambda r: r.key)
+        rows: dict[Key, tuple[Row, ModelRevision]] = {}
+        for rev in live:
+            for key, row in rev.tables[table].items():
+                if row is None:
+                    rows.pop(key, None)
+                else:
+                    rows[key] = (row, rev)
+        return ModelState(rows, major, tuple(live))
+
+    def changes(
+        self, table: str, since: datetime | None = None, until: datetime | None = None
+    ) -> ModelChanges:
+        """SPEC §3 "Changes in (T1, T2]": since exclusive, until inclusive."""
+        state = self.state(table, as_of=until)
+        if since is None or state.major.timestamp > since:
+            return ModelChanges(True, dict(state.rows), state.live)
+        window = tuple(r for r in state.live if r.timestamp > since)
+        return ModelChanges(False, _touched(table, window, state), window)
+
+    def changes_since_sequence(
+        self, table: str, since_sequence: int, until_sequence: int | None = None
+    ) -> ModelChanges:
+        """SPEC §3 consumer form: changes since sequence S up to a pinned head H."""
+        head = self.head if until_sequence is None else until_sequence
+        state = self.state(table, at=head)
+        if state.major.sequence > since_sequence:
+            return ModelChanges(True, dict(state.rows), state.live)
+        window = tuple(r for r in state.live if r.sequence > since_sequence)
+        return ModelChanges(False, _touched(table, window, state), window)
+
+
+def _touched(
+    table: str, window: tuple[ModelRevision, ...], state: ModelState
+) -> dict[Key, tuple[Row | None, ModelRevision | None]]:
+    """The entities written (or deleted) by the window, with their state; absent = deleted."""
+    keys = {key for rev in window for key in rev.tables[table]}
+    return {key: state.rows.get(key, (None, None)) for key in keys}
