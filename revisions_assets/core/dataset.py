@@ -31,7 +31,7 @@ from .errors import (
 )
 from .log import RevisionLog, log_frame
 from .merge import DELETED, MergeStrategy, blank_deletions, merge_revisions, table_schema
-from .records import Revision, TableWrite, UpstreamPosition
+from .records import Revision, TableWrite, UpstreamPosition, canonical_json
 from .selection import (
     HEAD_PATTERN,
     Position,
@@ -549,7 +549,7 @@ class RevisionedDataset:
                 tables={
                     s.table: TableWrite(
                         id_columns=s.id_columns,
-                        schema_json=s.schema.json(),
+                        schema_json=canonical_json(s.schema.jsonValue()),
                         version=s.version,
                         rows=s.rows,
                         tombstones=s.tombstones,

@@ -12,6 +12,11 @@ from .timeutil import from_micros, to_micros
 LOG_FORMAT = 1
 
 
+def canonical_json(value: Any) -> str:
+    """Compact, key-sorted JSON: equal values serialize to equal strings."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
 @dataclass(frozen=True)
 class TableWrite:
     """What one revision wrote to one table."""
@@ -118,7 +123,7 @@ class Revision:
             "data_change": self.data_change,
             "properties": dict(self.properties),
         }
-        return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+        return canonical_json(doc)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Revision:
@@ -133,7 +138,7 @@ class Revision:
             tables={
                 name: TableWrite(
                     id_columns=tuple(t["id_columns"]),
-                    schema_json=json.dumps(t["schema"], sort_keys=True),
+                    schema_json=canonical_json(t["schema"]),
                     version=t.get("version"),
                     rows=int(t["rows"]),
                     tombstones=int(t["tombstones"]),

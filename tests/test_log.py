@@ -1,0 +1,116 @@
+"""The description log without Spark: exclusive appends, checkpoints, description.parquet."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pandas as pd
+import pytest
+
+from revisions_assets.core import log as log_module
+from revisions_assets.core.errors import CorruptLogError
+from revisions_assets.core.log import DESCRIPTION, RevisionLog, checkpoint_path, entry_path
+from revisions_assets.core.records import Revision, TableWrite, UpstreamPosition
+from revisions_assets.core.storage import LocalStorage
+
+
+def record(seq: int, name: str | None = None) -> Revision:
+    return Revision(
+        name=name or f"rev{seq}",
+        timestamp=datetime(2020, 1, 1, tzinfo=timezone.utc),
+        is_major=seq == 1,
+        sequence=seq,
+        committed_at=datetime(2020, 1, 2, 3, 4, 5, 123456, tzinfo=timezone.utc),
+        tables={
+            "t": TableWrite(
+                ("id",),
+                '{"fields":[],"type":"struct"}',
+                "v1",
+                3,
+                1,
+                (f"rev{seq}/t/part-0.parquet",),
+                42,
+            )
+        },
+        version="v1",
+        producer={"asset_key": "a/b"},
+        upstream=(UpstreamPosition("/up", "x", seq),),
+    )
+
+
+def test_record_round_trips_through_json():
+    r = record(7)
+    assert Revision.from_json(r.to_json()) == r
+
+
+def test_exclusive_append_refuses_a_taken_sequence(tmp_path):
+    storage = LocalStorage(tmp_path)
+    a, b = RevisionLog(storage), RevisionLog(storage)
+    a.refresh(), b.refresh()
+    assert a.try_append(record(1, "from-a"))
+    assert not b.try_append(record(1, "from-b"))  # b's view was stale: refused, not overwritten
+    assert [r.name for r in b.refresh()] == ["from-a"]
+    assert b.try_append(record(2, "from-b"))
+    assert [r.name for r in a.refresh()] == ["from-a", "from-b"]
+
+
+def test_checkpoints_bound_what_opening_reads(tmp_path, monkeypatch):
+    monkeypatch.setattr(log_module, "CHECKPOINT_INTERVAL", 10)
+    storage = LocalStorage(tmp_path)
+    writer = RevisionLog(storage)
+    for seq in range(1, 26):
+        assert writer.try_append(record(seq))
+        writer.after_commit()
+    assert storage.exists(checkpoint_path(20))
+    reads = []
+    original = storage.read
+    monkeypatch.setattr(storage, "read", lambda rel: reads.append(rel) or original(rel))
+    reader = RevisionLog(storage)
+    assert [r.sequence for r in reader.refresh()] == list(range(1, 26))
+    entries_read = [p for p in reads if p.endswith(".json")]
+    assert entries_read == [entry_path(s) for s in range(21, 27)]  # 21..25 and the miss at 26
+
+
+def test_description_parquet_is_current_and_plain(tmp_path):
+    storage = LocalStorage(tmp_path)
+    writer = RevisionLog(storage)
+    for seq in range(1, 4):
+        writer.try_append(record(seq))
+        writer.after_commit()
+    frame = pd.read_parquet(tmp_path / DESCRIPTION)
+    assert list(frame["name"]) == ["rev1", "rev2", "rev3"]
+    assert {"name", "timestamp", "is_major", "version"} <= set(frame.columns)
+    assert str(frame["timestamp"].dt.tz) == "UTC"
+    assert writer.description_is_current()
+
+
+def test_a_stale_description_is_detected(tmp_path):
+    storage = LocalStorage(tmp_path)
+    writer = RevisionLog(storage)
+    writer.try_append(record(1))
+    writer.after_commit()
+    writer.try_append(record(2))  # the writer "dies" before its upkeep
+    assert not RevisionLog(storage).refresh() == ()
+    fresh = RevisionLog(storage)
+    fresh.refresh()
+    assert not fresh.description_is_current()
+    fresh.publish_description()
+    assert len(pd.read_parquet(tmp_path / DESCRIPTION)) == 2
+
+
+def test_a_damaged_checkpoint_only_costs_a_longer_probe(tmp_path, monkeypatch):
+    monkeypatch.setattr(log_module, "CHECKPOINT_INTERVAL", 5)
+    storage = LocalStorage(tmp_path)
+    writer = RevisionLog(storage)
+    for seq in range(1, 8):
+        writer.try_append(record(seq))
+        writer.after_commit()
+    (tmp_path / checkpoint_path(5)).write_bytes(b"not parquet")
+    assert [r.sequence for r in RevisionLog(storage).refresh()] == list(range(1, 8))
+
+
+def test_an_unreadable_entry_is_reported(tmp_path):
+    storage = LocalStorage(tmp_path)
+    storage.write(entry_path(1), b"{broken")
+    with pytest.raises(CorruptLogError, match="00000000000000000001.json"):
+        RevisionLog(storage).refresh()
