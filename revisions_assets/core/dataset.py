@@ -30,7 +30,14 @@ from .errors import (
     UnknownTableError,
 )
 from .log import RevisionLog, log_frame
-from .merge import DELETED, MergeStrategy, blank_deletions, merge_revisions, table_schema
+from .merge import (
+    DELETED,
+    REVISION_COLUMNS,
+    MergeStrategy,
+    blank_deletions,
+    merge_revisions,
+    table_schema,
+)
 from .records import Revision, TableWrite, UpstreamPosition, canonical_json
 from .selection import (
     HEAD_PATTERN,
@@ -260,11 +267,15 @@ class RevisionedDataset:
             )
         ids = list(history[-1].tables[table].id_columns)
         if not selection.window:
-            schema = table_schema(selection.merge or history, table)
-            df = self._empty_changes(schema, with_revision)
+            df = self._empty_changes(table_schema(selection.merge, table), with_revision)
+        elif selection.is_reset:
+            df = self._merge(selection, keep_deleted=False, with_revision=with_revision)
+            df = df.withColumn(DELETED, F.lit(False))
         else:
             df = self._merge(selection, keep_deleted=True, with_revision=with_revision)
             df = blank_deletions(df, ids)
+        system = [c for c in (DELETED, *REVISION_COLUMNS) if c in df.columns]
+        df = df.select(*[c for c in df.columns if c not in system], *system)
         return ChangeSet(
             df=df,
             is_reset=selection.is_reset,

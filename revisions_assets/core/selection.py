@@ -24,7 +24,8 @@ class Selection:
 
     ``merge``: the revisions whose rows compete (the first is the oldest).
     ``window``: for change reads, the revisions whose entities are reported; a read
-    restricted to them needs a semi-join only when ``restrict`` is true.
+    restricted to them needs a semi-join only when ``restrict`` is true. An empty window
+    (nothing changed) keeps the state in ``merge``, for its schema.
     """
 
     table: str
@@ -36,7 +37,7 @@ class Selection:
 
     @property
     def restrict(self) -> bool:
-        return not self.is_reset and len(self.merge) != len(self.window)
+        return not self.is_reset and bool(self.window) and len(self.merge) != len(self.window)
 
 
 def table_history(records: Sequence[Revision], table: str) -> list[Revision]:
@@ -124,7 +125,8 @@ def changes_by_time(
         return state
     window = tuple(r for r in state.merge if r.timestamp > since)
     # the window is the tail of the state in key order: its rows are the latest ones
-    return Selection(table, state.major, window, window, False, state.head_sequence)
+    merge = window or state.merge  # an empty window keeps the state (for its schema)
+    return Selection(table, state.major, merge, window, False, state.head_sequence)
 
 
 def changes_by_sequence(
@@ -144,7 +146,7 @@ def changes_by_sequence(
         return state
     window = tuple(r for r in state.merge if r.sequence > since_sequence)
     if not window:
-        return Selection(table, state.major, (), (), False, head)
+        return Selection(table, state.major, state.merge, (), False, head)
     # a revision committed late with an early timestamp may be beaten by rows of revisions
     # already consumed: merge everything from the oldest window key on, report window ids only
     oldest = window[0].key
