@@ -1,0 +1,75 @@
+"""What every revisioned asset shares: resource keys, run config, the dg.asset arguments."""
+
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import dagster as dg
+from pydantic import Field
+
+from .spec import TableAddress
+
+#: resource keys the layer's assets, checks and sensors use
+IO_MANAGER_KEY = "revisions_io_manager"
+LOCATION_KEY = "revisions_location"
+SPARK_KEY = "spark"
+KINDS = frozenset({"spark", "parquet"})
+
+
+class RevisionRunConfig(dg.Config):
+    """Run configuration of every revisioned asset."""
+
+    force_major: bool = Field(
+        default=False,
+        description="Write a major revision (re-evaluate every entity) whatever the code version.",
+    )
+
+
+def asset_kwargs(
+    *,
+    name: str,
+    address: TableAddress,
+    code_version: str,
+    partitions_def: dg.PartitionsDefinition | None,
+    description: str | None,
+    group_name: str | None,
+    key_prefix: str | Sequence[str] | None,
+    deps: Iterable[Any],
+    tags: Mapping[str, str] | None,
+    owners: Sequence[str] | None,
+    metadata: Mapping[str, Any] | None,
+    io_manager_key: str,
+) -> dict[str, Any]:
+    """Arguments of dg.asset common to featurized, scoring and reference assets."""
+    return {
+        "name": name,
+        "key_prefix": key_prefix,
+        "partitions_def": partitions_def,
+        "code_version": code_version,
+        "description": description,
+        "group_name": group_name,
+        "kinds": set(KINDS),
+        "deps": list(deps),
+        "tags": dict(tags or {}),
+        "owners": list(owners or []),
+        "metadata": {**address.to_metadata(), **(metadata or {})},
+        "io_manager_key": io_manager_key,
+        "required_resource_keys": {LOCATION_KEY, SPARK_KEY},
+        # a range (backfill or major) is one run, hence one revision, not one per partition
+        "backfill_policy": dg.BackfillPolicy.single_run() if partitions_def else None,
+    }
+
+
+def asset_decorator(**kwargs: Any) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
+    """dg.asset without the beta warning of backfill_policy (single-run backfills are the point)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return dg.asset(**kwargs)
+
+
+def dataset_root(context: dg.AssetExecutionContext, address: TableAddress) -> str:
+    return getattr(context.resources, LOCATION_KEY).root_for(address.dataset)
+
+
+def spark_session(context: dg.AssetExecutionContext) -> Any:
+    return getattr(context.resources, SPARK_KEY).spark_session

@@ -1,0 +1,177 @@
+"""Featurized and reference assets: a PySpark function whose output becomes a revision.
+
+``featurized_asset``: the function gets the source rows of the compute window
+(extended back by ``lookback``) and the resolved slice, and returns one row per
+entity it (re)computes. A minor computes the requested partitions; a major
+every entity from the first partition's start.
+
+``reference_asset``: an unpartitioned snapshot (e.g. a planes table). A minor
+writes only the difference to the current state (changed rows, tombstones for
+vanished ids), so consumers re-score only what the change touches.
+"""
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import dagster as dg
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from .factory import (
+    IO_MANAGER_KEY,
+    RevisionRunConfig,
+    asset_decorator,
+    asset_kwargs,
+    dataset_root,
+    spark_session,
+)
+from .io import RevisionWrite, open_dataset
+from .spec import DatasetSlice, TableAddress, resolve_slice
+
+#: source rows of [start, end): (spark, start, end) -> DataFrame
+WindowSource = Callable[[SparkSession, datetime, datetime], DataFrame]
+Featurizer = Callable[[DataFrame, DatasetSlice], DataFrame]
+Snapshot = Callable[[SparkSession], DataFrame]
+
+
+def featurized_asset(
+    *,
+    id_columns: Sequence[str],
+    partitions_def: dg.TimeWindowPartitionsDefinition,
+    code_version: str,
+    source: WindowSource,
+    lookback: timedelta = timedelta(0),
+    name: str | None = None,
+    key_prefix: str | Sequence[str] | None = None,
+    dataset: str | None = None,
+    table: str | None = None,
+    description: str | None = None,
+    group_name: str | None = None,
+    deps: Iterable[Any] = (),
+    tags: Mapping[str, str] | None = None,
+    owners: Sequence[str] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    io_manager_key: str = IO_MANAGER_KEY,
+) -> Callable[[Featurizer], dg.AssetsDefinition]:
+    """Declare a time-partitioned featurized asset stored as one table of a revisioned dataset.
+
+    The decorated function is ``fn(source_rows, window) -> DataFrame`` where
+    ``source_rows = source(spark, window.compute_start - lookback, window.compute_end)``.
+    """
+
+    def decorator(fn: Featurizer) -> dg.AssetsDefinition:
+        asset_name = name or fn.__name__
+        address = TableAddress(
+            dataset or asset_name, table or asset_name, tuple(id_columns), "featurized"
+        )
+
+        @asset_decorator(
+            **asset_kwargs(
+                name=asset_name,
+                address=address,
+                code_version=code_version,
+                partitions_def=partitions_def,
+                description=description or fn.__doc__,
+                group_name=group_name,
+                key_prefix=key_prefix,
+                deps=deps,
+                tags=tags,
+                owners=owners,
+                metadata=metadata,
+                io_manager_key=io_manager_key,
+            )
+        )
+        def _featurized(context: dg.AssetExecutionContext, config: RevisionRunConfig) -> dg.Output:
+            window = resolve_slice(
+                context,
+                dataset_root(context, address),
+                address,
+                forced_by_config=config.force_major,
+            )
+            assert window.compute_start is not None and window.compute_end is not None
+            context.log.info(
+                f"{'major' if window.is_major else 'minor'} ({window.reason}): computing "
+                f"{window.compute_start.date()} .. {window.compute_end.date()} (end exclusive)"
+            )
+            rows = source(
+                spark_session(context), window.compute_start - lookback, window.compute_end
+            )
+            return dg.Output(RevisionWrite(window, fn(rows, window)))
+
+        return _featurized
+
+    return decorator
+
+
+def snapshot_changes(
+    current: DataFrame, snapshot: DataFrame, id_columns: Sequence[str]
+) -> DataFrame:
+    """Rows of ``snapshot`` new or different from ``current``, tombstones for vanished ids."""
+    ids = list(id_columns)
+    changed = snapshot.exceptAll(current.select(*snapshot.columns))
+    vanished = current.select(*ids).join(snapshot.select(*ids), ids, "left_anti")
+    return changed.withColumn("_deleted", F.lit(False)).unionByName(
+        vanished.withColumn("_deleted", F.lit(True)), allowMissingColumns=True
+    )
+
+
+def reference_asset(
+    *,
+    id_columns: Sequence[str],
+    code_version: str,
+    name: str | None = None,
+    key_prefix: str | Sequence[str] | None = None,
+    dataset: str | None = None,
+    table: str | None = None,
+    description: str | None = None,
+    group_name: str | None = None,
+    deps: Iterable[Any] = (),
+    tags: Mapping[str, str] | None = None,
+    owners: Sequence[str] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    io_manager_key: str = IO_MANAGER_KEY,
+) -> Callable[[Snapshot], dg.AssetsDefinition]:
+    """Declare an unpartitioned reference table: ``fn(spark) -> full snapshot DataFrame``.
+
+    A major writes the snapshot; a minor only its difference to the current state
+    (nothing committed when nothing changed).
+    """
+
+    def decorator(fn: Snapshot) -> dg.AssetsDefinition:
+        asset_name = name or fn.__name__
+        address = TableAddress(
+            dataset or asset_name, table or asset_name, tuple(id_columns), "reference"
+        )
+
+        @asset_decorator(
+            **asset_kwargs(
+                name=asset_name,
+                address=address,
+                code_version=code_version,
+                partitions_def=None,
+                description=description or fn.__doc__,
+                group_name=group_name,
+                key_prefix=key_prefix,
+                deps=deps,
+                tags=tags,
+                owners=owners,
+                metadata=metadata,
+                io_manager_key=io_manager_key,
+            )
+        )
+        def _reference(context: dg.AssetExecutionContext, config: RevisionRunConfig) -> dg.Output:
+            root = dataset_root(context, address)
+            window = resolve_slice(context, root, address, forced_by_config=config.force_major)
+            spark = spark_session(context)
+            snapshot = fn(spark)
+            if not window.is_major:
+                current = open_dataset(spark, root, address.table, address.id_columns)
+                snapshot = snapshot_changes(
+                    current.read(address.table), snapshot, address.id_columns
+                )
+            return dg.Output(RevisionWrite(window, snapshot))
+
+        return _reference
+
+    return decorator

@@ -1,0 +1,48 @@
+"""The SparkSession as a Dagster resource, created lazily (no JVM for sensors or the UI)."""
+
+from typing import Any
+
+from dagster_pyspark import LazyPySparkResource
+from pydantic import Field, PrivateAttr
+from pyspark.sql import SparkSession
+
+from revisions_assets.spark import build_spark_session
+
+
+class SparkSessionResource(LazyPySparkResource):
+    """dagster-pyspark's lazy resource, built by ``revisions_assets.spark.build_spark_session``.
+
+    So ``SPARK_REMOTE`` (Spark Connect) and ``SPARK_MASTER`` are honoured at run time,
+    and a session already running in the process (a test's) is reused: one JVM.
+    """
+
+    spark_config: dict[str, Any] = Field(
+        default_factory=dict, description="Extra Spark settings (override the engine defaults)."
+    )
+    master: str | None = Field(
+        default=None, description="Spark master URL; default SPARK_MASTER or local[*]."
+    )
+    remote: str | None = Field(
+        default=None, description="Spark Connect URL; default SPARK_REMOTE (wins over master)."
+    )
+    app_name: str = Field(default="revisions-assets", description="Spark application name.")
+    _session: SparkSession | None = PrivateAttr(default=None)
+
+    @classmethod
+    def _is_dagster_maintained(cls) -> bool:
+        return False
+
+    @property
+    def spark_session(self) -> SparkSession:
+        if self._session is None:
+            self._session = build_spark_session(
+                master=self.master,
+                remote=self.remote,
+                app_name=self.app_name,
+                conf={k: str(v) for k, v in self.spark_config.items()},
+            )
+        return self._session
+
+    @property
+    def spark_context(self) -> Any:
+        return self.spark_session.sparkContext
