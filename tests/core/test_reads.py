@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql.types import LongType, StringType, TimestampType
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core.errors import UnknownRevisionError
+from revisions_assets.core.errors import NoMajorRevisionError, UnknownRevisionError
 
 from .helpers import by_id, day, frame, input_files, micros, top_dirs
 
@@ -98,9 +98,12 @@ def test_positional_references(shared):
     assert shared.revision("HEAD").name == "r6"
     assert shared.revision("HEAD~1").name == "r4"
     assert shared.revision(2).name == "o1"
-    for bad in ("nope", 7, 0, "HEAD~9"):
+    for bad in ("nope", 7, "HEAD~9"):
         with pytest.raises(UnknownRevisionError, match=str(bad)):
             shared.read("t", at=bad)
+    # sequence 0 is the empty log (a consumer's initial position): nothing to read yet
+    with pytest.raises((UnknownRevisionError, NoMajorRevisionError)):
+        shared.read("t", at=0)
 
 
 def test_with_revision_columns(shared):
