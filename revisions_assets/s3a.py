@@ -6,8 +6,12 @@ resolves ``org.apache.hadoop:hadoop-aws`` at exactly the bundled Hadoop version
 dependencies its POM declares (the AWS SDK v2 ``bundle`` and the S3 analytics
 accelerator, versions read from ``hadoop-project``'s POM), downloads them once
 from Maven Central into the repo-local ``.setup/jars`` folder, and returns the
-Spark settings that put them on the driver's and executors' classpath
-(``spark.jars``: the driver serves them to executors, so it works on a cluster).
+Spark settings that put them on the driver's and executors' classpath: by default
+``extraClassPath`` (no copy of the 700 MB SDK bundle per application; right for
+``local[*]`` and for a cluster whose hosts share the path), or ``spark.jars`` when
+the driver must ship them to remote executors.
+
+``python -m revisions_assets.s3a`` fetches the jars (the set-up calls it).
 
 Credentials: when given explicitly they go into the Hadoop settings (Spark redacts
 ``*secret*``/``*token*``/``*access.key*`` values in its UI and logs); when not, the
@@ -25,15 +29,21 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlparse
 
 import pyspark
+from pyspark.sql import SparkSession
 
 from .core.errors import RevisionsError
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 _POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 _SECRET_KEYS = re.compile(r"(?i)secret|token|access\.key|password")
+_CLASSPATHS = ("spark.driver.extraClassPath", "spark.executor.extraClassPath")
+
+#: how the jars reach the JVMs: the local classpath, shipped by the driver, or not at all
+JarMode = Literal["classpath", "ship", "none"]
 
 
 class ConnectorError(RevisionsError):
@@ -164,7 +174,7 @@ def s3a_conf(
     aws_session_token: str | None = None,
     *,
     path_style: bool | None = None,
-    jars: bool = True,
+    jars: JarMode = "classpath",
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> SparkConf:
     """Spark settings for ``s3a://`` (pass to ``build_spark_session(conf=...)``).
@@ -174,7 +184,8 @@ def s3a_conf(
     ``AWS_ENDPOINT_URL`` and ``AWS_REGION`` / ``AWS_DEFAULT_REGION``; unset credentials
     leave the connector's default provider chain (environment, profile, instance role).
     Path-style access is on by default for a custom endpoint; an ``http://`` endpoint
-    turns TLS off. ``jars=False`` skips the jars (a cluster that already has them).
+    turns TLS off. ``jars``: ``"classpath"`` (this machine's cache, no copies),
+    ``"ship"`` (``spark.jars``: remote executors), ``"none"`` (the cluster has them).
     """
     endpoint_url = (
         endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
@@ -184,8 +195,11 @@ def s3a_conf(
     )
     hadoop = "spark.hadoop.fs.s3a."
     conf = SparkConf({f"{hadoop}impl": "org.apache.hadoop.fs.s3a.S3AFileSystem"})
-    if jars:
+    if jars == "ship":
         conf["spark.jars"] = ",".join(str(p) for p in s3a_jars(cache_dir))
+    elif jars == "classpath":
+        classpath = os.pathsep.join(str(p) for p in s3a_jars(cache_dir))
+        conf.update(dict.fromkeys(_CLASSPATHS, classpath))
     if endpoint_url:
         conf[f"{hadoop}endpoint"] = endpoint_url
         conf[f"{hadoop}connection.ssl.enabled"] = str(
@@ -207,12 +221,36 @@ def s3a_conf(
     return conf
 
 
+def apply_s3a_conf(spark: SparkSession, conf: Mapping[str, str], bucket: str | None = None) -> None:
+    """Set the ``fs.s3a.*`` settings of ``conf`` on a running (classic) session.
+
+    With ``bucket``, they become per-bucket settings (``fs.s3a.bucket.<bucket>.*``), so one
+    session can reach several endpoints. The jars cannot be added this way: they must be on
+    the classpath when the JVM starts. Spark Connect clients cannot do this at all (the
+    server's own configuration applies).
+    """
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    prefix = "spark.hadoop.fs.s3a."
+    for key, value in conf.items():
+        if not key.startswith(prefix):
+            continue
+        option = key[len(prefix) :]
+        scoped = option != "impl" and bucket is not None
+        hadoop.set(f"fs.s3a.bucket.{bucket}.{option}" if scoped else f"fs.s3a.{option}", value)
+
+
 def merge_conf(*confs: Mapping[str, str]) -> SparkConf:
-    """Merge Spark settings; ``spark.jars`` lists are concatenated, not overwritten."""
+    """Merge Spark settings; jar lists and class paths are concatenated, not overwritten."""
     out = SparkConf()
     for conf in confs:
         for key, value in conf.items():
-            if key == "spark.jars" and out.get(key):
-                value = ",".join(dict.fromkeys(out[key].split(",") + value.split(",")))
+            sep = "," if key == "spark.jars" else os.pathsep if key in _CLASSPATHS else None
+            if sep and out.get(key):
+                value = sep.join(dict.fromkeys(out[key].split(sep) + value.split(sep)))
             out[key] = value
     return out
+
+
+if __name__ == "__main__":
+    for jar in s3a_jars():
+        print(jar)

@@ -1,0 +1,103 @@
+"""An S3-compatible server on loopback (moto), started and stopped by the tests themselves.
+
+Spark reaches it through the real ``s3a`` connector. The connector's jars must be on the
+JVM's classpath when it starts, so the shared SparkSession has to be built with
+``revisions_assets.s3a.s3a_conf()``: this conftest builds it that way when it is the first
+Spark user of the process, and fails loudly (instead of skipping) when a session without
+the connector is already running.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import uuid
+from collections.abc import Callable, Iterator
+
+import boto3
+import pytest
+from pyspark.sql import SparkSession
+
+from revisions_assets.s3a import apply_s3a_conf, s3a_conf
+from revisions_assets.spark import build_spark_session
+
+BUCKET = "revisions-tests"
+REGION = "us-east-1"
+#: fake credentials for the loopback server; tests assert they never leak
+ACCESS_KEY = "AKIAREVISIONSTESTKEY"
+SECRET_KEY = "revisions/Test+Secret/Key/never-printed"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def s3_options() -> Iterator[dict[str, str]]:
+    """Storage options of a fresh moto server on 127.0.0.1 holding bucket BUCKET."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access-log line per request
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    options = {
+        "endpoint_url": f"http://127.0.0.1:{port}",
+        "region_name": REGION,
+        "aws_access_key_id": ACCESS_KEY,
+        "aws_secret_access_key": SECRET_KEY,
+    }
+    boto3.client("s3", **options).create_bucket(Bucket=BUCKET)
+    yield options
+    server.stop()
+
+
+def new_s3_root(label: str = "dataset") -> str:
+    """A fresh dataset root in the test bucket."""
+    return f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}/{label}"
+
+
+@pytest.fixture
+def s3_root() -> str:
+    return new_s3_root()
+
+
+@pytest.fixture(scope="session")
+def s3_root_factory() -> Callable[[str], str]:
+    return new_s3_root
+
+
+@pytest.fixture(scope="session")
+def s3_spark(s3_options) -> Iterator[SparkSession]:
+    """The process's SparkSession, with s3a pointed at the loopback server."""
+    session = SparkSession.getActiveSession()
+    if session is None:
+        # first Spark user of this process: start the JVM with the connector on its classpath
+        session = build_spark_session(
+            master="local[2]",
+            app_name="revisions-assets-tests",
+            conf={
+                **s3a_conf(),
+                "spark.ui.enabled": "false",
+                "spark.driver.memory": "2g",
+                "spark.sql.shuffle.partitions": "2",
+                "spark.default.parallelism": "2",
+            },
+        )
+    try:
+        session._jvm.java.lang.Class.forName(
+            "org.apache.hadoop.fs.s3a.S3AFileSystem",
+            True,
+            session._jvm.Thread.currentThread().getContextClassLoader(),
+        )
+    except Exception:  # py4j error: the class is not on the running JVM's classpath
+        pytest.fail(
+            "the shared SparkSession was started without the s3a connector: build it with "
+            "revisions_assets.s3a.s3a_conf() in tests/conftest.py, or run the S3 tests in "
+            "their own process (python -m pytest -m s3 tests/s3)"
+        )
+    apply_s3a_conf(session, s3a_conf(**s3_options, jars="none"), bucket=BUCKET)
+    yield session
+    session.stop()  # idempotent: the shared fixture may stop the same session again
