@@ -1,0 +1,31 @@
+"""Fixtures of the Dagster tests: real temporary instances, the session's Spark, a pipeline."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import dagster as dg
+import pytest
+
+from revisions_assets.resources import SparkSessionResource
+
+from revisions_pipeline import Pipeline
+
+
+@pytest.fixture(scope="session")
+def spark_resource(spark) -> SparkSessionResource:
+    """The Spark resource around the tests' session (getOrCreate: same JVM, same settings)."""
+    conf = {k: spark.conf.get(k) for k in ("spark.sql.shuffle.partitions",
+                                           "spark.sql.adaptive.enabled")}
+    return SparkSessionResource(spark_config=conf)
+
+
+@pytest.fixture
+def instance() -> Iterator[dg.DagsterInstance]:
+    with dg.instance_for_test() as inst:
+        yield inst
+
+
+@pytest.fixture
+def pipe(tmp_path, spark_resource, instance) -> Pipeline:
+    return Pipeline(str(tmp_path / "datasets"), spark_resource, instance)

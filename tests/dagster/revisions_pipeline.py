@@ -1,0 +1,185 @@
+"""A small revisioned pipeline for the Dagster tests, built with the public factories.
+
+Events (day, entity, grp, value, deleted) are a pandas frame the tests edit; the
+featurizer sums values per entity over its compute window (an event flagged
+``deleted`` turns the entity into a tombstone); the ``groups`` reference maps a
+group to a weight; the score is total * weight.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from revisions_assets import RevisionedDataset
+from revisions_assets.dagster import (
+    Reference,
+    featurized_asset,
+    reference_asset,
+    revision_checks,
+    scoring_asset,
+)
+from revisions_assets.resources import SparkSessionResource, revisions_resources
+
+DAILY = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-02-01")
+P1, P2, P3, P4 = "2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"
+
+EVENT_SCHEMA = T.StructType([
+    T.StructField("day", T.DateType(), False),
+    T.StructField("entity", T.StringType(), False),
+    T.StructField("grp", T.StringType(), False),
+    T.StructField("value", T.LongType(), False),
+    T.StructField("deleted", T.BooleanType(), False),
+])
+GROUP_SCHEMA = T.StructType([
+    T.StructField("grp", T.StringType(), False),
+    T.StructField("weight", T.DoubleType(), False),
+])
+
+
+def _events() -> pd.DataFrame:
+    rows = [
+        (P1, "a", "g1", 1, False), (P1, "b", "g1", 2, False), (P1, "c", "g2", 3, False),
+        (P2, "a", "g1", 10, False), (P2, "d", "g2", 4, False),
+        (P3, "e", "g2", 5, False), (P3, "b", "g1", 0, True),
+        (P4, "a", "g1", 100, False),
+    ]
+    df = pd.DataFrame(rows, columns=[f.name for f in EVENT_SCHEMA.fields])
+    df["day"] = pd.to_datetime(df["day"]).dt.date
+    return df
+
+
+@dataclass(frozen=True)
+class Versions:
+    features: str = "1"
+    scores: str = "1"
+    groups: str = "1"
+
+
+class Pipeline:
+    """Assets, resources and a real Dagster instance around one temporary base directory."""
+
+    def __init__(self, base: str, spark: SparkSessionResource, instance: dg.DagsterInstance):
+        self.base = base
+        self.spark_resource = spark
+        self.instance = instance
+        self.events = _events()
+        self.groups = pd.DataFrame({"grp": ["g1", "g2"], "weight": [1.0, 2.0]})
+        self.fail_scoring = False
+        self.on_score: Callable[[], None] | None = None
+        self.resources = dict(revisions_resources(base, spark))
+        self.build(Versions())
+
+    # -- definitions ------------------------------------------------------------------
+
+    def build(self, versions: Versions) -> None:
+        pipe = self
+
+        def source(spark: Any, start: dt.datetime, end: dt.datetime) -> DataFrame:
+            ev = pipe.events
+            mask = (ev["day"] >= start.date()) & (ev["day"] < end.date())
+            return spark.createDataFrame(ev[mask], schema=EVENT_SCHEMA)
+
+        def featurize(events: DataFrame, window: Any) -> DataFrame:
+            agg = events.groupBy("entity").agg(
+                F.max("grp").alias("grp"),
+                F.sum("value").alias("total"),
+                F.count(F.lit(1)).alias("events"),
+                F.max(F.col("deleted").cast("int")).alias("gone"),
+            )
+            return agg.withColumn("_deleted", F.col("gone") == 1).drop("gone")
+
+        def groups(spark: Any) -> DataFrame:
+            return spark.createDataFrame(pipe.groups, schema=GROUP_SCHEMA)
+
+        def score(features: DataFrame, groups: DataFrame) -> DataFrame:
+            if pipe.fail_scoring:
+                raise RuntimeError("injected failure in the scoring function")
+            if pipe.on_score is not None:
+                hook, pipe.on_score = pipe.on_score, None
+                hook()
+            return features.join(groups, "grp", "left").select(
+                "entity", "grp", (F.col("total") * F.col("weight")).alias("score")
+            )
+
+        self.versions = versions
+        self.features = featurized_asset(
+            name="features", id_columns=["entity"], partitions_def=DAILY,
+            code_version=versions.features, source=source, dataset="main", table="features",
+            group_name="test",
+        )(featurize)
+        self.groups_asset = reference_asset(
+            name="groups", id_columns=["grp"], code_version=versions.groups, dataset="ref",
+            table="groups", group_name="test",
+        )(groups)
+        self.scores = scoring_asset(
+            name="scores", upstream=self.features,
+            references={"groups": Reference(self.groups_asset, on={"grp": "grp"})},
+            partitions_def=DAILY, code_version=versions.scores, dataset="out", table="scores",
+            group_name="test",
+        )(score)
+
+    @property
+    def assets(self) -> list[dg.AssetsDefinition]:
+        return [self.features, self.groups_asset, self.scores]
+
+    def checks(self, **lag: Any) -> list[dg.AssetChecksDefinition]:
+        return [
+            *revision_checks(self.features),
+            *revision_checks(self.groups_asset),
+            *revision_checks(self.scores, **lag),
+        ]
+
+    # -- running ----------------------------------------------------------------------
+
+    def run(
+        self,
+        asset: dg.AssetsDefinition,
+        partition: str | None = None,
+        *,
+        tags: dict[str, str] | None = None,
+        run_config: Any = None,
+        raise_on_error: bool = True,
+    ) -> dg.ExecuteInProcessResult:
+        return dg.materialize(
+            self.assets, selection=[asset.key], partition_key=partition, tags=tags,
+            run_config=run_config, instance=self.instance, resources=self.resources,
+            raise_on_error=raise_on_error,
+        )
+
+    def run_checks(self, checks: list[dg.AssetChecksDefinition]) -> dict[str, Any]:
+        """Run checks alone; returns {"asset:check": AssetCheckEvaluation}."""
+        result = dg.materialize(
+            [*self.assets, *checks], selection=dg.AssetSelection.checks(*checks),
+            instance=self.instance, resources=self.resources,
+        )
+        return {
+            f"{e.asset_key.to_user_string()}:{e.check_name}": e
+            for e in result.get_asset_check_evaluations()
+        }
+
+    @staticmethod
+    def meta(result: dg.ExecuteInProcessResult, asset: dg.AssetsDefinition) -> dict[str, Any]:
+        """The revision metadata of the run's materialization (a range run reports one per
+        partition, all of the same revision)."""
+        mats = result.asset_materializations_for_node(asset.node_def.name)
+        metas = [{k: v.value for k, v in m.metadata.items()} for m in mats]
+        assert metas and all(m == metas[0] for m in metas), metas
+        return metas[0]
+
+    def dataset(self, name: str) -> RevisionedDataset:
+        return RevisionedDataset(f"{self.base}/{name}", spark=self.spark_resource.spark_session)
+
+    def state(self, name: str, table: str) -> dict[str, dict[str, Any]]:
+        """A small table's state as {entity id: row} (tests only: a handful of rows)."""
+        rows = self.dataset(name).read(table).collect()
+        key = "grp" if table == "groups" else "entity"
+        return {r[key]: r.asDict() for r in rows}

@@ -1,0 +1,100 @@
+"""Scoring assets (SPEC §6): exactly-once consumption, resets, reverse joins, deletions."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+from revisions_pipeline import P1, P2, P3, Versions
+
+from revisions_assets.core.errors import ConsumerPositionConflictError
+
+pytestmark = pytest.mark.dagster
+
+
+def positions(pipe) -> dict[str, int]:
+    """The scoring table's recorded positions, by upstream table."""
+    head = pipe.dataset("out").revisions("scores")[-1]
+    return {p.table: p.sequence for p in head.upstream}
+
+
+def failure_of(result: dg.ExecuteInProcessResult) -> str:
+    (event,) = [e for e in result.all_events if e.is_step_failure]
+    return event.step_failure_data.error.to_string()
+
+
+def test_consumes_only_new_revisions_exactly_once(pipe):
+    pipe.run(pipe.groups_asset)
+    pipe.run(pipe.features, P1)
+    first = pipe.meta(pipe.run(pipe.scores, P1), pipe.scores)
+    assert first["kind"] == "major" and first["rows"] == 3
+    assert positions(pipe) == {"features": 1, "groups": 1}
+
+    pipe.run(pipe.features, P2)  # features revision 2: a and d
+    pipe.fail_scoring = True
+    failed = pipe.run(pipe.scores, P2, raise_on_error=False)
+    assert not failed.success and "injected failure" in failure_of(failed)
+    assert len(pipe.dataset("out").revisions()) == 1  # a failed run commits nothing
+    assert positions(pipe) == {"features": 1, "groups": 1}
+
+    pipe.fail_scoring = False
+    retry = pipe.meta(pipe.run(pipe.scores, P2), pipe.scores)
+    assert retry["kind"] == "minor" and retry["rows"] == 2  # a and d, processed once
+    assert positions(pipe) == {"features": 2, "groups": 1}
+    assert pipe.state("out", "scores")["a"]["score"] == 10.0  # the day-2 total of a, weight 1
+
+    again = pipe.meta(pipe.run(pipe.scores, P2), pipe.scores)
+    assert again["kind"] == "none"  # nothing new upstream: nothing recomputed or committed
+    assert len(pipe.dataset("out").revisions()) == 2
+
+    # a concurrent duplicate: another run consumes the same changes between our read and
+    # our commit; ours must fail with a position conflict, not commit the changes twice
+    pipe.run(pipe.features, P3)
+    pipe.on_score = lambda: pipe.run(pipe.scores, P3)
+    raced = pipe.run(pipe.scores, P3, raise_on_error=False)
+    assert not raced.success
+    assert ConsumerPositionConflictError.__name__ in failure_of(raced)
+    revs = pipe.dataset("out").revisions()
+    assert len(revs) == 3 and positions(pipe)["features"] == 3  # only the inner run committed
+
+
+def test_upstream_reset_reference_change_and_deletions(pipe):
+    pipe.run(pipe.groups_asset)
+    pipe.run(pipe.features, P1)
+    pipe.run(pipe.scores, P1)
+    pipe.run(pipe.features, P2)
+    pipe.run(pipe.features, P3)  # e appears, b is deleted upstream
+    minor = pipe.meta(pipe.run(pipe.scores, P3), pipe.scores)
+    assert minor["kind"] == "minor"
+    assert (minor["rows"], minor["tombstones"]) == (4, 1)  # a, d, e scored; b's score deleted
+    scores = pipe.state("out", "scores")
+    assert set(scores) == {"a", "c", "d", "e"}
+
+    # a reference row changes: exactly the entities joined to it are re-scored
+    pipe.groups.loc[pipe.groups["grp"] == "g2", "weight"] = 10.0
+    ref = pipe.meta(pipe.run(pipe.groups_asset), pipe.groups_asset)
+    assert ref["kind"] == "minor" and ref["rows"] == 1  # only the changed row is written
+    rescored = pipe.meta(pipe.run(pipe.scores, P3), pipe.scores)
+    assert rescored["kind"] == "minor" and rescored["rows"] == 3
+    (head,) = pipe.dataset("out").revisions("scores")[-1:]
+    written = pipe.dataset("out").read("scores", with_revision=True)
+    touched = {r["entity"] for r in written.filter(written._revision == head.name).collect()}
+    assert touched == {"c", "d", "e"}  # the g2 entities, nothing else
+    assert pipe.state("out", "scores")["e"]["score"] == 50.0
+    assert pipe.state("out", "scores")["a"]["score"] == scores["a"]["score"]
+
+    # an unchanged reference snapshot commits nothing
+    assert pipe.meta(pipe.run(pipe.groups_asset), pipe.groups_asset)["kind"] == "none"
+
+    # an upstream major (code version change) resets the consumer: a major score revision
+    pipe.build(Versions(features="2"))
+    pipe.run(pipe.features, P3)
+    reset = pipe.meta(pipe.run(pipe.scores, P3), pipe.scores)
+    assert reset["kind"] == "major" and reset["why"] == "upstream reset in features"
+    assert reset["rows"] == 4 and set(pipe.state("out", "scores")) == {"a", "c", "d", "e"}
+    assert pipe.state("out", "scores")["a"]["score"] == 11.0  # recomputed from the new major
+
+    # and a scoring code version change makes the scores major on their own
+    pipe.build(Versions(features="2", scores="2"))
+    own = pipe.meta(pipe.run(pipe.scores, P3), pipe.scores)
+    assert own["kind"] == "major" and own["why"] == "code version changed: '1' -> '2'"
+    assert own["rows"] == 4
