@@ -1,0 +1,187 @@
+"""What every scenario shares: the configuration, timing by median, and the result rows.
+
+Paired measurements alternate their two sides (A, B, A, B …) so that a noisy,
+shared machine slows both sides alike; the ratio of the two medians is the figure
+that matters, never an absolute time.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+
+#: the logical calendar of every benchmark dataset
+EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
+BASE_N = 2_000_000
+
+
+def at(step: float) -> datetime:
+    """EPOCH + ``step`` hours: a strictly increasing timestamp per revision."""
+    return EPOCH + timedelta(hours=step)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of one benchmark run; ``smoke()`` shrinks every axis but runs the same code."""
+
+    n: int = BASE_N
+    p: float = 0.01
+    reps: int = 3
+    warmup: int = 1
+    ks: tuple[int, ...] = (1, 10, 100)
+    real_minors: int = 10  # minors committed through ds.commit in scenario 2; the rest are staged
+    log_sizes: tuple[int, ...] = (10, 100, 1_000, 10_000)
+    history_sizes: tuple[int, ...] = (10, 1_000)
+    memory_scales: tuple[int, ...] = (1, 4)
+    driver_memory: str = "4g"
+    #: the memory probe's master: local-cluster keeps the executor JVM apart from the driver's
+    memory_master: str = "local-cluster[1,2,2048]"
+
+    @property
+    def scale(self) -> float:
+        return self.n / BASE_N
+
+    @classmethod
+    def smoke(cls, n: int = 2_000) -> Config:
+        return cls(
+            n=n,
+            reps=1,
+            warmup=0,
+            ks=(1, 3),
+            real_minors=2,
+            log_sizes=(10, 40),
+            history_sizes=(10, 30),
+            memory_scales=(1, 2),
+            driver_memory="1g",
+            memory_master="local[1]",
+        )
+
+
+@dataclass
+class Context:
+    """A run: its Spark session, its configuration and a scratch folder per scenario."""
+
+    spark: SparkSession
+    config: Config
+    workdir: Path
+    log: Callable[[str], None] = print
+
+    def folder(self, *parts: str) -> Path:
+        path = self.workdir.joinpath(*parts)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+@dataclass
+class Timing:
+    """The samples of one measured operation (seconds) and their median."""
+
+    label: str
+    samples: list[float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    def __str__(self) -> str:
+        return f"{self.label} {fmt_seconds(self.median)}"
+
+
+@dataclass
+class Row:
+    """One line of results.md: figures, the ratio, the goal and whether it is met."""
+
+    scenario: str
+    case: str
+    figures: list[str]
+    ratio: float
+    ratio_label: str
+    goal: str
+    threshold: float | None = None  # the goal is ``ratio <= threshold``; None: report only
+    note: str = ""
+
+    @property
+    def verdict(self) -> str:
+        if self.threshold is None:
+            return "reported"
+        return "met" if self.ratio <= self.threshold else "not met"
+
+
+@dataclass
+class Outcome:
+    """What a scenario returns: its rows, and series (x, y seconds) for the plot."""
+
+    rows: list[Row] = field(default_factory=list)
+    series: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    plot: tuple[str, str, str] | None = None  # (title, x label, y label)
+    notes: list[str] = field(default_factory=list)
+
+
+def fmt_seconds(value: float) -> str:
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else math.inf
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def measure(ctx: Context, label: str, fn: Callable[[], object]) -> Timing:
+    """Warm up, then time ``reps`` runs of ``fn``."""
+    for _ in range(ctx.config.warmup):
+        fn()
+    timing = Timing(label, [timed(fn) for _ in range(ctx.config.reps)])
+    ctx.log(f"    {timing}  (samples {', '.join(fmt_seconds(s) for s in timing.samples)})")
+    return timing
+
+
+def measure_pair(
+    ctx: Context,
+    a: tuple[str, Callable[[], object]],
+    b: tuple[str, Callable[[], object]],
+    before: Callable[[], object] | None = None,
+) -> tuple[Timing, Timing]:
+    """Warm up and time two operations alternately, so machine noise hits both alike.
+
+    ``before`` (untimed) runs ahead of each pair, e.g. to commit the change both sides consume.
+    """
+    for _ in range(ctx.config.warmup):
+        if before is not None:
+            before()
+        a[1]()
+        b[1]()
+    ta, tb = Timing(a[0], []), Timing(b[0], [])
+    for _ in range(ctx.config.reps):
+        if before is not None:
+            before()
+        ta.samples.append(timed(a[1]))
+        tb.samples.append(timed(b[1]))
+    for t in (ta, tb):
+        ctx.log(f"    {t}  (samples {', '.join(fmt_seconds(s) for s in t.samples)})")
+    return ta, tb
+
+
+def evaluate(df: DataFrame) -> None:
+    """Force full evaluation without collecting: Spark reads everything into a no-op sink."""
+    df.write.format("noop").mode("overwrite").save()
+
+
+def report(ctx: Context, row: Row) -> Row:
+    """Print a result row as soon as it is known (the run's progress output)."""
+    ctx.log(
+        f"  => {row.scenario} [{row.case}] {row.ratio_label} = {row.ratio:.3f}  "
+        f"goal {row.goal}: {row.verdict}"
+    )
+    return row

@@ -1,0 +1,146 @@
+"""Scenarios 3 and 4: what a long history costs a commit, and a change read of the last revision.
+
+Histories are grown through the log layer (see staging.py); each measured commit
+or read is a real one through the public API, on a warm handle (a long-lived
+process) and on a fresh one (a new Dagster run opens the dataset, reading its log).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from revisions_assets import Revision, RevisionedDataset
+from revisions_assets.core.log import RevisionLog
+from revisions_assets.core.timeutil import now_utc
+
+from .data import ID, TABLE, entities, updates
+from .harness import Context, Outcome, Row, at, evaluate, fmt_seconds, measure, ratio, report
+from .scenarios import commit, new_dataset
+from .staging import PRODUCER, append_minors
+
+#: the entities of the tiny dataset whose commit latency is measured
+TINY_N = 1_000
+
+
+def commit_latency(ctx: Context) -> Outcome:
+    """Scenario 3: latency of a tiny real commit as the log grows."""
+    spark, sizes = ctx.spark, ctx.config.log_sizes
+    ds = new_dataset(ctx, "s3")
+    commit(ds, entities(spark, TINY_N, 0), is_major=True)
+    template = commit(ds, updates(spark, TINY_N, 0.01, 1), is_major=False).tables[TABLE]
+    gen = iter(range(2, 1_000_000))
+    log = RevisionLog(ds.storage)  # a warm log handle for the log-only commit
+
+    def tiny_commit(handle: RevisionedDataset) -> Revision:
+        return commit(handle, updates(spark, TINY_N, 0.01, next(gen)), is_major=False)
+
+    def fresh() -> RevisionedDataset:
+        return RevisionedDataset(ds.root, spark=spark, id_columns=[ID])
+
+    def log_only() -> None:
+        log.refresh()
+        record = Revision(
+            name=uuid.uuid4().hex,
+            timestamp=at(log.head + 1),
+            is_major=False,
+            sequence=log.head + 1,
+            committed_at=now_utc(),
+            tables={TABLE: template},
+            version="v1",
+            producer=dict(PRODUCER),
+        )
+        if not log.try_append(record):
+            raise RuntimeError("unexpected concurrent writer in the benchmark")
+        log.after_commit()
+
+    out = Outcome(plot=("3. commit latency as the log grows", "revisions in the log", "seconds"))
+    results: dict[int, dict[str, float]] = {}
+    for size in sizes:
+        append_minors(ds, template, max(0, size - ds.head_sequence))
+        ctx.log(f"  log of {ds.head_sequence:,} revisions")
+        timings = {
+            "commit, fresh handle": measure(
+                ctx, "open + commit (fresh handle)", lambda: tiny_commit(fresh())
+            ),
+            "commit, warm handle": measure(ctx, "commit (warm handle)", lambda: tiny_commit(ds)),
+            "open handle": measure(ctx, "open handle", fresh),
+            "log-only commit": measure(ctx, "log-only commit", log_only),
+        }
+        results[size] = {k: t.median for k, t in timings.items()}
+        for k, t in timings.items():
+            out.series.setdefault(k, []).append((size, t.median))
+    small, large = results[sizes[0]], results[sizes[-1]]
+    figures = [
+        f"{kind}: {fmt_seconds(small[kind])} at {sizes[0]:,}, "
+        f"{fmt_seconds(large[kind])} at {sizes[-1]:,}"
+        for kind in small
+    ]
+    ratios = {k: ratio(large[k], small[k]) for k in small}
+    out.rows.append(
+        report(
+            ctx,
+            Row(
+                "3 commit latency vs log size",
+                f"{sizes[-1]:,} vs {sizes[0]:,} revisions",
+                figures,
+                ratios["commit, fresh handle"],
+                f"open+commit at {sizes[-1]:,} / at {sizes[0]:,}",
+                "<= 2",
+                2.0,
+                note="ratios: " + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items()),
+            ),
+        )
+    )
+    return out
+
+
+def changes_of_last(ctx: Context) -> Outcome:
+    """Scenario 4: the changes of the last revision (a real p minor) with short and long history."""
+    cfg, spark, sizes = ctx.config, ctx.spark, ctx.config.history_sizes
+    ds = new_dataset(ctx, "s4")
+    commit(ds, entities(spark, cfg.n, 0), is_major=True)
+    template = commit(ds, updates(spark, cfg.n, cfg.p, 1), is_major=False).tables[TABLE]
+    out = Outcome(plot=("4. changes of the last revision", "revisions of history", "seconds"))
+    results: dict[int, dict[str, float]] = {}
+    for gen, size in enumerate(sizes, start=2):
+        append_minors(ds, template, max(0, size - 1 - ds.head_sequence))
+        last = commit(ds, updates(spark, cfg.n, cfg.p, gen), is_major=False)
+        since = last.sequence - 1
+        ctx.log(f"  history of {last.sequence:,} revisions")
+
+        def read(handle: RevisionedDataset, since: int = since) -> None:
+            change = handle.changes(TABLE, since_sequence=since)
+            if change.is_reset or len(change.revisions) != 1:
+                raise RuntimeError("the benchmark expected the changes of exactly one revision")
+            evaluate(change.df)
+
+        fresh = measure(
+            ctx,
+            "open + changes (fresh handle)",
+            lambda: read(RevisionedDataset(ds.root, spark=spark)),
+        )
+        warm = measure(ctx, "changes (warm handle)", lambda: read(ds))
+        results[size] = {"fresh handle": fresh.median, "warm handle": warm.median}
+        for k, v in results[size].items():
+            out.series.setdefault(f"changes, {k}", []).append((size, v))
+    small, large = results[sizes[0]], results[sizes[-1]]
+    out.rows.append(
+        report(
+            ctx,
+            Row(
+                "4 changes of the last revision",
+                f"{sizes[-1]:,} vs {sizes[0]:,} revisions of history",
+                [
+                    f"{k}: {fmt_seconds(small[k])} at {sizes[0]:,}, "
+                    f"{fmt_seconds(large[k])} at {sizes[-1]:,}"
+                    for k in small
+                ],
+                ratio(large["fresh handle"], small["fresh handle"]),
+                f"open+changes at {sizes[-1]:,} / at {sizes[0]:,}",
+                "<= 1.5",
+                1.5,
+                note=f"warm-handle ratio {ratio(large['warm handle'], small['warm handle']):.2f}",
+            ),
+        )
+    )
+    return out

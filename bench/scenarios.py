@@ -1,0 +1,184 @@
+"""Scenarios 1, 2 and 5: the cost of a minor, of reading after minors, incremental scoring."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from revisions_assets import Revision, RevisionedDataset, UpstreamPosition
+
+from .data import ID, TABLE, entities, score, updates
+from .harness import (
+    Context,
+    Outcome,
+    Row,
+    at,
+    evaluate,
+    fmt_seconds,
+    measure_pair,
+    ratio,
+    report,
+)
+from .staging import stage_minors
+
+SCORES = "scores"
+
+
+def commit(ds: RevisionedDataset, df: DataFrame, is_major: bool, **kwargs) -> Revision:
+    """A real commit through the product, stamped one hour after the current head."""
+    table = kwargs.pop("table", TABLE)
+    record = ds.commit(
+        {table: df}, timestamp=at(ds.head_sequence + 1), is_major=is_major, version="v1", **kwargs
+    )
+    if record is None:
+        raise RuntimeError(f"{ds.root}: the benchmark committed an empty revision")
+    return record
+
+
+def new_dataset(ctx: Context, name: str) -> RevisionedDataset:
+    return RevisionedDataset(str(ctx.folder(name, "dataset")), spark=ctx.spark, id_columns=[ID])
+
+
+def minor_vs_major(ctx: Context) -> Outcome:
+    """Scenario 1: a minor of p·N entities over the major of all N, both through ds.commit."""
+    cfg, spark = ctx.config, ctx.spark
+    ds = new_dataset(ctx, "s1")
+    gen = iter(range(1, 10_000))
+    commit(ds, entities(spark, cfg.n, 0), is_major=True)  # a minor needs a major first
+    major, minor = measure_pair(
+        ctx,
+        ("major commit", lambda: commit(ds, entities(spark, cfg.n, next(gen)), is_major=True)),
+        ("minor commit", lambda: commit(ds, updates(spark, cfg.n, cfg.p, next(gen)), False)),
+    )
+    plain = str(ctx.folder("s1", "plain"))
+    plain_major, plain_minor = measure_pair(
+        ctx,
+        (
+            "plain Spark write, all N",
+            lambda: entities(spark, cfg.n, next(gen)).write.mode("overwrite").parquet(plain),
+        ),
+        (
+            "plain Spark write, p·N",
+            lambda: updates(spark, cfg.n, cfg.p, next(gen)).write.mode("overwrite").parquet(plain),
+        ),
+    )
+    row = report(
+        ctx,
+        Row(
+            "1 minor vs major",
+            f"N={cfg.n:,}, p={cfg.p:.0%}",
+            [
+                f"minor commit {fmt_seconds(minor.median)}",
+                f"major commit {fmt_seconds(major.median)}",
+                f"plain Spark write: p·N {fmt_seconds(plain_minor.median)}, "
+                f"N {fmt_seconds(plain_major.median)}",
+            ],
+            ratio(minor.median, major.median),
+            "minor / major",
+            "<= 0.10 (stated at N = 10M)",
+            0.10,
+            note=(
+                f"plain Spark ratio {ratio(plain_minor.median, plain_major.median):.3f}; "
+                f"commit / plain write: major {ratio(major.median, plain_major.median):.2f}x, "
+                f"minor {ratio(minor.median, plain_minor.median):.2f}x"
+            ),
+        ),
+    )
+    return Outcome(rows=[row])
+
+
+def read_after_minors(ctx: Context) -> Outcome:
+    """Scenario 2: the latest state after k minors over one plain-Parquet snapshot of it."""
+    cfg, spark = ctx.config, ctx.spark
+    ds = new_dataset(ctx, "s2")
+    commit(ds, entities(spark, cfg.n, 0), is_major=True)
+    out = Outcome(plot=("2. latest-state read after k minors", "k minors", "read time (s)"))
+    minors = 0
+    for k in cfg.ks:
+        real = [g for g in range(minors + 1, k + 1) if g <= cfg.real_minors]
+        for g in real:
+            commit(ds, updates(spark, cfg.n, cfg.p, g), is_major=False)
+        stage_minors(ctx, ds, [g for g in range(minors + 1, k + 1) if g > cfg.real_minors])
+        minors = k
+        snapshot = str(ctx.folder("s2", f"snapshot_k{k}"))
+        ds.read(TABLE).write.mode("overwrite").parquet(snapshot)
+        ctx.log(f"  k = {k}: {len(ds.revisions(TABLE)) - 1} minors on the major")
+        ours, plain = measure_pair(
+            ctx,
+            (f"read after {k} minors", lambda: evaluate(ds.read(TABLE))),
+            ("read plain Parquet snapshot", lambda s=snapshot: evaluate(spark.read.parquet(s))),
+        )
+        out.series.setdefault("revisioned read", []).append((k, ours.median))
+        out.series.setdefault("plain Parquet snapshot", []).append((k, plain.median))
+        threshold = {1: 1.1, 10: 1.3}.get(k)
+        out.rows.append(
+            report(
+                ctx,
+                Row(
+                    "2 latest-state read",
+                    f"k = {k} minors",
+                    [f"ours {fmt_seconds(ours.median)}", f"plain {fmt_seconds(plain.median)}"],
+                    ratio(ours.median, plain.median),
+                    "ours / plain Parquet",
+                    f"<= {threshold}" if threshold else "report growth with k",
+                    threshold,
+                    note=(
+                        f"minors 1..{min(k, cfg.real_minors)} via ds.commit"
+                        + (f", {cfg.real_minors + 1}..{k} staged" if k > cfg.real_minors else "")
+                    ),
+                ),
+            )
+        )
+    return out
+
+
+def incremental_scoring(ctx: Context) -> Outcome:
+    """Scenario 5: re-scoring the changes of a p minor (minor of the scores) over a full
+    re-score of the whole state (major of the scores)."""
+    cfg, spark = ctx.config, ctx.spark
+    features = new_dataset(ctx, "s5")
+    scores = RevisionedDataset(
+        str(ctx.folder("s5", "scores")), spark=spark, id_columns={SCORES: [ID]}
+    )
+    commit(features, entities(spark, cfg.n, 0), is_major=True)
+
+    def position() -> list[UpstreamPosition]:
+        return [UpstreamPosition(features.root, TABLE, features.head_sequence)]
+
+    commit(scores, score(features.read(TABLE)), True, table=SCORES, upstream=position())
+    gen = iter(range(1, 10_000))
+    consumed = {"at": features.head_sequence}
+
+    def new_minor() -> None:
+        consumed["at"] = features.head_sequence
+        commit(features, updates(spark, cfg.n, cfg.p, next(gen)), is_major=False)
+
+    def incremental() -> None:
+        change = features.changes(TABLE, since_sequence=consumed["at"])
+        if change.is_reset:
+            raise RuntimeError("the benchmark expected the changes of one minor, got a reset")
+        upstream = [UpstreamPosition(features.root, TABLE, change.until_sequence)]
+        commit(scores, score(change.df), False, table=SCORES, upstream=upstream)
+
+    def full() -> None:
+        commit(scores, score(features.read(TABLE)), True, table=SCORES, upstream=position())
+
+    inc, fl = measure_pair(
+        ctx, ("incremental re-score", incremental), ("full re-score", full), before=new_minor
+    )
+    row = report(
+        ctx,
+        Row(
+            "5 incremental scoring",
+            f"N={cfg.n:,}, p={cfg.p:.0%}",
+            [
+                f"changes + score + minor commit {fmt_seconds(inc.median)}",
+                f"read state + score + major commit {fmt_seconds(fl.median)}",
+            ],
+            ratio(inc.median, fl.median),
+            "incremental / full",
+            "<= 0.10",
+            0.10,
+            note="both consume the same new features minor (committed untimed before each pair)",
+        ),
+    )
+    return Outcome(rows=[row])
