@@ -59,17 +59,8 @@ _RETRYABLE_CODES = frozenset(
     }
 )
 _NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
-_DENIED_CODES = frozenset(
-    {
-        "AccessDenied",
-        "403",
-        "Forbidden",
-        "InvalidAccessKeyId",
-        "SignatureDoesNotMatch",
-        "AllAccessDisabled",
-        "InvalidToken",
-        "ExpiredToken",
-    }
+_BAD_CREDENTIAL_CODES = frozenset(
+    {"InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken"}
 )
 _CLIENT_OPTIONS = (
     "endpoint_url",
@@ -307,7 +298,12 @@ class S3Storage(Storage):
             code, status = _code(exc), _status(exc)
             if code == "NoSuchBucket":
                 return StorageError(f"{operation} {where}: bucket {self.bucket!r} does not exist")
-            if code in _DENIED_CODES or status == 403:
+            if code in _BAD_CREDENTIAL_CODES:
+                return StorageError(
+                    f"{operation} {where}: the server rejected the credentials ({code}); check "
+                    "the access key id, secret key and session token configured for this root"
+                )
+            if status == 403 or code in ("AccessDenied", "AllAccessDisabled"):
                 return StorageError(
                     f"{operation} {where}: access denied ({code or status}); the credentials "
                     f"in use lack permission on bucket {self.bucket!r} (needs s3:GetObject, "
