@@ -1,0 +1,64 @@
+"""A writer that commits to an S3 root and stops at a chosen point of the commit, to be killed.
+
+Run as a separate process by tests/s3/test_s3_crash.py: on reaching the kill point it
+writes MARKER and blocks; the test then SIGKILLs its process group (driver, JVM, workers).
+
+Usage: python crash_writer.py ROOT ENDPOINT MARKER MODE
+MODE: before_log_entry (data on S3, no log entry) | before_description (entry created,
+description.parquet not yet rewritten). Credentials come from the AWS environment variables.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from revisions_assets import RevisionedDataset
+from revisions_assets.core.s3 import S3Storage
+from revisions_assets.s3a import s3a_conf
+from revisions_assets.spark import build_spark_session
+
+CRASHED = "crashed"
+
+
+def stop_at(method: str, hit, marker: Path, mode: str) -> None:
+    original = getattr(S3Storage, method)
+
+    def wrapper(self, rel, *args, **kwargs):
+        if hit(rel):
+            marker.write_text(mode)
+            while True:  # the test kills us here
+                time.sleep(1)
+        return original(self, rel, *args, **kwargs)
+
+    setattr(S3Storage, method, wrapper)
+
+
+def main(root: str, endpoint: str, marker: Path, mode: str) -> None:
+    spark = build_spark_session(
+        master="local[1]",
+        app_name=f"s3-crash-{mode}",
+        conf={
+            **s3a_conf(endpoint_url=endpoint),
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "1",
+            "spark.default.parallelism": "1",
+            "spark.driver.memory": "512m",
+        },
+    )
+    ds = RevisionedDataset(root, spark=spark, storage_options={"endpoint_url": endpoint})
+    if mode == "before_log_entry":
+        stop_at("create_exclusive", lambda rel: rel.startswith("_log/"), marker, mode)
+    elif mode == "before_description":
+        stop_at("write", lambda rel: rel == "description.parquet", marker, mode)
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+    df = spark.createDataFrame([(i, 100) for i in range(4)], "id long, v long")
+    ds.commit({"t": df}, timestamp=datetime(2020, 1, 4, tzinfo=UTC), is_major=False, name=CRASHED)
+    print("commit returned: the kill point was never reached", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4])
