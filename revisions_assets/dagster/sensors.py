@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from .factory import LOCATION_KEY
+from revisions_assets.resources.location import DatasetLocation
+
 from .lag import consumer_lags
 from .spec import (
     RANGE_END_TAG,
@@ -48,13 +49,14 @@ def code_version_sensor(
         target=dg.AssetSelection.assets(*assets),
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
-        required_resource_keys={LOCATION_KEY},
         description="Requests a major rematerialization (one run over the materialized partition "
         "range) of every revisioned asset whose code version differs from the "
         "version recorded on its table's head revision.",
     )
-    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        location = getattr(context.resources, LOCATION_KEY)
+    def _sensor(
+        context: dg.SensorEvaluationContext, revisions_location: DatasetLocation
+    ) -> dg.SensorResult:
+        location = revisions_location
         cursor = json.loads(context.cursor or "{}")
         requests = []
         for asset in assets:
@@ -103,12 +105,13 @@ def upstream_changes_sensor(
         target=dg.AssetSelection.assets(*scoring_assets),
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
-        required_resource_keys={LOCATION_KEY},
         description="Requests the incremental runs of scoring assets whose upstream tables have "
         "revisions they have not consumed yet.",
     )
-    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        location = getattr(context.resources, LOCATION_KEY)
+    def _sensor(
+        context: dg.SensorEvaluationContext, revisions_location: DatasetLocation
+    ) -> dg.SensorResult:
+        location = revisions_location
         cursor = json.loads(context.cursor or "{}")
         requests = []
         for asset in scoring_assets:

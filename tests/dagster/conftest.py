@@ -6,10 +6,9 @@ from collections.abc import Iterator
 
 import dagster as dg
 import pytest
+from revisions_pipeline import Pipeline
 
 from revisions_assets.resources import SparkSessionResource
-
-from revisions_pipeline import Pipeline
 
 
 @pytest.fixture(scope="session")

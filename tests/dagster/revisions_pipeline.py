@@ -15,6 +15,7 @@ from typing import Any
 
 import dagster as dg
 import pandas as pd
+import pandera.pyspark as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -43,6 +44,13 @@ GROUP_SCHEMA = T.StructType([
     T.StructField("grp", T.StringType(), False),
     T.StructField("weight", T.DoubleType(), False),
 ])
+
+
+class FeaturesSchema(pa.DataFrameModel):
+    """What the features table must look like (checked by the schema asset check)."""
+
+    entity: T.StringType() = pa.Field(nullable=False)
+    total: T.LongType() = pa.Field(ge=0)
 
 
 def _events() -> pd.DataFrame:
@@ -133,7 +141,7 @@ class Pipeline:
 
     def checks(self, **lag: Any) -> list[dg.AssetChecksDefinition]:
         return [
-            *revision_checks(self.features),
+            *revision_checks(self.features, schema=FeaturesSchema),
             *revision_checks(self.groups_asset),
             *revision_checks(self.scores, **lag),
         ]

@@ -1,0 +1,74 @@
+"""Asset checks pass on good data and fail on crafted bad datasets."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+import dagster as dg
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from revisions_pipeline import P1, P2, P3, Versions
+
+pytestmark = pytest.mark.dagster
+
+
+def test_checks_pass_on_good_data_and_fail_on_crafted_bad_data(pipe, spark):
+    pipe.run(pipe.groups_asset)
+    pipe.run(pipe.features, P1)
+    pipe.run(pipe.features, P2)
+    pipe.run(pipe.scores, P2)
+    good = pipe.run_checks(pipe.checks(max_lag_revisions=1))
+    assert sorted(good) == sorted([
+        "features:ids_unique_non_null", "features:log_integrity", "features:code_version",
+        "features:schema",
+        "groups:ids_unique_non_null", "groups:log_integrity", "groups:code_version",
+        "scores:ids_unique_non_null", "scores:log_integrity", "scores:code_version",
+        "scores:consumer_lag",
+    ])
+    assert {name: e.passed for name, e in good.items() if not e.passed} == {}
+    assert good["scores:consumer_lag"].metadata["max_revisions_behind"].value == 0
+
+    # two upstream revisions the scores have not consumed, one of them with a negative total
+    pipe.run(pipe.features, P3)
+    bad_row = spark.createDataFrame([("z", "g1", -5, 1)], "entity string, grp string, "
+                                    "total long, events long")
+    pipe.dataset("main").commit({"features": bad_row}, timestamp=dt.datetime(
+        2024, 1, 5, tzinfo=dt.UTC), is_major=False, version="1")
+    # and a data file of a visible revision rewritten with every id twice
+    main = pipe.dataset("main")
+    first = main.revisions("features")[0].tables["features"].files[0]
+    path = os.path.join(main.root, first)
+    table = pq.read_table(path)
+    pq.write_table(pa.concat_tables([table, table]), path)
+    crc = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.crc")
+    if os.path.exists(crc):  # Hadoop's checksum of the old content
+        os.remove(crc)
+
+    bad = pipe.run_checks(pipe.checks(max_lag_revisions=1))
+    failed = {name for name, e in bad.items() if not e.passed}
+    assert failed == {"features:schema", "features:ids_unique_non_null", "scores:consumer_lag"}
+    assert bad["features:ids_unique_non_null"].metadata["duplicate_ids"].value == table.num_rows
+    assert bad["scores:consumer_lag"].metadata["max_revisions_behind"].value == 2
+    assert "total" in str(bad["features:schema"].metadata["errors"].value)
+    lag_ok = pipe.run_checks(pipe.checks(max_lag_revisions=2))
+    assert lag_ok["scores:consumer_lag"].passed
+
+    # a data file referenced by the log disappears
+    scores = pipe.dataset("out")
+    lost = scores.revisions("scores")[-1].tables["scores"].files[0]
+    os.remove(os.path.join(scores.root, lost))
+    integrity = [c for c in pipe.checks() if "log_integrity" in str(c.check_keys)]
+    result = pipe.run_checks(integrity)
+    assert not result["scores:log_integrity"].passed
+    assert result["scores:log_integrity"].metadata["files_missing"].value == 1
+    assert result["features:log_integrity"].passed and result["groups:log_integrity"].passed
+
+    # a newer code version than the head's: stale, reported as a warning
+    pipe.build(Versions(features="2"))
+    stale = pipe.run_checks([c for c in pipe.checks() if "code_version" in str(c.check_keys)])
+    assert not stale["features:code_version"].passed
+    assert stale["features:code_version"].severity == dg.AssetCheckSeverity.WARN
+    assert stale["features:code_version"].metadata["head_version"].value == "1"
+    assert stale["scores:code_version"].passed
