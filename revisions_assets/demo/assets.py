@@ -100,7 +100,9 @@ def delay_risk(
         "tailnum",
         "left",
     ).join(airlines.select("carrier", F.col("name").alias("airline")), "carrier", "left")
-    late = F.coalesce(F.col("late_arrival_share_28d"), F.lit(0.0))
+    # late-arrival share shrunk towards a 20 % prior: two flights are weak evidence
+    n = F.col("flights_28d")
+    late = (F.coalesce(F.col("late_arrival_share_28d"), F.lit(0.2)) * n + 1.0) / (n + 5.0)
     mean_delay = F.coalesce(F.col("mean_arr_delay_28d"), F.lit(0.0))
     delay = F.least(F.greatest(mean_delay / 60, F.lit(0.0)), F.lit(1.0))
     cancel = F.col("cancelled_28d") / F.col("flights_28d")

@@ -1,0 +1,172 @@
+"""``python -m revisions_assets.demo`` (``./dev.sh demo``): the demo pipeline end to end.
+
+Local files (demo_data/), local Spark, a repo-local DAGSTER_HOME (.dagster_home/),
+so ``./dev.sh ui`` afterwards shows the same materializations. Steps:
+references, daily features as minors, scores driven by the upstream sensor, a
+no-change round where nothing is recomputed, a simulated code version change
+(one major over the range, then the scores' reset), the checks, a summary.
+"""
+
+import argparse
+import os
+import shutil
+from collections.abc import Sequence
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from pyspark.sql import functions as F
+
+from revisions_assets import RevisionedDataset
+from revisions_assets.dagster import code_version_sensor, upstream_changes_sensor
+from revisions_assets.resources import SparkSessionResource, revisions_resources
+
+from .assets import FLIGHTS, DemoVersions, build_demo_assets, build_demo_checks
+
+REPO = Path(__file__).resolve().parents[2]
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+TABLES = [("reference", "planes"), ("reference", "airlines"), ("planes", "delay_features"),
+          ("scores", "delay_risk")]
+
+
+class Demo:
+    """The demo's assets, resources and instance, and how to run and report them."""
+
+    def __init__(self, base: Path, instance: dg.DagsterInstance):
+        self.base = base
+        self.instance = instance
+        self.spark = SparkSessionResource(app_name="revisions-assets-demo")
+        self.resources = dict(revisions_resources(str(base), self.spark))
+        self.use(DemoVersions())
+
+    def use(self, versions: DemoVersions) -> None:
+        self.assets = build_demo_assets(versions)
+        self.checks = build_demo_checks(self.assets)
+
+    def materialize(self, name: str, partition: str | None = None,
+                    tags: dict[str, str] | None = None) -> dict[str, Any]:
+        asset = self.assets[name]
+        result = dg.materialize(
+            [FLIGHTS, *self.assets.values()], selection=[asset.key], partition_key=partition,
+            tags=tags, instance=self.instance, resources=self.resources, run_config=QUIET,
+        )
+        mats = result.asset_materializations_for_node(asset.node_def.name)
+        meta = {k: v.value for k, v in mats[0].metadata.items()}
+        what = partition or (f"{tags['dagster/asset_partition_range_start']}..."
+                             f"{tags['dagster/asset_partition_range_end']}" if tags else "snapshot")
+        if meta["kind"] == "none":
+            print(f"  {name:<22} {what:<24} nothing changed: no revision committed")
+        else:
+            print(f"  {name:<22} {what:<24} {meta['kind']:<5} seq {meta['sequence']:<3} "
+                  f"rows {meta['rows']:<5} tombstones {meta['tombstones']:<3} ({meta['why']})")
+        return meta
+
+    def sense(self, sensor: dg.SensorDefinition) -> list[dg.RunRequest]:
+        with dg.build_sensor_context(instance=self.instance, resources=self.resources) as ctx:
+            result = sensor(ctx)
+        requests = list(result.run_requests or [])
+        print(f"  sensor {sensor.name}: {len(requests) or 'no'} run request(s)")
+        return requests
+
+    def run_requests(self, requests: Sequence[dg.RunRequest]) -> None:
+        for request in requests:
+            (key,) = request.asset_selection or []
+            self.materialize(key.path[-1], request.partition_key, dict(request.tags) or None)
+
+    def revisions(self) -> int:
+        return sum(len(RevisionedDataset(str(self.base / d)).revisions()) for d in
+                   {d for d, _ in TABLES} if (self.base / d).exists())
+
+    def run_checks(self) -> None:
+        result = dg.materialize(
+            [FLIGHTS, *self.assets.values(), *self.checks],
+            selection=dg.AssetSelection.checks(*self.checks), instance=self.instance,
+            resources=self.resources, run_config=QUIET,
+        )
+        evaluations = result.get_asset_check_evaluations()
+        passed = sum(e.passed for e in evaluations)
+        print(f"  {passed}/{len(evaluations)} checks passed")
+        for e in evaluations:
+            if not e.passed:
+                print(f"    {e.asset_key.to_user_string()}:{e.check_name} "
+                      f"FAILED ({e.severity.value})")
+
+    def summary(self) -> None:
+        print("\nSummary")
+        for dataset, table in TABLES:
+            ds = RevisionedDataset(str(self.base / dataset), spark=self.spark.spark_session)
+            revs = ds.revisions(table)
+            majors = sum(r.is_major for r in revs)
+            written = sum(r.tables[table].rows for r in revs)
+            entities = ds.read(table).count()
+            print(f"  {dataset + '/' + table:<22} {len(revs):>3} revisions ({majors} major, "
+                  f"{len(revs) - majors} minor), {written:>6} rows written, "
+                  f"{entities:>5} current entities, head version {revs[-1].version_of(table)}")
+        scores = RevisionedDataset(str(self.base / "scores"), spark=self.spark.spark_session)
+        risk = scores.read("delay_risk")
+        bands = {r["risk_band"]: r["count"] for r in risk.groupBy("risk_band").count().collect()}
+        print(f"  risk bands: {bands}")
+        print("  riskiest planes (at least 5 flights in 28 days):")
+        top = (risk.filter("flights_28d >= 5")
+               .orderBy(F.desc("risk"), F.desc("flights_28d"), "tailnum").limit(5))
+        for r in top.collect():
+            print(f"    {r['tailnum']:<7} {r['risk']:.2f} {r['airline'] or r['carrier']:<28} "
+                  f"{r['manufacturer'] or '?':<20} {r['flights_28d']} flights in 28 days")
+        home = os.environ["DAGSTER_HOME"]
+        print(f"\nDatasets under {self.base}; DAGSTER_HOME={home}")
+        print(f"Open the UI on the same instance: DAGSTER_HOME={home} ./dev.sh ui")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m revisions_assets.demo",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--days", type=int, default=6, help="days of January 2013 to run (>= 3)")
+    parser.add_argument("--data", type=Path, default=REPO / "demo_data" / "datasets")
+    parser.add_argument("--home", type=Path, default=REPO / ".dagster_home")
+    args = parser.parse_args(argv)
+    days = [(date(2013, 1, 1) + timedelta(days=i)).isoformat() for i in range(max(args.days, 3))]
+
+    args.home.mkdir(parents=True, exist_ok=True)
+    config = args.home / "dagster.yaml"
+    if not config.exists():
+        config.write_text("telemetry:\n  enabled: false\n")
+    os.environ["DAGSTER_HOME"] = str(args.home.resolve())
+    shutil.rmtree(args.data, ignore_errors=True)  # a fresh start: the first runs are majors
+    demo = Demo(args.data.resolve(), dg.DagsterInstance.get())
+    demo.spark.spark_session.sparkContext.setLogLevel("ERROR")
+
+    half = len(days) // 2
+    print(f"1. References and the first {half} days of features (the first run is major)")
+    demo.materialize("planes")
+    demo.materialize("airlines")
+    for day in days[:half]:
+        demo.materialize("plane_delay_features", day)
+    print("2. The upstream-changes sensor requests the scores")
+    upstream = upstream_changes_sensor([demo.assets["plane_delay_risk"]])
+    demo.run_requests(demo.sense(upstream))
+    print(f"3. {len(days) - half} more days as minors, then the scores consume only those")
+    for day in days[half:]:
+        demo.materialize("plane_delay_features", day)
+    demo.run_requests(demo.sense(upstream))
+
+    print("4. Nothing changed: nothing is requested, recomputed or committed")
+    before = demo.revisions()
+    demo.sense(code_version_sensor(list(demo.assets.values())))
+    demo.sense(upstream)
+    demo.materialize("planes")
+    demo.materialize("plane_delay_risk", days[-1])
+    print(f"  revisions before/after: {before}/{demo.revisions()}")
+
+    print("5. Code version change of plane_delay_features (1 -> 2): one major over the range")
+    demo.use(DemoVersions(features="2"))
+    demo.run_requests(demo.sense(code_version_sensor(list(demo.assets.values()))))
+    demo.run_requests(demo.sense(upstream_changes_sensor([demo.assets["plane_delay_risk"]])))
+
+    print("6. Asset checks")
+    demo.run_checks()
+    demo.summary()
+
+
+if __name__ == "__main__":
+    main()
