@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from revisions_assets import RevisionedDataset
@@ -97,9 +98,13 @@ def test_four_processes_commit_25_revisions_each(spark, tmp_path):
         assert proc.returncode == 0, (work / f"err-{w}").read_text()[-3000:]
         assert len((work / f"out-{w}").read_text().splitlines()) == COMMITS
 
+    total = WRITERS * COMMITS
+    # the writers kept description.parquet current among themselves (before any handle heals it)
+    desc = pd.read_parquet(Path(root) / "description.parquet")
+    assert list(desc["sequence"]) == list(range(1, total + 1))
     ds = RevisionedDataset(root, spark=spark)
     records = ds.revisions()
-    total = WRITERS * COMMITS
+    assert list(desc["name"]) == [r.name for r in records]
     assert [r.sequence for r in records] == list(range(1, total + 1))
     assert len({r.name for r in records}) == total
     assert sorted((r.properties["writer"], int(r.properties["i"])) for r in records) == sorted(

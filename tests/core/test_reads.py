@@ -157,6 +157,10 @@ def test_tombstones(spark, root):
     ds.commit({"t": frame(spark, [(4, "late", False)], ROWS)}, timestamp=day(3), is_major=False)
     assert 4 not in by_id(ds.read("t"), "v")
     assert by_id(ds.read("t", as_of=day(4)), "v")[4] == ("late",)
+    # deletions need only the ids
+    ids_only = frame(spark, [(5, True)], "id long, _deleted boolean")
+    ds.commit({"t": ids_only}, timestamp=day(6), is_major=False)
+    assert by_id(ds.read("t"), "v") == {1: ("a",), 2: ("c",), 3: ("b",)}
 
 
 def test_new_nullable_column_in_a_minor(spark, root):

@@ -114,6 +114,12 @@ def test_minor_dropping_a_column(ds, spark, unchanged):
         commit(ds, {TABLE: rows(spark, (3, 1.0), schema="entity_id long, score double")})
 
 
+def test_minor_dropping_a_column_on_rows_that_are_not_tombstones(ds, spark, unchanged):
+    schema = "entity_id long, score double, _deleted boolean"
+    with pytest.raises(SchemaMismatchError, match=rf"{TABLE}.*label|label.*{TABLE}"):
+        commit(ds, {TABLE: rows(spark, (1, None, True), (3, 1.0, False), schema=schema)})
+
+
 def test_minor_changing_a_type(ds, spark, unchanged):
     with pytest.raises(SchemaMismatchError, match=rf"{TABLE}.*score|score.*{TABLE}"):
         commit(

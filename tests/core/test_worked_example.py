@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta, timezone
+
 import pytest
 
 from revisions_assets import RevisionedDataset
@@ -52,6 +54,16 @@ def test_as_of_day_2(ds):
 def test_as_of_day_4(ds):
     # as of 2020-01-04: ids 0,1 from r0; 2-6 from r2
     assert by_id(ds.read("t", as_of=day(3)), "day") == expect((range(0, 2), 0), (range(2, 7), 2))
+
+
+def test_times_in_other_zones_are_the_same_instants(ds):
+    plus5 = timezone(timedelta(hours=5))
+    assert by_id(ds.read("t", as_of=day(3).astimezone(plus5)), "day") == by_id(
+        ds.read("t", as_of=day(3)), "day"
+    )
+    assert by_id(ds.read("t", as_of="2020-01-04T05:00:00+05:00"), "day") == by_id(
+        ds.read("t", as_of=day(3)), "day"
+    )
 
 
 def test_changes_not_a_reset(ds):
