@@ -1,8 +1,9 @@
-"""A real Spark standalone cluster on loopback: one master and two workers, separate processes.
+"""A real Spark standalone cluster on loopback (one master and two workers, separate
+processes), and a Spark Connect server running its driver on that cluster.
 
-They are started from the pyspark distribution's own launcher (``bin/spark-class``), each
-in its own process group, and stopped with SIGTERM, then SIGKILL. Everything runs on one
-machine, so workers see the same local filesystem as the driver.
+They are started from the pyspark distribution's own launchers (``bin/spark-class``,
+``bin/spark-submit``), each in its own process group, and stopped with SIGTERM, then
+SIGKILL. Everything runs on one machine, so every process sees the same local filesystem.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pathlib import Path
 
 import pyspark
 import pytest
+
+from .workload import run
 
 START_TIMEOUT_S = 240
 WORKERS = 2
@@ -47,10 +50,10 @@ def cluster_env(work: Path) -> dict[str, str]:
     }
 
 
-def start(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
+def start(args: list[str], log: Path, env: dict[str, str], launcher: str = "spark-class"):
     with open(log, "w") as out:  # a file: a full pipe would block the daemon
         return subprocess.Popen(
-            [str(spark_home() / "bin" / "spark-class"), *args],
+            [str(spark_home() / "bin" / launcher), *args],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
@@ -143,3 +146,65 @@ def standalone_cluster(tmp_path_factory) -> Iterator[Cluster]:
     finally:
         for proc in reversed(procs):
             stop(proc)
+
+
+@pytest.fixture(scope="session")
+def local_result(spark, tmp_path_factory) -> dict:
+    """The workload on the tests' local session: what every remote run must reproduce."""
+    root = tmp_path_factory.mktemp("workload-local")
+    return json.loads(json.dumps(run(spark, str(root))))  # tuples -> lists, as from JSON
+
+
+@dataclass(frozen=True)
+class ConnectServer:
+    url: str  # sc://127.0.0.1:port
+    env: dict[str, str]
+
+
+@pytest.fixture
+def connect_server(standalone_cluster) -> Iterator[ConnectServer]:
+    """A Spark Connect server whose driver runs its jobs on the standalone cluster."""
+    work = standalone_cluster.work
+    port = free_port()
+    log = work / "connect-server.log"
+    proc = start(
+        [
+            "--class",
+            "org.apache.spark.sql.connect.service.SparkConnectServer",
+            "--name",
+            "Spark Connect server",
+            "--master",
+            standalone_cluster.master_url,
+            "--conf",
+            f"spark.connect.grpc.binding.port={port}",
+            "--conf",
+            "spark.connect.grpc.binding.address=127.0.0.1",
+            "--conf",
+            "spark.driver.host=127.0.0.1",
+            "--conf",
+            "spark.ui.enabled=false",
+            "--conf",
+            "spark.driver.memory=512m",
+            "--conf",
+            "spark.executor.memory=512m",
+            "--conf",
+            "spark.executor.cores=1",
+            "--conf",
+            "spark.cores.max=2",
+            "--conf",
+            "spark.sql.session.timeZone=UTC",
+        ],
+        log,
+        # the launcher sizes the server's JVM like a daemon's, from SPARK_DAEMON_MEMORY
+        {**standalone_cluster.env, "SPARK_CONNECT_MODE": "0", "SPARK_DAEMON_MEMORY": "1g"},
+        launcher="spark-submit",
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while "Spark Connect server started" not in log.read_text():
+            assert proc.poll() is None, f"connect server exited\n{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"no connect server\n{log.read_text()[-3000:]}"
+            time.sleep(0.5)
+        yield ConnectServer(f"sc://127.0.0.1:{port}", standalone_cluster.env)
+    finally:
+        stop(proc)

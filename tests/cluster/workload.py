@@ -5,7 +5,8 @@ dataset that consumes its changes with recorded upstream positions, through the 
 Returns small, deterministic results (revision names are fixed) for comparison.
 
 Run as a script it builds its own SparkSession (one SparkContext per process) and writes
-the results as JSON: ``python workload.py MASTER ROOT OUT.json``.
+the results as JSON: ``python workload.py MASTER ROOT OUT.json``; MASTER may be a Spark
+Connect URL (``sc://host:port``).
 """
 
 from __future__ import annotations
@@ -129,30 +130,34 @@ def executor_dirs(spark: SparkSession) -> list[str]:
 
 
 def main(master: str, root: str, out_path: str) -> None:
-    spark = build_spark_session(
-        master=master,
-        app_name="revisions-assets-cluster-workload",
-        conf={
-            "spark.ui.enabled": "false",
-            "spark.driver.memory": "512m",
-            "spark.executor.memory": "512m",
-            "spark.executor.cores": "1",
-            "spark.cores.max": "2",
-            "spark.sql.shuffle.partitions": "4",
-            "spark.default.parallelism": "4",
-            "spark.driver.host": "127.0.0.1",
-            # start only once both executors (one per worker) have registered
-            "spark.scheduler.minRegisteredResourcesRatio": "1.0",
-            "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
-        },
-    )
-    workload = run(spark, root)
-    result = {
-        "master": spark.sparkContext.master,
-        "executors": spark.sparkContext._jsc.sc().getExecutorIds().size(),
-        "executor_dirs": executor_dirs(spark),
-        "workload": workload,
-    }
+    if master.startswith("sc://"):
+        spark = build_spark_session(remote=master, app_name="revisions-assets-connect-workload")
+        result = {"session": type(spark).__module__, "workload": run(spark, root)}
+    else:
+        spark = build_spark_session(
+            master=master,
+            app_name="revisions-assets-cluster-workload",
+            conf={
+                "spark.ui.enabled": "false",
+                "spark.driver.memory": "512m",
+                "spark.executor.memory": "512m",
+                "spark.executor.cores": "1",
+                "spark.cores.max": "2",
+                "spark.sql.shuffle.partitions": "4",
+                "spark.default.parallelism": "4",
+                "spark.driver.host": "127.0.0.1",
+                # start only once both executors (one per worker) have registered
+                "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+                "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
+            },
+        )
+        workload = run(spark, root)
+        result = {
+            "master": spark.sparkContext.master,
+            "executors": spark.sparkContext._jsc.sc().getExecutorIds().size(),
+            "executor_dirs": executor_dirs(spark),
+            "workload": workload,
+        }
     with open(out_path, "w") as fh:
         json.dump(result, fh)
     spark.stop()
