@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import random
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import urlparse
@@ -62,6 +63,8 @@ _NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 _BAD_CREDENTIAL_CODES = frozenset(
     {"InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken"}
 )
+#: (endpoint, bucket) pairs whose conditional writes were verified in this process
+_CONDITIONAL_WRITES_OK: set[tuple[str, str]] = set()
 _CLIENT_OPTIONS = (
     "endpoint_url",
     "region_name",
@@ -147,17 +150,8 @@ class S3Storage(Storage):
 
     def read(self, rel: str) -> bytes | None:
         key = self.key(rel)
-
-        def get() -> bytes | None:
-            try:
-                response = self.client.get_object(Bucket=self.bucket, Key=key)
-            except ClientError as exc:
-                if _code(exc) in _NOT_FOUND_CODES:
-                    return None
-                raise
-            return response["Body"].read()  # inside the retry: a cut body is retried too
-
-        return self._call("GetObject", key, get)
+        # the body is read inside the retried call: a cut-off body is retried too
+        return self._call("GetObject", key, lambda: self._get_or_none(key))
 
     def write(self, rel: str, data: bytes) -> None:
         key = self.key(rel)
@@ -166,19 +160,10 @@ class S3Storage(Storage):
         )
 
     def create_exclusive(self, rel: str, data: bytes) -> bool:
+        self._verify_conditional_writes()
         key = self.key(rel)
-
-        def put() -> bool:
-            try:
-                self.client.put_object(Bucket=self.bucket, Key=key, Body=data, IfNoneMatch="*")
-            except ClientError as exc:
-                if _code(exc) == "PreconditionFailed" or _status(exc) == 412:
-                    return False
-                raise
-            return True
-
         try:
-            created = self._call("PutObject", key, put)
+            created = self._call("PutObject", key, lambda: self._put_if_absent(key, data))
         except StorageError as exc:
             if not exc.__cause__ or not is_retryable(exc.__cause__):
                 raise
@@ -193,6 +178,38 @@ class S3Storage(Storage):
             return True
         # 412: the key exists. Ours (an earlier attempt's lost response) or another writer's?
         return self.read(rel) == data
+
+    def _put_if_absent(self, key: str, data: bytes) -> bool:
+        """One conditional PUT: False on 412 (the key exists)."""
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=key, Body=data, IfNoneMatch="*")
+        except ClientError as exc:
+            if _code(exc) == "PreconditionFailed" or _status(exc) == 412:
+                return False
+            raise
+        return True
+
+    def _verify_conditional_writes(self) -> None:
+        """Refuse a store that ignores ``If-None-Match``: there, concurrent commits would
+        silently overwrite each other. Probed once per endpoint and bucket per process."""
+        probe_id = (str(self.client.meta.endpoint_url), self.bucket)
+        if probe_id in _CONDITIONAL_WRITES_OK:
+            return
+        key = self.key(f"_log/.conditional-write-probe-{uuid.uuid4().hex}")
+        put = self.client.put_object
+        self._call("PutObject", key, lambda: put(Bucket=self.bucket, Key=key, Body=b"1"))
+        try:
+            refused = not self._call("PutObject", key, lambda: self._put_if_absent(key, b"2"))
+        finally:
+            delete = self.client.delete_object
+            self._call("DeleteObject", key, lambda: delete(Bucket=self.bucket, Key=key))
+        if not refused:
+            raise StorageError(
+                f"{probe_id[0]} ignores conditional writes (If-None-Match) on bucket "
+                f"{self.bucket!r}: commits could silently overwrite each other there; use a "
+                "store that supports them (AWS S3, MinIO, ...)"
+            )
+        _CONDITIONAL_WRITES_OK.add(probe_id)
 
     def _settle(self, key: str, failure: StorageError) -> bytes | None:
         try:

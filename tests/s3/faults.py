@@ -15,7 +15,9 @@ Requests beyond the plan pass through.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import urllib3
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
@@ -109,5 +111,6 @@ class FaultPlan:
 
 
 def conditional(request: AWSPreparedRequest) -> bool:
-    """Only put-if-absent requests (the log's commits)."""
-    return request.headers.get("If-None-Match") in ("*", b"*")
+    """Only the put-if-absent requests of log entries (the commits)."""
+    entry = re.search(r"/_log/\d{20}\.json$", urlsplit(request.url).path)
+    return entry is not None and request.headers.get("If-None-Match") in ("*", b"*")

@@ -22,7 +22,7 @@ from test_log import record
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import StorageError
-from revisions_assets.core.log import RevisionLog, entry_path
+from revisions_assets.core.log import RevisionLog
 from revisions_assets.core.s3 import S3Storage
 from revisions_assets.core.storage import open_storage
 from revisions_assets.s3a import s3a_conf
@@ -124,7 +124,9 @@ def test_read_only_credentials_can_read_but_not_commit(locked):
     with pytest.raises(StorageError) as caught:
         log.try_append(record(1))
     message = str(caught.value)
-    assert message.startswith(f"PutObject s3://{LOCKED}/scores/{entry_path(1)}: access denied")
+    # refused at the first write of the commit (the once-per-bucket conditional-write probe)
+    assert message.startswith(f"PutObject s3://{LOCKED}/scores/_log/")
+    assert "access denied (AccessDenied)" in message
     assert_no_credentials(message, locked["reader"])
     assert storage.list_files("_log") == []
 
@@ -142,6 +144,21 @@ def test_a_missing_bucket_is_named(s3_options):
     with pytest.raises(StorageError, match="bucket 'no-such-bucket' does not exist") as caught:
         S3Storage("s3://no-such-bucket/x", **s3_options).create_exclusive("_log/a.json", b"{}")
     assert_no_credentials(str(caught.value), s3_options)
+
+
+def test_a_store_ignoring_conditional_writes_is_refused(s3_options):
+    """A store that drops If-None-Match would let two commits overwrite each other."""
+    boto3.client("s3", **s3_options).create_bucket(Bucket="ignores-conditions")
+    storage = S3Storage("s3://ignores-conditions/sales", **s3_options)
+
+    def drop_condition(request, **_kwargs):
+        if "If-None-Match" in request.headers:
+            del request.headers["If-None-Match"]
+
+    storage.client.meta.events.register("before-sign.s3.PutObject", drop_condition)
+    with pytest.raises(StorageError, match="ignores conditional writes .*'ignores-conditions'"):
+        RevisionLog(storage).try_append(record(1))
+    assert storage.list_files("_log") == []  # the probe cleaned up; no entry was written
 
 
 def test_credentials_never_reach_the_log_or_reprs(s3_spark, s3_root, s3_options):
