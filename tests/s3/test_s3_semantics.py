@@ -12,11 +12,7 @@ import io
 import pandas as pd
 import pytest
 from core.helpers import day, frame
-from core.test_reads import (  # noqa: F401  (collected here, with the S3 fixtures below)
-    test_composite_ids_and_per_table_versions,
-    test_new_nullable_column_in_a_minor,
-    test_tombstones,
-)
+from core.test_reads import test_tombstones  # noqa: F401  (collected here, S3 fixtures)
 from core.test_worked_example import (  # noqa: F401
     EXAMPLE,
     test_as_of_day_2,
