@@ -52,23 +52,18 @@ def test_checks_pass_on_good_data_and_fail_on_crafted_bad_data(pipe, spark):
     assert bad["features:ids_unique_non_null"].metadata["duplicate_ids"].value == table.num_rows
     assert bad["scores:consumer_lag"].metadata["max_revisions_behind"].value == 2
     assert "total" in str(bad["features:schema"].metadata["errors"].value)
-    lag_ok = pipe.run_checks(pipe.checks(max_lag_revisions=2))
-    assert lag_ok["scores:consumer_lag"].passed
 
-    # a data file referenced by the log disappears
+    # a data file referenced by the log disappears, and the features code moves to version 2
     scores = pipe.dataset("out")
     lost = scores.revisions("scores")[-1].tables["scores"].files[0]
     os.remove(os.path.join(scores.root, lost))
-    integrity = [c for c in pipe.checks() if "log_integrity" in str(c.check_keys)]
-    result = pipe.run_checks(integrity)
-    assert not result["scores:log_integrity"].passed
-    assert result["scores:log_integrity"].metadata["files_missing"].value == 1
-    assert result["features:log_integrity"].passed and result["groups:log_integrity"].passed
-
-    # a newer code version than the head's: stale, reported as a warning
     pipe.build(Versions(features="2"))
-    stale = pipe.run_checks([c for c in pipe.checks() if "code_version" in str(c.check_keys)])
-    assert not stale["features:code_version"].passed
-    assert stale["features:code_version"].severity == dg.AssetCheckSeverity.WARN
-    assert stale["features:code_version"].metadata["head_version"].value == "1"
-    assert stale["scores:code_version"].passed
+    wanted = ("log_integrity", "code_version")
+    result = pipe.run_checks([c for c in pipe.checks()
+                              if any(w in str(c.check_keys) for w in wanted)])
+    assert {name for name, e in result.items() if not e.passed} == {
+        "scores:log_integrity", "features:code_version"}
+    assert result["scores:log_integrity"].metadata["files_missing"].value == 1
+    stale = result["features:code_version"]  # stale code: reported as a warning
+    assert stale.severity == dg.AssetCheckSeverity.WARN
+    assert stale.metadata["head_version"].value == "1"

@@ -3,6 +3,7 @@ forced majors, single-run backfills (SPEC §5)."""
 
 from __future__ import annotations
 
+import dagster as dg
 import pytest
 from revisions_pipeline import P1, P2, P3, Versions
 
@@ -67,3 +68,33 @@ def test_backfill_of_a_range_is_one_revision(pipe):
     (rev,) = [r for r in pipe.dataset("main").revisions() if r.sequence == 2]
     assert rev.producer["partition_key"] == f"{P2}...{P3}"
     assert pipe.dataset("main").head_sequence == 2
+
+
+def test_downstream_assets_load_the_state_as_of_their_partition(pipe):
+    pipe.run(pipe.features, P1)
+    pipe.run(pipe.features, P2)
+    seen = {}
+
+    @dg.asset(partitions_def=pipe.features.partitions_def,
+              ins={"features": dg.AssetIn(pipe.features.key)})
+    def consumer(context, features):  # (string annotations would confuse dagster here)
+        seen[context.partition_key] = {r["entity"]: r["total"] for r in features.collect()}
+        return dg.MaterializeResult()
+
+    for day in (P1, P2):
+        dg.materialize([*pipe.assets, consumer], selection=[consumer.key], partition_key=day,
+                       instance=pipe.instance, resources=pipe.resources)
+    assert seen[P1] == {"a": 1, "b": 2, "c": 3}  # as of the end of 2024-01-01
+    assert seen[P2] == {"a": 10, "b": 2, "c": 3, "d": 4}
+
+
+def test_io_manager_refuses_values_it_cannot_store(pipe):
+    @dg.asset(io_manager_key="revisions_io_manager")
+    def not_a_revision():
+        return 42
+
+    result = dg.materialize([not_a_revision], instance=pipe.instance, resources=pipe.resources,
+                            raise_on_error=False)
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    message = failure.step_failure_data.error.to_string()
+    assert "UnexpectedOutputError" in message and "returned int" in message
