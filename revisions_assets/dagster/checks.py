@@ -35,13 +35,17 @@ def visible_revisions(history: Sequence[Revision]) -> list[Revision]:
     return sorted((r for r in history if r.key >= first.key), key=lambda r: r.key)
 
 
-def _files_frame(spark: Any, root: str, table: str, revisions: Sequence[Revision]) -> DataFrame:
+def _files_frame(
+    spark: Any, root: str, table: str, revisions: Sequence[Revision], columns: Sequence[str]
+) -> DataFrame:
+    """The given columns of the data files of ``revisions``, tagged with the revision name."""
     storage = open_storage(root)
     frames = []
     for rev in revisions:
         files = [storage.spark_uri(f) for f in rev.tables[table].files]
         if files:
-            frames.append(spark.read.parquet(*files).withColumn("_revision", F.lit(rev.name)))
+            frames.append(spark.read.parquet(*files).select(*columns)
+                          .withColumn("_revision", F.lit(rev.name)))
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
 
 
@@ -78,7 +82,7 @@ def revision_checks(
         if not history:
             return dg.AssetCheckResult(passed=False, metadata={"error": "no major revision yet"})
         ids = list(address.id_columns)
-        rows = _files_frame(spark(context), root(context), address.table, history)
+        rows = _files_frame(spark(context), root(context), address.table, history, ids)
         null_filter = reduce(lambda a, b: a | b, [F.col(c).isNull() for c in ids])
         nulls = rows.filter(null_filter).count()
         duplicates = rows.groupBy("_revision", *ids).count().filter(F.col("count") > 1).count()

@@ -6,7 +6,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from revisions_assets import RevisionedDataset
+from revisions_assets import ChangeSet, RevisionedDataset
 from revisions_assets.core.records import UpstreamPosition
 
 from .spec import DatasetSlice
@@ -25,7 +25,6 @@ class RevisionWrite:
     data: DataFrame  # may carry a boolean _deleted column (tombstones)
     upstream: tuple[UpstreamPosition, ...] = ()
     expected_positions: Mapping[tuple[str, str], int] = field(default_factory=dict)
-    properties: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -37,7 +36,7 @@ class UpstreamChanges:
     table: str
     id_columns: tuple[str, ...]
     asset_key: str
-    changes: Any  # revisions_assets.ChangeSet
+    changes: ChangeSet
 
     @property
     def df(self) -> DataFrame:

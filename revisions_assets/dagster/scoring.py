@@ -71,18 +71,19 @@ def plan_inputs(
         rows = main.df.drop("_deleted") if main.changes.is_reset else main.state()
         tombstones = None
     else:
-        touched = main.df
-        affected = [touched.filter(~F.col("_deleted")).select(*ids)]
-        state = main.state()
-        for ref, on in references.values():
-            if ref.changes.is_reset or not ref.changes.revisions:
-                continue
-            # reverse join: the main entities whose join keys match a changed reference row
-            keys = ref.df.select(*[F.col(r).alias(m) for m, r in on.items()]).distinct()
-            affected.append(state.join(F.broadcast(keys), list(on), "left_semi").select(*ids))
-        affected_ids = reduce(DataFrame.unionByName, affected).distinct()
-        rows = state.join(affected_ids, ids, "left_semi")
-        tombstones = touched.filter(F.col("_deleted")).select(*ids)
+        # the change set already holds the touched entities' state at the pinned head
+        rows = main.df.filter(~F.col("_deleted")).drop("_deleted")
+        tombstones = main.df.filter(F.col("_deleted")).select(*ids)
+        changed = [(ref, on) for ref, on in references.values() if ref.changes.revisions]
+        if changed:
+            # reverse join: main entities whose join keys match a changed reference row
+            state = main.state()
+            joined = reduce(DataFrame.unionByName, [
+                state.join(F.broadcast(ref.df.select(
+                    *[F.col(r).alias(m) for m, r in on.items()]).distinct()), list(on), "left_semi")
+                for ref, on in changed
+            ]).dropDuplicates(ids)
+            rows = rows.unionByName(joined.join(rows.select(*ids), ids, "left_anti"))
     needed = {}
     for name, (ref, on) in references.items():
         keys = rows.select(*[F.col(m).alias(r) for m, r in on.items()]).distinct()

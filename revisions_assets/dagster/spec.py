@@ -159,7 +159,6 @@ class DatasetSlice:
     compute_start: datetime | None  # None for unpartitioned assets
     compute_end: datetime | None
     partition: str | None  # "2013-01-05" or "2013-01-01...2013-01-31"
-    head_sequence: int  # the dataset's head when the slice was resolved
 
     def as_major(self, reason: str) -> DatasetSlice:
         """The same slice promoted to a major (an upstream reset found while reading inputs)."""
@@ -180,8 +179,7 @@ def resolve_slice(
     the requested window only. ``monotonic`` (scoring assets) keeps the timestamp at
     or after the table's head, so newer scores are never shadowed by older ones.
     """
-    records = read_log(root)
-    history = table_history(records, address.table)
+    history = table_history(read_log(root), address.table)
     head = max(history, key=lambda r: r.key) if history else None
     code_version = context.assets_def.code_versions_by_key.get(context.asset_key)
     forced = forced_by_config or truthy(context.run.tags.get(TAG_FORCE_MAJOR))
@@ -219,7 +217,6 @@ def resolve_slice(
         compute_start=start,
         compute_end=end,
         partition=partition,
-        head_sequence=len(records),
     )
 
 

@@ -95,7 +95,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             },
             upstream=obj.upstream,
             expected_positions=obj.expected_positions,
-            properties={"reason": s.reason, **obj.properties},
+            properties={"reason": s.reason},
         )
         if rev is None:
             context.add_output_metadata(
