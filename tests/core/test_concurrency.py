@@ -122,7 +122,7 @@ def test_four_processes_commit_25_revisions_each(spark, tmp_path):
     for w in range(WRITERS):
         check_state(ds, model, f"w{w}")
     # and positional reads spread over the interleaved log
-    for at in (total // 4, total // 2, total - 7):
+    for at in (total // 2, total - 7):
         for w in range(WRITERS):
             check_state(ds, model, f"w{w}", at=at)
     # every committed file still exists (nothing was lost or overwritten)

@@ -11,7 +11,7 @@ import tempfile
 from datetime import datetime, timedelta
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from revisions_assets import RevisionedDataset
@@ -68,10 +68,12 @@ def expect_same_outcome(model, table, model_call, engine_call):
     try:
         expected = model_call()
     except ModelNoMajorError:
+        event("read refused: no major")
         with pytest.raises((NoMajorRevisionError, *unwritten)):
             engine_call()
         return None, None
     except ModelUnknownRevisionError:
+        event("read refused: unknown position")
         with pytest.raises((UnknownRevisionError, *unwritten)):
             engine_call()
         return None, None
@@ -106,6 +108,8 @@ def check_changes(ds, model, table, model_call, engine_call, what):
         return
     assert isinstance(expected, ModelChanges)
     assert cs.is_reset == expected.is_reset, f"{what}: is_reset"
+    kind = "by sequence" if "since_sequence" in what else "by time"
+    event(f"changes {kind}: {'reset' if cs.is_reset else 'window'}")
     got = {
         r["id"]: (None if r["_deleted"] else r["v"], bool(r["_deleted"]))
         for r in cs.df.select("id", "v", "_deleted").collect()
@@ -169,6 +173,9 @@ def test_engine_matches_model(spark, specs, data):
         for n, (is_major, step, tables) in enumerate(specs):
             commit_one(spark, ds, model, f"rev{n}", instant(step), is_major, tables)
         assert ds.head_sequence == model.head
+        stamps = [r.timestamp for r in model.revisions]
+        event(f"committed revisions: {model.head}")
+        event(f"out-of-order timestamps: {stamps != sorted(stamps)}")
         assert list(ds.log()["name"]) == [r.name for r in model.revisions]
 
         for table in TABLES:
