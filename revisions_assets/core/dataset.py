@@ -491,7 +491,8 @@ class RevisionedDataset:
             for f in staged.schema.fields
         ]
         out = df.select(*columns, deleted.alias(DELETED))
-        out.write.mode("errorifexists").parquet(self.storage.spark_uri(staged.prefix))
+        # "error" (= errorifexists): a fresh folder; the Spark Connect client knows only "error"
+        out.write.mode("error").parquet(self.storage.spark_uri(staged.prefix))
         files = [
             f
             for f in self.storage.list_files(staged.prefix)
