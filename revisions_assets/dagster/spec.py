@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -162,7 +162,7 @@ class DatasetSlice:
 
     def as_major(self, reason: str) -> DatasetSlice:
         """The same slice promoted to a major (an upstream reset found while reading inputs)."""
-        return DatasetSlice(**{**self.__dict__, "is_major": True, "reason": reason})
+        return replace(self, is_major=True, reason=reason)
 
 
 def resolve_slice(
