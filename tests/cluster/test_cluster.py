@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from revisions_assets.resources import SparkSessionResource
+
+from .demo_workload import run_demo
+
 pytestmark = pytest.mark.cluster
 
 RUN_TIMEOUT_S = 600
-#: the Spark Connect client accepts only append/overwrite/error/ignore as a write mode
-CONNECT_WRITE_MODE = "errorifexists is not supported"
 
 
 def run_workload(target: str, root: Path, env: dict[str, str], work: Path) -> tuple[int, str]:
@@ -66,12 +68,37 @@ def test_engine_on_the_standalone_cluster_matches_local(standalone_cluster, loca
 def test_engine_through_spark_connect_matches_local(connect_server, local_result, tmp_path):
     env = {k: v for k, v in connect_server.env.items() if k != "SPARK_REMOTE"}
     code, output = run_workload(connect_server.url, tmp_path / "data", env, tmp_path)
-    if code != 0 and CONNECT_WRITE_MODE in output:
-        pytest.xfail(
-            "core/dataset.py writes with mode('errorifexists'), which the Spark Connect "
-            "client rejects; mode('error') means the same and works on both"
-        )
     assert code == 0, output
     remote = json.loads(output)
     assert remote["session"] == "pyspark.sql.connect.session"
     assert remote["workload"] == local_result
+
+
+def test_demo_pipeline_on_the_standalone_cluster_matches_local(standalone_cluster, tmp_path):
+    """The demo's featurization and scoring assets, materialized by Dagster with
+    SPARK_MASTER pointing at the cluster, leave the same datasets as on local[*]."""
+    env = {**standalone_cluster.env, "SPARK_MASTER": standalone_cluster.master_url}
+    env.pop("SPARK_REMOTE", None)
+    out, log = tmp_path / "demo.json", tmp_path / "demo-driver.log"
+    with open(log, "w") as driver_log:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                str(Path(__file__).with_name("demo_workload.py")),
+                str(tmp_path / "on-cluster"),
+                str(out),
+            ],
+            stdout=driver_log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            timeout=RUN_TIMEOUT_S,
+        )
+    assert proc.returncode == 0, f"{log.read_text()[-4000:]}\n{standalone_cluster.logs()}"
+    on_cluster = json.loads(out.read_text())
+    assert on_cluster["master"] == standalone_cluster.master_url
+
+    local = json.loads(json.dumps(run_demo(str(tmp_path / "local"), SparkSessionResource())))
+    assert on_cluster["demo"] == local
+    kinds = [m[2] for m in local["materializations"]]
+    assert kinds[2:] == ["major", "minor", "major"]  # features major then minor; first scores
+    assert all(t["state"][0] > 0 for t in local["tables"].values())
