@@ -39,7 +39,7 @@ def revision_metadata(rev: Revision, write: RevisionWrite) -> dict[str, Any]:
     """The metadata a materialization shows in the UI."""
     s = write.slice
     t = rev.tables[s.table]
-    return {
+    meta: dict[str, Any] = {
         "revision": rev.name,
         "kind": "major" if rev.is_major else "minor",
         "why": s.reason,
@@ -53,15 +53,19 @@ def revision_metadata(rev: Revision, write: RevisionWrite) -> dict[str, Any]:
         "dagster/row_count": t.rows - t.tombstones,
         "dataset_root": dg.MetadataValue.path(s.root),
         "table": s.table,
-        "compute_window": (
+        "upstream_positions": dg.MetadataValue.json([
+            {"dataset": p.dataset, "table": p.table,
+             "from": write.expected_positions.get((p.dataset, p.table)), "to": p.sequence}
+            for p in rev.upstream
+        ]),
+    }
+    if not write.upstream:  # a consumer's work is given by its positions, not by a window
+        meta["compute_window"] = (
             f"{s.compute_start.isoformat()} .. {s.compute_end.isoformat()}"
             if s.compute_start and s.compute_end
             else "full snapshot"
-        ),
-        "upstream_positions": dg.MetadataValue.json(
-            [{"dataset": p.dataset, "table": p.table, "sequence": p.sequence} for p in rev.upstream]
-        ),
-    }
+        )
+    return meta
 
 
 class RevisionsIOManager(dg.ConfigurableIOManager):

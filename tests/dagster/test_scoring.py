@@ -40,6 +40,8 @@ def test_consumes_only_new_revisions_exactly_once(pipe):
     retry = pipe.meta(pipe.run(pipe.scores, P2), pipe.scores)
     assert retry["kind"] == "minor" and retry["rows"] == 2  # a and d, processed once
     assert positions(pipe) == {"features": 2, "groups": 1}
+    consumed = {p["table"]: (p["from"], p["to"]) for p in retry["upstream_positions"]}
+    assert consumed == {"features": (1, 2), "groups": (1, 1)}  # shown in the UI
     assert pipe.state("out", "scores")["a"]["score"] == 10.0  # the day-2 total of a, weight 1
 
     again = pipe.meta(pipe.run(pipe.scores, P2), pipe.scores)
