@@ -23,7 +23,17 @@ import pyspark
 from deltalake import DeltaTable, write_deltalake
 
 from .data import TABLE, entities, updates
-from .harness import Context, Outcome, Row, evaluate, fmt_seconds, measure_pair, ratio, report
+from .harness import (
+    Context,
+    Outcome,
+    Row,
+    cpu_ratio,
+    evaluate,
+    fmt_seconds,
+    measure_pair,
+    ratio,
+    report,
+)
 from .scenarios import commit, new_dataset
 
 ENGINES = (
@@ -117,6 +127,7 @@ def against_delta(ctx: Context) -> Outcome:
             "<= 0.33 (stated at N = 10M)",
             0.33,
             note="ours: Spark commit; Delta: delta-rs MERGE (different engines)",
+            cpu_ratio=cpu_ratio(ours_up, delta_up),
         ),
         Row(
             "6 vs Delta: latest read",
@@ -130,6 +141,7 @@ def against_delta(ctx: Context) -> Outcome:
             "<= 1.3",
             1.3,
             note=f"both read by Spark; data files: ours {files['ours']}, Delta {files['delta']}",
+            cpu_ratio=cpu_ratio(ours_latest, delta_latest),
         ),
         Row(
             "6 vs Delta: time travel",
@@ -140,6 +152,7 @@ def against_delta(ctx: Context) -> Outcome:
             "<= 1.3",
             1.3,
             note="both read by Spark; ours merges major + 1 minor, Delta reads version 1's files",
+            cpu_ratio=cpu_ratio(ours_tt, delta_tt),
         ),
     ]
     return Outcome(rows=[report(ctx, r) for r in rows], notes=[ENGINES])

@@ -2,7 +2,10 @@
 
 Paired measurements alternate their two sides (A, B, A, B …) so that a noisy,
 shared machine slows both sides alike; the ratio of the two medians is the figure
-that matters, never an absolute time.
+that matters, never an absolute time. Beside wall time, each sample records the CPU
+time spent by the driver process and its JVM: on a machine shared with other jobs,
+wall time inflates with the load while CPU time mostly does not, so the CPU-time
+ratio is a cross-check of the wall-time ratio (it cannot see waiting, e.g. on I/O).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psutil
 from pyspark.sql import DataFrame, SparkSession
 
 #: the logical calendar of every benchmark dataset
@@ -84,11 +88,22 @@ class Timing:
     """The samples of one measured operation (seconds) and their median."""
 
     label: str
-    samples: list[float]
+    samples: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)  # CPU seconds (driver + its JVMs) per sample
 
     @property
     def median(self) -> float:
         return statistics.median(self.samples)
+
+    @property
+    def cpu_median(self) -> float:
+        return statistics.median(self.cpu)
+
+    def add(self, fn: Callable[[], object]) -> None:
+        cpu, start = cpu_seconds(), time.perf_counter()
+        fn()
+        self.samples.append(time.perf_counter() - start)
+        self.cpu.append(cpu_seconds() - cpu)
 
     def __str__(self) -> str:
         return f"{self.label} {fmt_seconds(self.median)}"
@@ -106,6 +121,7 @@ class Row:
     goal: str
     threshold: float | None = None  # the goal is ``ratio <= threshold``; None: report only
     note: str = ""
+    cpu_ratio: float | None = None  # the same ratio in CPU time (see module docstring)
 
     @property
     def verdict(self) -> str:
@@ -132,18 +148,35 @@ def ratio(a: float, b: float) -> float:
     return a / b if b > 0 else math.inf
 
 
-def timed(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+def cpu_ratio(a: Timing, b: Timing) -> float:
+    return ratio(a.cpu_median, b.cpu_median)
+
+
+def cpu_seconds() -> float:
+    """User + system CPU time of this process and its live child processes (the JVM)."""
+    me = psutil.Process()
+    total = sum(me.cpu_times()[:2])
+    for child in me.children(recursive=True):
+        try:
+            total += sum(child.cpu_times()[:2])
+        except psutil.Error:  # ended meanwhile
+            continue
+    return total
+
+
+def _log_timing(ctx: Context, t: Timing) -> None:
+    samples = ", ".join(fmt_seconds(s) for s in t.samples)
+    ctx.log(f"    {t}  (samples {samples}; CPU {fmt_seconds(t.cpu_median)})")
 
 
 def measure(ctx: Context, label: str, fn: Callable[[], object]) -> Timing:
     """Warm up, then time ``reps`` runs of ``fn``."""
     for _ in range(ctx.config.warmup):
         fn()
-    timing = Timing(label, [timed(fn) for _ in range(ctx.config.reps)])
-    ctx.log(f"    {timing}  (samples {', '.join(fmt_seconds(s) for s in timing.samples)})")
+    timing = Timing(label)
+    for _ in range(ctx.config.reps):
+        timing.add(fn)
+    _log_timing(ctx, timing)
     return timing
 
 
@@ -162,14 +195,14 @@ def measure_pair(
             before()
         a[1]()
         b[1]()
-    ta, tb = Timing(a[0], []), Timing(b[0], [])
+    ta, tb = Timing(a[0]), Timing(b[0])
     for _ in range(ctx.config.reps):
         if before is not None:
             before()
-        ta.samples.append(timed(a[1]))
-        tb.samples.append(timed(b[1]))
-    for t in (ta, tb):
-        ctx.log(f"    {t}  (samples {', '.join(fmt_seconds(s) for s in t.samples)})")
+        ta.add(a[1])
+        tb.add(b[1])
+    _log_timing(ctx, ta)
+    _log_timing(ctx, tb)
     return ta, tb
 
 
@@ -180,8 +213,9 @@ def evaluate(df: DataFrame) -> None:
 
 def report(ctx: Context, row: Row) -> Row:
     """Print a result row as soon as it is known (the run's progress output)."""
+    cpu = f" (CPU-time ratio {row.cpu_ratio:.3f})" if row.cpu_ratio is not None else ""
     ctx.log(
-        f"  => {row.scenario} [{row.case}] {row.ratio_label} = {row.ratio:.3f}  "
+        f"  => {row.scenario} [{row.case}] {row.ratio_label} = {row.ratio:.3f}{cpu}  "
         f"goal {row.goal}: {row.verdict}"
     )
     return row

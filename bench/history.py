@@ -14,7 +14,19 @@ from revisions_assets.core.log import RevisionLog
 from revisions_assets.core.timeutil import now_utc
 
 from .data import ID, TABLE, entities, updates
-from .harness import Context, Outcome, Row, at, evaluate, fmt_seconds, measure, ratio, report
+from .harness import (
+    Context,
+    Outcome,
+    Row,
+    Timing,
+    at,
+    cpu_ratio,
+    evaluate,
+    fmt_seconds,
+    measure,
+    ratio,
+    report,
+)
 from .scenarios import commit, new_dataset
 from .staging import PRODUCER, append_minors
 
@@ -31,11 +43,11 @@ def commit_latency(ctx: Context) -> Outcome:
     gen = iter(range(2, 1_000_000))
     log = RevisionLog(ds.storage)  # a warm log handle for the log-only commit
 
-    def tiny_commit(handle: RevisionedDataset) -> Revision:
-        return commit(handle, updates(spark, TINY_N, 0.01, next(gen)), is_major=False)
-
     def fresh() -> RevisionedDataset:
         return RevisionedDataset(ds.root, spark=spark, id_columns=[ID])
+
+    def tiny_commit(handle: RevisionedDataset) -> Revision:
+        return commit(handle, updates(spark, TINY_N, 0.01, next(gen)), is_major=False)
 
     def log_only() -> None:
         log.refresh()
@@ -54,44 +66,51 @@ def commit_latency(ctx: Context) -> Outcome:
         log.after_commit()
 
     out = Outcome(plot=("3. commit latency as the log grows", "revisions in the log", "seconds"))
-    results: dict[int, dict[str, float]] = {}
+    results: dict[int, dict[str, Timing]] = {}
     for size in sizes:
         append_minors(ds, template, max(0, size - ds.head_sequence))
-        ctx.log(f"  log of {ds.head_sequence:,} revisions")
-        timings = {
+        warm = fresh()  # the long-lived handle of this size
+        ctx.log(f"  log of {warm.head_sequence:,} revisions")
+        results[size] = {
             "commit, fresh handle": measure(
                 ctx, "open + commit (fresh handle)", lambda: tiny_commit(fresh())
             ),
-            "commit, warm handle": measure(ctx, "commit (warm handle)", lambda: tiny_commit(ds)),
+            "commit, warm handle": measure(
+                ctx, "commit (warm handle)", lambda w=warm: tiny_commit(w)
+            ),
             "open handle": measure(ctx, "open handle", fresh),
             "log-only commit": measure(ctx, "log-only commit", log_only),
         }
-        results[size] = {k: t.median for k, t in timings.items()}
-        for k, t in timings.items():
-            out.series.setdefault(k, []).append((size, t.median))
+        for kind, t in results[size].items():
+            out.series.setdefault(kind, []).append((size, t.median))
     small, large = results[sizes[0]], results[sizes[-1]]
-    figures = [
-        f"{kind}: {fmt_seconds(small[kind])} at {sizes[0]:,}, "
-        f"{fmt_seconds(large[kind])} at {sizes[-1]:,}"
-        for kind in small
-    ]
-    ratios = {k: ratio(large[k], small[k]) for k in small}
+    headline = "commit, fresh handle"
     out.rows.append(
         report(
             ctx,
             Row(
                 "3 commit latency vs log size",
                 f"{sizes[-1]:,} vs {sizes[0]:,} revisions",
-                figures,
-                ratios["commit, fresh handle"],
+                _figures(small, large, sizes),
+                ratio(large[headline].median, small[headline].median),
                 f"open+commit at {sizes[-1]:,} / at {sizes[0]:,}",
                 "<= 2",
                 2.0,
-                note="ratios: " + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items()),
+                note="wall-time ratios: "
+                + ", ".join(f"{k} {ratio(large[k].median, small[k].median):.2f}" for k in small),
+                cpu_ratio=cpu_ratio(large[headline], small[headline]),
             ),
         )
     )
     return out
+
+
+def _figures(small: dict[str, Timing], large: dict[str, Timing], sizes) -> list[str]:
+    return [
+        f"{kind}: {fmt_seconds(small[kind].median)} at {sizes[0]:,}, "
+        f"{fmt_seconds(large[kind].median)} at {sizes[-1]:,}"
+        for kind in small
+    ]
 
 
 def changes_of_last(ctx: Context) -> Outcome:
@@ -100,46 +119,46 @@ def changes_of_last(ctx: Context) -> Outcome:
     ds = new_dataset(ctx, "s4")
     commit(ds, entities(spark, cfg.n, 0), is_major=True)
     template = commit(ds, updates(spark, cfg.n, cfg.p, 1), is_major=False).tables[TABLE]
+    root = ds.root
     out = Outcome(plot=("4. changes of the last revision", "revisions of history", "seconds"))
-    results: dict[int, dict[str, float]] = {}
+    results: dict[int, dict[str, Timing]] = {}
     for gen, size in enumerate(sizes, start=2):
         append_minors(ds, template, max(0, size - 1 - ds.head_sequence))
+        ds = RevisionedDataset(root, spark=spark, id_columns=[ID])
         last = commit(ds, updates(spark, cfg.n, cfg.p, gen), is_major=False)
-        since = last.sequence - 1
         ctx.log(f"  history of {last.sequence:,} revisions")
 
-        def read(handle: RevisionedDataset, since: int = since) -> None:
+        def read(handle: RevisionedDataset, since: int = last.sequence - 1) -> None:
             change = handle.changes(TABLE, since_sequence=since)
             if change.is_reset or len(change.revisions) != 1:
                 raise RuntimeError("the benchmark expected the changes of exactly one revision")
             evaluate(change.df)
 
-        fresh = measure(
-            ctx,
-            "open + changes (fresh handle)",
-            lambda: read(RevisionedDataset(ds.root, spark=spark)),
-        )
-        warm = measure(ctx, "changes (warm handle)", lambda: read(ds))
-        results[size] = {"fresh handle": fresh.median, "warm handle": warm.median}
-        for k, v in results[size].items():
-            out.series.setdefault(f"changes, {k}", []).append((size, v))
+        results[size] = {
+            "fresh handle": measure(
+                ctx,
+                "open + changes (fresh handle)",
+                lambda: read(RevisionedDataset(root, spark=spark)),
+            ),
+            "warm handle": measure(ctx, "changes (warm handle)", lambda h=ds: read(h)),
+        }
+        for kind, t in results[size].items():
+            out.series.setdefault(f"changes, {kind}", []).append((size, t.median))
     small, large = results[sizes[0]], results[sizes[-1]]
+    warm = ratio(large["warm handle"].median, small["warm handle"].median)
     out.rows.append(
         report(
             ctx,
             Row(
                 "4 changes of the last revision",
                 f"{sizes[-1]:,} vs {sizes[0]:,} revisions of history",
-                [
-                    f"{k}: {fmt_seconds(small[k])} at {sizes[0]:,}, "
-                    f"{fmt_seconds(large[k])} at {sizes[-1]:,}"
-                    for k in small
-                ],
-                ratio(large["fresh handle"], small["fresh handle"]),
+                _figures(small, large, sizes),
+                ratio(large["fresh handle"].median, small["fresh handle"].median),
                 f"open+changes at {sizes[-1]:,} / at {sizes[0]:,}",
                 "<= 1.5",
                 1.5,
-                note=f"warm-handle ratio {ratio(large['warm handle'], small['warm handle']):.2f}",
+                note=f"warm-handle ratio {warm:.2f}",
+                cpu_ratio=cpu_ratio(large["fresh handle"], small["fresh handle"]),
             ),
         )
     )

@@ -12,6 +12,7 @@ from .harness import (
     Outcome,
     Row,
     at,
+    cpu_ratio,
     evaluate,
     fmt_seconds,
     measure_pair,
@@ -81,6 +82,7 @@ def minor_vs_major(ctx: Context) -> Outcome:
                 f"commit / plain write: major {ratio(major.median, plain_major.median):.2f}x, "
                 f"minor {ratio(minor.median, plain_minor.median):.2f}x"
             ),
+            cpu_ratio=cpu_ratio(minor, major),
         ),
     )
     return Outcome(rows=[row])
@@ -125,6 +127,7 @@ def read_after_minors(ctx: Context) -> Outcome:
                         f"minors 1..{min(k, cfg.real_minors)} via ds.commit"
                         + (f", {cfg.real_minors + 1}..{k} staged" if k > cfg.real_minors else "")
                     ),
+                    cpu_ratio=cpu_ratio(ours, plain),
                 ),
             )
         )
@@ -179,6 +182,7 @@ def incremental_scoring(ctx: Context) -> Outcome:
             "<= 0.10",
             0.10,
             note="both consume the same new features minor (committed untimed before each pair)",
+            cpu_ratio=cpu_ratio(inc, fl),
         ),
     )
     return Outcome(rows=[row])

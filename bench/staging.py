@@ -30,13 +30,16 @@ PRODUCER = {"asset_key": "bench/entities", "run_id": "staged", "partition_key": 
 
 
 def append_minors(ds: RevisionedDataset, template: TableWrite, count: int, table: str = TABLE):
-    """Append ``count`` minor revisions that re-reference ``template``'s files."""
+    """Append ``count`` minor revisions that re-reference ``template``'s files.
+
+    ``ds`` is not refreshed: open a new handle afterwards (it reads the newest checkpoint,
+    cheaper than probing thousands of new entries one by one).
+    """
     log = RevisionLog(ds.storage)
     log.refresh()
     for _ in range(count):
         _append(log, template, table)
     log.after_commit()
-    ds.refresh()
 
 
 def _append(log: RevisionLog, write: TableWrite, table: str, name: str = "") -> Revision:
