@@ -93,7 +93,7 @@ class Cluster:
         )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # stopped once the cluster tests are done
 def standalone_cluster(tmp_path_factory) -> Iterator[Cluster]:
     work = tmp_path_factory.mktemp("spark-cluster")
     env = cluster_env(work)

@@ -148,3 +148,20 @@ def test_engine_commit_under_faults_commits_each_revision_once(s3_spark, s3_root
     assert list(reopened.log()["sequence"]) == [1, 2]  # description.parquet is current
     assert {r.id: r.v for r in reopened.read("t").collect()} == {1: 1, 2: 2}
     assert datetime.now(UTC) >= rev.committed_at
+
+
+def test_a_dagster_aws_client_with_its_own_retries_still_commits_once(s3_root, s3_options):
+    """A client from dagster-aws's S3Resource retries inside botocore, unseen by us: a lost
+    response is retried there, answered 412, and resolved by reading our bytes back."""
+    from dagster_aws.s3 import S3Resource
+
+    client = S3Resource(**s3_options, max_attempts=3).get_client()
+    storage = S3Storage(s3_root, client=client, base_delay=0.01)
+    faults = FaultPlan(client, "PutObject", ["lost", "slowdown"], match=conditional)
+    log = RevisionLog(storage)
+    log.refresh()
+    assert log.try_append(record(1)) is True
+    assert faults.seen == ["lost", "slowdown", "pass"]  # all three inside botocore
+    assert storage.retries == 0
+    assert log.try_append(record(2)) is True
+    assert [r.name for r in fresh_log(s3_root, s3_options).records] == ["rev1", "rev2"]
