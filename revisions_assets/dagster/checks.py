@@ -14,7 +14,9 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
+from revisions_assets.core.dataset import schema_from_json
 from revisions_assets.core.records import Revision
 from revisions_assets.core.storage import open_storage
 
@@ -42,9 +44,12 @@ def _files_frame(
     storage = open_storage(root)
     frames = []
     for rev in revisions:
-        files = [storage.spark_uri(f) for f in rev.tables[table].files]
+        written = rev.tables[table]
+        schema = StructType([f for f in schema_from_json(written.schema_json).fields
+                             if f.name in columns])  # given: no footer-reading job per read
+        files = [storage.spark_uri(f) for f in written.files]
         if files:
-            frames.append(spark.read.parquet(*files).select(*columns)
+            frames.append(spark.read.schema(schema).parquet(*files)
                           .withColumn("_revision", F.lit(rev.name)))
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
 
