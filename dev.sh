@@ -10,7 +10,8 @@ case "$cmd" in
   setup) echo "environment ready: $(python --version), $(java -version 2>&1 | head -1)" ;;
   demo)  exec python -m revisions_assets.demo "$@" ;;
   test)  exec python -m pytest "$@" ;;
-  ui)    exec dagster dev -w workspace.yaml "$@" ;;
+  ui)    export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.dagster_home}"; mkdir -p "$DAGSTER_HOME"
+         exec dagster dev -w workspace.yaml "$@" ;;
   bench) exec python -m bench.run "$@" ;;
   lint)  exec ruff check . ;;
   *) echo "usage: ./dev.sh {setup|demo|test|ui|bench|lint} [args]"; exit 2 ;;

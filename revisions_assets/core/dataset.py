@@ -328,7 +328,9 @@ class RevisionedDataset:
         """Write ``tables`` as one revision and commit it to the log (SPEC §4).
 
         Returns the committed revision, or None when every table is empty (nothing is
-        committed). Raises a RevisionsError subclass on bad input; a failed commit leaves
+        committed) — unless ``upstream`` moves a consumer position: then an empty revision
+        records the position, so a consumer whose new input yields no output is not left
+        lagging. Raises a RevisionsError subclass on bad input; a failed commit leaves
         the dataset exactly as it was.
         """
         request = self._prepare(
@@ -345,11 +347,14 @@ class RevisionedDataset:
         try:
             for staged in request.staged:
                 self._write_table(request.name, staged, tables[staged.table])
-            request.staged = [s for s in request.staged if s.rows or request.is_major]
             if not any(s.rows for s in request.staged):
-                log.info("%s: no rows in %s; nothing committed", self.root, sorted(tables))
-                self.storage.delete_tree(request.name)
-                return None
+                if not self._moves_positions(request):
+                    log.info("%s: no rows in %s; nothing committed", self.root, sorted(tables))
+                    self.storage.delete_tree(request.name)
+                    return None
+                # a consumer whose new input produced no output still records how far it read
+            else:
+                request.staged = [s for s in request.staged if s.rows or request.is_major]
             record = self._commit_record(request)
         except BaseException:
             self.storage.delete_tree(request.name)
@@ -361,6 +366,14 @@ class RevisionedDataset:
                 "%s: revision %s committed, but log upkeep failed: %s", self.root, record.name, exc
             )
         return record
+
+    def _moves_positions(self, request: _CommitRequest) -> bool:
+        records = self.refresh()
+        return any(
+            p.sequence > _position(records, p.dataset, p.table, s.table)
+            for p in request.upstream
+            for s in request.staged
+        )
 
     def _prepare(
         self,
