@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -58,8 +59,12 @@ def test_engine_on_the_standalone_cluster_matches_local(standalone_cluster, loca
     assert on_cluster["executors"] == 2
     dirs = on_cluster["executor_dirs"]
     assert len(dirs) == 2 and {Path(d).parent.parent.name for d in dirs} == {"worker-0", "worker-1"}
-    apps = standalone_cluster.status()["completedapps"]
-    assert "revisions-assets-cluster-workload" in [a["name"] for a in apps]
+    deadline = time.monotonic() + 60  # the master files the stopped application shortly after
+    while "revisions-assets-cluster-workload" not in [
+        a["name"] for a in standalone_cluster.status()["completedapps"]
+    ]:
+        assert time.monotonic() < deadline, standalone_cluster.status()
+        time.sleep(0.5)
 
     assert on_cluster["workload"] == local_result
     assert len(local_result["latest"]) == 250 and local_result["score_positions"] == 5
