@@ -9,7 +9,9 @@ cmd="${1:-help}"; shift || true
 case "$cmd" in
   setup) echo "environment ready: $(python --version), $(java -version 2>&1 | head -1)" ;;
   demo)  exec python -m revisions_assets.demo "$@" ;;
-  test)  exec python -m pytest "$@" ;;
+  test)  echo "[setup] s3a connector jars for the S3 tests (downloaded once into .setup/jars)" >&2
+         python -m revisions_assets.s3a >/dev/null
+         exec python -m pytest "$@" ;;
   ui)    export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.dagster_home}"; mkdir -p "$DAGSTER_HOME"
          exec dagster dev -w workspace.yaml "$@" ;;
   bench) exec python -m bench.run "$@" ;;

@@ -27,8 +27,12 @@ fi
 stamp=".venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
   echo "[setup] installing Python dependencies into .venv (first run takes a few minutes)" >&2
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e '.[dev]'
+  if ! { .venv/bin/python -m pip install -q --upgrade pip &&
+         .venv/bin/python -m pip install -q -e '.[dev]'; } >.venv/install.log 2>&1; then
+    cat .venv/install.log >&2
+    echo "[setup] pip install failed (log: .venv/install.log)" >&2
+    exit 1
+  fi
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

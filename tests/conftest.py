@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from revisions_assets.s3a import s3a_conf
 from revisions_assets.spark import build_spark_session
 
 
@@ -18,6 +19,8 @@ def spark():
             "spark.ui.enabled": "false",
             "spark.driver.memory": "2g",
             "spark.sql.adaptive.enabled": "false",
+            # the s3a connector on the JVM's classpath from the start (tests/s3 need it)
+            **s3a_conf(jars="classpath"),
         },
     )
     yield session

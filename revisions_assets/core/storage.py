@@ -150,6 +150,22 @@ class LocalStorage(Storage):
 
 
 _BACKENDS: dict[str, type] = {}
+_CONFIGURED: dict[str, dict[str, object]] = {}
+
+
+def configure_storage(prefix: str, **options: object) -> None:
+    """Default options (endpoint, credentials, a ready client) for every root under ``prefix``.
+
+    Lets a deployment configure access once, e.g. the Dagster layer registers the client of
+    its ``dagster-aws`` S3 resource for its base URI; options given to ``open_storage``
+    directly still win. The longest matching prefix applies.
+    """
+    _CONFIGURED[prefix.rstrip("/")] = dict(options)
+
+
+def _configured_options(root: str) -> dict[str, object]:
+    matches = [p for p in _CONFIGURED if root == p or root.startswith(p + "/")]
+    return dict(_CONFIGURED[max(matches, key=len)]) if matches else {}
 
 
 def register_backend(scheme: str, factory: type) -> None:
@@ -172,4 +188,7 @@ def open_storage(root: str | os.PathLike[str] | Storage, **options: object) -> S
         raise StorageError(
             f"no storage backend for {text!r}: use a local path or s3://bucket/prefix"
         )
+    if not options:
+        canonical = "s3://" + text.split("://", 1)[1] if scheme == "s3a" else text
+        options = _configured_options(canonical)
     return factory(text, **options)
