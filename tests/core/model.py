@@ -96,8 +96,8 @@ class Model:
         """The sequence a positional reference pins a read of ``table`` to."""
         if at is None:
             return None
-        if isinstance(at, int):
-            if not 1 <= at <= self.head:
+        if isinstance(at, int):  # 0 is the empty log, before the first commit
+            if not 0 <= at <= self.head:
                 raise ModelUnknownRevisionError(at)
             return at
         if at == "HEAD" or at.startswith("HEAD~"):
