@@ -27,7 +27,8 @@ def plot(outcomes: Mapping[str, Outcome], path: Path, title: str) -> Path | None
         for label, points in outcome.series.items():
             xs, ys = zip(*points, strict=True)
             ax.plot(xs, ys, marker="o", label=label)
-        if max(x for pts in outcome.series.values() for x, _ in pts) >= 100:
+        xs_all = [x for pts in outcome.series.values() for x, _ in pts]
+        if min(xs_all) > 0 and max(xs_all) / min(xs_all) >= 50:
             ax.set_xscale("log")
         ax.set_title(name)
         ax.set_xlabel(xlabel)

@@ -115,7 +115,9 @@ def main(argv: list[str] | None = None) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     shutil.rmtree(args.workdir, ignore_errors=True)
     info = RunInfo(
-        command="python -m bench.run " + shlex.join(sys.argv[1:] if argv is None else argv),
+        command=" ".join(
+            ["python -m bench.run", shlex.join(sys.argv[1:] if argv is None else argv)]
+        ).strip(),
         config=config,
         spark_conf={"master": "local[2]", **conf},
         versions={"pyspark": pyspark.__version__, "deltalake": deltalake.__version__},
