@@ -39,13 +39,17 @@ values = st.integers(min_value=0, max_value=3)
 
 
 @st.composite
-def revision_specs(draw):
+def revision_specs(draw, is_major=None, allow_empty=True):
     """(is_major, timestamp step, {table: {id: value or TOMB}}) with tombstones in minors only."""
-    is_major = draw(st.booleans())
+    is_major = draw(st.booleans() if is_major is None else is_major)
     cell = values if is_major else st.one_of(values, values, st.just(TOMB))
     written = draw(st.sets(st.sampled_from(TABLES), min_size=1, max_size=2))
     tables = {
-        t: draw(st.dictionaries(ids, cell, min_size=0 if len(written) == 1 else 1, max_size=5))
+        t: draw(
+            st.dictionaries(
+                ids, cell, min_size=int(not allow_empty or len(written) > 1), max_size=5
+            )
+        )
         for t in sorted(written)
     }
     return is_major, 2 * draw(st.integers(min_value=0, max_value=4)), tables
@@ -165,8 +169,14 @@ def commit_one(spark, ds, model, name, timestamp, is_major, tables):
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(specs=st.lists(revision_specs(), min_size=1, max_size=5), data=st.data())
-def test_engine_matches_model(spark, specs, data):
+@given(
+    # mostly a major first (else every minor is refused), then a few of anything
+    first=revision_specs(is_major=st.sampled_from([True, True, True, False]), allow_empty=False),
+    rest=st.lists(revision_specs(), min_size=1, max_size=4),
+    data=st.data(),
+)
+def test_engine_matches_model(spark, first, rest, data):
+    specs = [first, *rest]
     with tempfile.TemporaryDirectory() as tmp:
         ds = RevisionedDataset(f"{tmp}/ds", spark=spark, id_columns=["id"])
         model = Model()
