@@ -56,7 +56,6 @@ from .validation import (
     check_name,
     data_schema,
     normalize_id_columns,
-    schema_from_json,
 )
 
 log = logging.getLogger(__name__)
@@ -615,4 +614,4 @@ def _position(
     return best
 
 
-__all__ = ["ChangeSet", "RevisionedDataset", "TableInfo", "schema_from_json"]
+__all__ = ["ChangeSet", "RevisionedDataset", "TableInfo"]

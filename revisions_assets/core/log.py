@@ -54,6 +54,7 @@ class RevisionLog:
         self.storage = storage
         self._records: list[Revision] = []
         self._loaded = False
+        self._description: pa.Table | None = None  # rows for the first records, appended to
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -153,9 +154,24 @@ class RevisionLog:
         """
         for _ in range(max_rounds):
             self.refresh()
-            self.storage.write(DESCRIPTION, description_parquet(self._records))
+            self.storage.write(DESCRIPTION, self._description_parquet())
             if not self.storage.exists(entry_path(self.head + 1)):
                 return
+
+    def _description_parquet(self) -> bytes:
+        """description.parquet for the cached log, appending only rows not yet tabulated."""
+        done = 0 if self._description is None else self._description.num_rows
+        new_rows = description_table(self._records[done:])
+        self._description = (
+            new_rows
+            if self._description is None
+            else pa.concat_tables([self._description, new_rows])
+        )
+        if self._description.column(0).num_chunks > 64:  # one chunk per commit otherwise
+            self._description = self._description.combine_chunks()
+        buf = io.BytesIO()
+        pq.write_table(self._description, buf)
+        return buf.getvalue()
 
     def description_is_current(self) -> bool:
         raw = self.storage.read(DESCRIPTION)
@@ -209,9 +225,3 @@ def description_table(records: Sequence[Revision]) -> pa.Table:
             ),
         }
     )
-
-
-def description_parquet(records: Sequence[Revision]) -> bytes:
-    buf = io.BytesIO()
-    pq.write_table(description_table(records), buf)
-    return buf.getvalue()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Literal
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -35,12 +36,17 @@ MergeStrategy = Literal["auto", "broadcast", "window"]
 BROADCAST_MAX_ROWS = 2_000_000
 
 
+@lru_cache(maxsize=256)
+def parse_schema(schema_json: str) -> StructType:
+    """A recorded schema as a StructType; revisions of a table mostly share one string."""
+    return StructType.fromJson(json.loads(schema_json))
+
+
 def table_schema(revisions: Sequence[Revision], table: str) -> StructType:
     """The read schema: the oldest revision's columns, then columns added later, in order."""
     fields: dict[str, StructField] = {}
-    for revision in revisions:
-        schema = StructType.fromJson(json.loads(revision.tables[table].schema_json))
-        for f in schema.fields:
+    for schema_json in dict.fromkeys(r.tables[table].schema_json for r in revisions):
+        for f in parse_schema(schema_json).fields:
             if f.name not in fields:
                 fields[f.name] = StructField(f.name, f.dataType, True)
     return StructType(list(fields.values()))
@@ -51,7 +57,7 @@ def read_revision(
 ) -> DataFrame:
     """The rows a revision wrote to ``table`` (tombstones included), in ``schema`` + _deleted."""
     write = revision.tables[table]
-    own = StructType.fromJson(json.loads(write.schema_json))
+    own = parse_schema(write.schema_json)
     file_schema = StructType([*own.fields, StructField(DELETED, BooleanType(), True)])
     if write.files:
         df = spark.read.schema(file_schema).parquet(*[storage.spark_uri(f) for f in write.files])
@@ -125,10 +131,9 @@ def merge_revisions(
         merged = frames[0]
     elif plan == "broadcast":
         newer = _union(frames[1:])
-        if len(frames) > 2:
-            newer = _latest_per_entity(newer, ids)
+        # repeated ids are harmless to an anti-join: no dedup needed on the broadcast side
         base = frames[0].join(F.broadcast(newer.select(*ids)), on=ids, how="left_anti")
-        merged = base.unionByName(newer)
+        merged = base.unionByName(_latest_per_entity(newer, ids) if len(frames) > 2 else newer)
     else:
         merged = _latest_per_entity(_union(frames), ids)
     merged = merged.drop(ORDER)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 
@@ -89,7 +88,3 @@ def normalize_id_columns(
     if not cols:
         raise IdColumnsError("at least one id column is needed")
     return cols, None
-
-
-def schema_from_json(text: str) -> StructType:
-    return StructType.fromJson(json.loads(text))

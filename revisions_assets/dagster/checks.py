@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from revisions_assets.core.dataset import schema_from_json
+from revisions_assets.core.merge import parse_schema
 from revisions_assets.core.records import Revision
 from revisions_assets.core.storage import open_storage
 
@@ -45,12 +45,14 @@ def _files_frame(
     frames = []
     for rev in revisions:
         written = rev.tables[table]
-        schema = StructType([f for f in schema_from_json(written.schema_json).fields
-                             if f.name in columns])  # given: no footer-reading job per read
+        schema = StructType(
+            [f for f in parse_schema(written.schema_json).fields if f.name in columns]
+        )  # given: no footer-reading job per read
         files = [storage.spark_uri(f) for f in written.files]
         if files:
-            frames.append(spark.read.schema(schema).parquet(*files)
-                          .withColumn("_revision", F.lit(rev.name)))
+            frames.append(
+                spark.read.schema(schema).parquet(*files).withColumn("_revision", F.lit(rev.name))
+            )
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
 
 
