@@ -61,6 +61,8 @@ from .validation import (
 log = logging.getLogger(__name__)
 
 MAX_COMMIT_ATTEMPTS = 64
+#: marker created exclusively in a revision folder before any data is written to it
+CLAIM_FILE = "_claimed"
 
 
 @dataclass(frozen=True)
@@ -343,6 +345,7 @@ class RevisionedDataset:
             expected_positions,
             properties,
         )
+        self._claim_folder(request.name)  # from here on the folder is ours to clean up
         try:
             for staged in request.staged:
                 self._write_table(request.name, staged, tables[staged.table])
@@ -411,12 +414,15 @@ class RevisionedDataset:
                 self._complete_for_tombstones(records, staged)
             request.staged.append(staged)
         self._check_against_log(records, request)
-        if self.storage.exists(request.name):
-            raise DuplicateRevisionNameError(
-                f"revision folder {request.name!r} already exists under {self.root} "
-                "(left by an uncommitted attempt?): pick another name or vacuum it"
-            )
         return request
+
+    def _claim_folder(self, name: str) -> None:
+        """Take the revision folder atomically: two writers of one custom name never share it."""
+        if not self.storage.create_exclusive(f"{name}/{CLAIM_FILE}", b""):
+            raise DuplicateRevisionNameError(
+                f"revision folder {name!r} already exists under {self.root} (another writer "
+                "uses this name, or an uncommitted attempt left it): pick another name"
+            )
 
     @staticmethod
     def _complete_for_tombstones(records: Sequence[Revision], staged: _StagedTable) -> None:
@@ -469,8 +475,13 @@ class RevisionedDataset:
                     f"table {staged.table!r} has no major revision: commit a major first "
                     "(is_major=True)"
                 )
-            current = state_selection(history, staged.table).merge
-            check_compatible(staged.table, table_schema(current, staged.table), staged.schema)
+            current = state_selection(history, staged.table)
+            check_compatible(
+                staged.table,
+                major=table_schema((current.major,), staged.table),
+                current=table_schema(current.merge, staged.table),
+                new=staged.schema,
+            )
         consumer_tables = [s.table for s in request.staged]
         for position in request.upstream:
             current = max(

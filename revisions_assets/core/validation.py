@@ -9,6 +9,7 @@ from pyspark.sql.types import BooleanType, StructType
 
 from .errors import IdColumnsError, InvalidNameError, SchemaMismatchError
 from .merge import DELETED, REVISION_COLUMNS
+from .selection import HEAD_PATTERN
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 RESERVED_NAMES = {"description.parquet", "_log"}
@@ -25,6 +26,8 @@ def check_name(name: str, what: str) -> str:
         )
     if not _NAME.match(name):
         raise InvalidNameError(f"{what} name {name!r} is invalid: use only [A-Za-z0-9._-]")
+    if what == "revision" and HEAD_PATTERN.match(name):
+        raise InvalidNameError(f"revision name {name!r} is reserved for positional reads")
     if name.startswith(("_", ".")) or name in RESERVED_NAMES:
         raise InvalidNameError(
             f"{what} name {name!r} is reserved: names may not start with '_' or '.'"
@@ -51,16 +54,18 @@ def data_schema(table: str, schema: StructType, id_columns: Sequence[str]) -> St
     return StructType([f for f in schema.fields if f.name != DELETED])
 
 
-def check_compatible(table: str, current: StructType, new: StructType) -> None:
-    """A minor may add columns but not drop or retype the current ones."""
+def check_compatible(table: str, major: StructType, current: StructType, new: StructType) -> None:
+    """A minor may add columns and omit columns that minors added, but it may not drop a
+    column of the current major, nor change the type of any current column."""
     new_types = {f.name: f.dataType for f in new.fields}
-    for f in current.fields:
+    for f in major.fields:
         if f.name not in new_types:
             raise SchemaMismatchError(
                 f"table {table!r}: the minor drops column {f.name!r} of the current major; "
                 "write the column (null where unknown) or commit a major"
             )
-        if new_types[f.name] != f.dataType:
+    for f in current.fields:
+        if f.name in new_types and new_types[f.name] != f.dataType:
             raise SchemaMismatchError(
                 f"table {table!r}: column {f.name!r} changes type from "
                 f"{f.dataType.simpleString()} to {new_types[f.name].simpleString()}; "

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core.errors import RevisionsError
+from revisions_assets.core.errors import DuplicateRevisionNameError
 
 from .helpers import day, frame, input_files, top_dirs
 from .model import Model
@@ -144,23 +144,23 @@ def check_state(ds, model, table, **where):
 
 def test_same_custom_name_racing_never_loses_the_committed_revision(spark, root, monkeypatch):
     """Writer B validates name 'nightly' while it is free; writer A then commits 'nightly'
-    before B writes its data. B must fail cleanly and A's revision must stay intact."""
+    before B claims the folder. B must fail cleanly and A's revision must stay intact."""
     a = RevisionedDataset(root, spark=spark, id_columns=["id"])
     b = RevisionedDataset(root, spark=spark, id_columns=["id"])
     a.commit({"t": frame(spark, [(0, 0)], "id long, v long")}, timestamp=day(0), is_major=True)
-    original = b._write_table
+    original = b._claim_folder
 
-    def a_commits_first(*args, **kwargs):
+    def a_commits_first(name):
         a.commit(
             {"t": frame(spark, [(1, 1)], "id long, v long")},
             timestamp=day(1),
             is_major=False,
             name="nightly",
         )
-        return original(*args, **kwargs)
+        return original(name)
 
-    monkeypatch.setattr(b, "_write_table", a_commits_first)
-    with pytest.raises(RevisionsError, match="nightly"):
+    monkeypatch.setattr(b, "_claim_folder", a_commits_first)
+    with pytest.raises(DuplicateRevisionNameError, match="nightly"):
         b.commit(
             {"t": frame(spark, [(2, 2)], "id long, v long")},
             timestamp=day(1),
@@ -172,3 +172,34 @@ def test_same_custom_name_racing_never_loses_the_committed_revision(spark, root,
     missing = [f for f in committed.tables["t"].files if not (Path(root) / f).is_file()]
     assert not missing, f"files of committed revision 'nightly' were deleted: {missing}"
     assert {r.id: r.v for r in a.read("t").collect()} == {0: 0, 1: 1}
+
+
+def test_a_writer_that_claimed_a_name_keeps_it(spark, root, monkeypatch):
+    """A second writer of the same name while the first writes its data is refused at once,
+    and the first writer's files and commit are untouched."""
+    a = RevisionedDataset(root, spark=spark, id_columns=["id"])
+    b = RevisionedDataset(root, spark=spark, id_columns=["id"])
+    a.commit({"t": frame(spark, [(0, 0)], "id long, v long")}, timestamp=day(0), is_major=True)
+    original = b._write_table
+    refused = []
+
+    def a_tries_meanwhile(*args, **kwargs):
+        with pytest.raises(DuplicateRevisionNameError, match="nightly") as error:
+            a.commit(
+                {"t": frame(spark, [(1, 1)], "id long, v long")},
+                timestamp=day(1),
+                is_major=False,
+                name="nightly",
+            )
+        refused.append(error.value)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(b, "_write_table", a_tries_meanwhile)
+    b.commit(
+        {"t": frame(spark, [(2, 2)], "id long, v long")},
+        timestamp=day(1),
+        is_major=False,
+        name="nightly",
+    )
+    assert refused and b.revision("nightly").sequence == 2
+    assert {r.id: r.v for r in a.read("t").collect()} == {0: 0, 2: 2}
