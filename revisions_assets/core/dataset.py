@@ -418,7 +418,8 @@ class RevisionedDataset:
 
     def _claim_folder(self, name: str) -> None:
         """Take the revision folder atomically: two writers of one custom name never share it."""
-        if not self.storage.create_exclusive(f"{name}/{CLAIM_FILE}", b""):
+        token = uuid.uuid4().hex.encode()  # unique: a retried PUT recognizes only its own claim
+        if not self.storage.create_exclusive(f"{name}/{CLAIM_FILE}", token):
             raise DuplicateRevisionNameError(
                 f"revision folder {name!r} already exists under {self.root} (another writer "
                 "uses this name, or an uncommitted attempt left it): pick another name"
