@@ -11,10 +11,12 @@ case "$cmd" in
   demo)  exec python -m revisions_assets.demo "$@" ;;
   test)  echo "[setup] s3a connector jars for the S3 tests (downloaded once into .setup/jars)" >&2
          python -m revisions_assets.s3a >/dev/null
+         ruff format --check --quiet . || { echo "ruff format: run ./dev.sh format" >&2; exit 1; }
          exec python -m pytest "$@" ;;
   ui)    export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.dagster_home}"; mkdir -p "$DAGSTER_HOME"
          exec dagster dev -w workspace.yaml "$@" ;;
   bench) exec python -m bench.run "$@" ;;
-  lint)  exec ruff check . ;;
-  *) echo "usage: ./dev.sh {setup|demo|test|ui|bench|lint} [args]"; exit 2 ;;
+  lint)  ruff format --check . && exec ruff check . ;;
+  format) ruff format . && exec ruff check --fix . ;;
+  *) echo "usage: ./dev.sh {setup|demo|test|ui|bench|lint|format} [args]"; exit 2 ;;
 esac

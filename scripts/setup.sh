@@ -14,6 +14,13 @@ if ! _java_ok; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
 fi
+# the UI test drives Debian's chromium through playwright (a browser download is impossible here)
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "[setup] chromium not found: installing Debian's chromium for the UI test" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium fonts-dejavu-core >/dev/null
+fi
 if [ -z "${JAVA_HOME:-}" ]; then
   JAVA_HOME="$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")"
   export JAVA_HOME

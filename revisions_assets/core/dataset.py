@@ -3,31 +3,21 @@
 from __future__ import annotations
 
 import logging
-import random
-import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from os import PathLike
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, StructField, StructType
+from pyspark.sql.types import StructType
 
+from .backends import open_storage
 from .errors import (
-    CommitConflictError,
-    ConsumerPositionConflictError,
-    DuplicateIdError,
-    DuplicateRevisionNameError,
-    IdColumnsError,
     NoMajorRevisionError,
-    NullIdError,
     RevisionsError,
-    SchemaMismatchError,
     UnknownRevisionError,
-    UnknownTableError,
 )
 from .log import RevisionLog, log_frame
 from .merge import (
@@ -38,31 +28,31 @@ from .merge import (
     merge_revisions,
     table_schema,
 )
-from .records import Revision, TableWrite, UpstreamPosition, canonical_json
+from .records import Revision, UpstreamPosition
 from .selection import (
     HEAD_PATTERN,
     Position,
     Selection,
     changes_by_sequence,
     changes_by_time,
+    consumer_position,
     resolve_position,
     state_selection,
     table_history,
 )
-from .storage import Storage, open_storage
-from .timeutil import TimeLike, now_utc, to_utc
-from .validation import (
-    check_compatible,
-    check_name,
-    data_schema,
-    normalize_id_columns,
+from .storage import Storage
+from .timeutil import TimeLike, to_utc
+from .transaction import (
+    CommitRequest,
+    CommitTransaction,
+    StagedTable,
+    check_against_log,
+    complete_for_tombstones,
+    table_id_columns,
 )
+from .validation import check_name, data_schema, normalize_id_columns
 
 log = logging.getLogger(__name__)
-
-MAX_COMMIT_ATTEMPTS = 64
-#: marker created exclusively in a revision folder before any data is written to it
-CLAIM_FILE = "_claimed"
 
 
 @dataclass(frozen=True)
@@ -88,35 +78,6 @@ class ChangeSet:
     since_sequence: int | None = None
     until_sequence: int = 0
     major: Revision | None = None
-
-
-@dataclass
-class _StagedTable:
-    table: str
-    id_columns: tuple[str, ...]
-    schema: StructType
-    version: str | None
-    rows: int = 0
-    tombstones: int = 0
-    files: tuple[str, ...] = ()
-    bytes: int = 0
-    prefix: str = ""
-    #: columns of the current schema absent from the data: allowed on tombstone rows only
-    filled: tuple[str, ...] = ()
-
-
-@dataclass
-class _CommitRequest:
-    name: str
-    custom_name: bool
-    timestamp: datetime
-    is_major: bool
-    version: str | None
-    producer: dict[str, str]
-    upstream: tuple[UpstreamPosition, ...]
-    expected_positions: dict[tuple[str, str], int]
-    properties: dict[str, str]
-    staged: list[_StagedTable] = field(default_factory=list)
 
 
 class RevisionedDataset:
@@ -215,7 +176,7 @@ class RevisionedDataset:
 
     def upstream_position(self, dataset: str, table: str, consumer_table: str | None = None) -> int:
         """The last upstream sequence this dataset recorded as consumed (0 if none)."""
-        return _position(self.refresh(), dataset, table, consumer_table)
+        return consumer_position(self.refresh(), dataset, table, consumer_table)
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -345,37 +306,7 @@ class RevisionedDataset:
             expected_positions,
             properties,
         )
-        self._claim_folder(request.name)  # from here on the folder is ours to clean up
-        try:
-            for staged in request.staged:
-                self._write_table(request.name, staged, tables[staged.table])
-            if not any(s.rows for s in request.staged):
-                if not self._moves_positions(request):
-                    log.info("%s: no rows in %s; nothing committed", self.root, sorted(tables))
-                    self.storage.delete_tree(request.name)
-                    return None
-                # a consumer whose new input produced no output still records how far it read
-            else:
-                request.staged = [s for s in request.staged if s.rows or request.is_major]
-            record = self._commit_record(request)
-        except BaseException:
-            self.storage.delete_tree(request.name)
-            raise
-        try:
-            self._log.after_commit()
-        except Exception as exc:  # the revision is committed; upkeep is retried on the next commit
-            log.warning(
-                "%s: revision %s committed, but log upkeep failed: %s", self.root, record.name, exc
-            )
-        return record
-
-    def _moves_positions(self, request: _CommitRequest) -> bool:
-        records = self.refresh()
-        return any(
-            p.sequence > _position(records, p.dataset, p.table, s.table)
-            for p in request.upstream
-            for s in request.staged
-        )
+        return CommitTransaction(self.storage, self._log, self.spark, request).run(tables)
 
     def _prepare(
         self,
@@ -388,11 +319,12 @@ class RevisionedDataset:
         upstream,
         expected_positions,
         properties,
-    ) -> _CommitRequest:
+    ) -> CommitRequest:
+        """The API boundary of a commit: every argument checked against the log's state."""
         if not tables:
             raise RevisionsError("commit() needs at least one table")
         custom = name is not None
-        request = _CommitRequest(
+        request = CommitRequest(
             name=check_name(name, "revision") if custom else uuid.uuid4().hex,
             custom_name=custom,
             timestamp=to_utc(timestamp, "timestamp"),
@@ -406,224 +338,15 @@ class RevisionedDataset:
         records = self.refresh()
         for table, df in tables.items():
             check_name(table, "table")
-            ids = self._id_columns_for(records, table)
+            ids = table_id_columns(records, table, self._declared, self._default_ids, self.root)
             schema = data_schema(table, df.schema, ids)
             table_version = version.get(table) if isinstance(version, Mapping) else version
-            staged = _StagedTable(table, ids, schema, table_version)
+            staged = StagedTable(table, ids, schema, table_version)
             if not request.is_major and DELETED in df.columns:
-                self._complete_for_tombstones(records, staged)
+                complete_for_tombstones(records, staged)
             request.staged.append(staged)
-        self._check_against_log(records, request)
+        check_against_log(records, request, self.root)
         return request
-
-    def _claim_folder(self, name: str) -> None:
-        """Take the revision folder atomically: two writers of one custom name never share it."""
-        token = uuid.uuid4().hex.encode()  # unique: a retried PUT recognizes only its own claim
-        if not self.storage.create_exclusive(f"{name}/{CLAIM_FILE}", token):
-            raise DuplicateRevisionNameError(
-                f"revision folder {name!r} already exists under {self.root} (another writer "
-                "uses this name, or an uncommitted attempt left it): pick another name"
-            )
-
-    @staticmethod
-    def _complete_for_tombstones(records: Sequence[Revision], staged: _StagedTable) -> None:
-        """Tombstone rows need only ids: fill the current columns the data lacks with nulls."""
-        history = [r for r in records if staged.table in r.tables]
-        if not any(r.is_major for r in history):
-            return  # reported by _check_against_log
-        current = table_schema(state_selection(history, staged.table).merge, staged.table)
-        given = set(staged.schema.fieldNames())
-        staged.filled = tuple(f.name for f in current.fields if f.name not in given)
-        if staged.filled:
-            extra = [f for f in staged.schema.fields if f.name not in current.fieldNames()]
-            mine = {f.name: f for f in staged.schema.fields}
-            staged.schema = StructType([mine.get(f.name, f) for f in current.fields] + extra)
-
-    def _id_columns_for(self, records: Sequence[Revision], table: str) -> tuple[str, ...]:
-        if self._declared is not None and table not in self._declared:
-            raise UnknownTableError(
-                f"table {table!r} is not declared for {self.root}; "
-                f"declared: {sorted(self._declared)}"
-            )
-        given = self._declared[table] if self._declared is not None else self._default_ids
-        existing = next(
-            (r.tables[table].id_columns for r in reversed(records) if table in r.tables), None
-        )
-        if existing is not None and given is not None and tuple(given) != existing:
-            raise IdColumnsError(
-                f"table {table!r} has id columns {list(existing)}, not {list(given)}"
-            )
-        ids = given or existing
-        if not ids:
-            raise IdColumnsError(
-                f"table {table!r} is new: give its id columns, "
-                "e.g. RevisionedDataset(root, id_columns=['id'])"
-            )
-        return tuple(ids)
-
-    def _check_against_log(self, records: Sequence[Revision], request: _CommitRequest) -> None:
-        """The rules that depend on the log; re-checked on every commit attempt."""
-        if request.custom_name and any(r.name == request.name for r in records):
-            raise DuplicateRevisionNameError(
-                f"revision name {request.name!r} is already taken in {self.root}"
-            )
-        for staged in request.staged:
-            history = [r for r in records if staged.table in r.tables]
-            if request.is_major:
-                continue
-            if not any(r.is_major for r in history):
-                raise NoMajorRevisionError(
-                    f"table {staged.table!r} has no major revision: commit a major first "
-                    "(is_major=True)"
-                )
-            current = state_selection(history, staged.table)
-            check_compatible(
-                staged.table,
-                major=table_schema((current.major,), staged.table),
-                current=table_schema(current.merge, staged.table),
-                new=staged.schema,
-            )
-        consumer_tables = [s.table for s in request.staged]
-        for position in request.upstream:
-            current = max(
-                (_position(records, position.dataset, position.table, t) for t in consumer_tables),
-                default=0,
-            )
-            if position.sequence < current:
-                raise ConsumerPositionConflictError(
-                    f"{self.root}: position in {position.key} would go back from {current} to "
-                    f"{position.sequence}; positions never decrease"
-                )
-        for (dataset, table), expected in request.expected_positions.items():
-            current = max(
-                (_position(records, dataset, table, t) for t in consumer_tables), default=0
-            )
-            if current != expected:
-                raise ConsumerPositionConflictError(
-                    f"{self.root}: expected to consume {dataset}#{table} from sequence "
-                    f"{expected}, but {current} is already recorded (another run committed it)"
-                )
-
-    def _write_table(self, revision_name: str, staged: _StagedTable, df: DataFrame) -> None:
-        """Write one table's files with Spark, then validate and count them from the files."""
-        staged.prefix = f"{revision_name}/{staged.table}"
-        deleted = (
-            F.coalesce(F.col(DELETED), F.lit(False)) if DELETED in df.columns else F.lit(False)
-        )
-        columns = [
-            F.lit(None).cast(f.dataType).alias(f.name) if f.name in staged.filled else F.col(f.name)
-            for f in staged.schema.fields
-        ]
-        out = df.select(*columns, deleted.alias(DELETED))
-        # "error" (= errorifexists): a fresh folder; the Spark Connect client knows only "error"
-        out.write.mode("error").parquet(self.storage.spark_uri(staged.prefix))
-        files = [
-            f
-            for f in self.storage.list_files(staged.prefix)
-            if f.path.endswith(".parquet") and not f.path.rsplit("/", 1)[-1].startswith(("_", "."))
-        ]
-        staged.files = tuple(f.path for f in files)
-        staged.bytes = sum(f.size for f in files)
-        self._validate_written(staged)
-
-    def _validate_written(self, staged: _StagedTable) -> None:
-        """One Spark job over the written files: counts, null ids, duplicate ids."""
-        if not staged.files:
-            return
-        ids = list(staged.id_columns)
-        file_schema = StructType([*staged.schema.fields, StructField(DELETED, BooleanType())])
-        written = self.spark.read.schema(file_schema).parquet(
-            *[self.storage.spark_uri(f) for f in staged.files]
-        )
-        per_entity = written.groupBy(*ids).agg(
-            F.count(F.lit(1)).alias("n"), F.sum(F.col(DELETED).cast("long")).alias("t")
-        )
-        null_of = {c: F.sum(F.when(F.col(c).isNull(), F.col("n")).otherwise(0)) for c in ids}
-        stats = per_entity.agg(
-            F.coalesce(F.sum("n"), F.lit(0)).alias("rows"),
-            F.coalesce(F.sum("t"), F.lit(0)).alias("tombstones"),
-            F.coalesce(F.max("n"), F.lit(0)).alias("max_n"),
-            *[expr.alias(f"null_{i}") for i, expr in enumerate(null_of.values())],
-        ).collect()[0]
-        nulls = {c: stats[f"null_{i}"] or 0 for i, c in enumerate(ids)}
-        if any(nulls.values()):
-            bad = {c: n for c, n in nulls.items() if n}
-            raise NullIdError(
-                f"table {staged.table!r}: null values in id column(s) "
-                + ", ".join(f"{c!r} ({n} rows)" for c, n in bad.items())
-            )
-        if stats["max_n"] > 1:
-            example = per_entity.where(F.col("n") > 1).limit(1).collect()[0]
-            key = {c: example[c] for c in ids}
-            raise DuplicateIdError(
-                f"table {staged.table!r}: id {key} appears {example['n']} times in one revision; "
-                "each entity may appear once per revision"
-            )
-        staged.rows, staged.tombstones = int(stats["rows"]), int(stats["tombstones"])
-        if staged.filled and staged.rows != staged.tombstones:
-            raise SchemaMismatchError(
-                f"table {staged.table!r}: the minor drops column(s) {list(staged.filled)} of the "
-                f"current major on {staged.rows - staged.tombstones} non-deleted rows; only "
-                "tombstone rows (_deleted = true) may omit columns"
-            )
-
-    def _commit_record(self, request: _CommitRequest) -> Revision:
-        """Append the log entry, guarded by "the head is still what I read"; retry on conflict."""
-        delay = 0.005
-        for _attempt in range(MAX_COMMIT_ATTEMPTS):
-            records = self._log.refresh()
-            self._check_against_log(records, request)
-            record = Revision(
-                name=request.name,
-                timestamp=request.timestamp,
-                is_major=request.is_major,
-                version=request.version
-                if request.version is not None
-                else _common_version(request.staged),
-                sequence=self._log.head + 1,
-                committed_at=now_utc(),
-                tables={
-                    s.table: TableWrite(
-                        id_columns=s.id_columns,
-                        schema_json=canonical_json(s.schema.jsonValue()),
-                        version=s.version,
-                        rows=s.rows,
-                        tombstones=s.tombstones,
-                        files=s.files,
-                        bytes=s.bytes,
-                    )
-                    for s in request.staged
-                },
-                producer=request.producer,
-                upstream=request.upstream,
-                properties=request.properties,
-            )
-            if self._log.try_append(record):
-                return record
-            time.sleep(delay * (1 + random.random()))
-            delay = min(delay * 2, 0.5)
-        raise CommitConflictError(
-            f"{self.root}: could not commit revision {request.name!r} after "
-            f"{MAX_COMMIT_ATTEMPTS} attempts: the log kept moving; nothing was committed"
-        )
-
-
-def _common_version(staged: Sequence[_StagedTable]) -> str | None:
-    versions = {s.version for s in staged}
-    return versions.pop() if len(versions) == 1 else None
-
-
-def _position(
-    records: Sequence[Revision], dataset: str, table: str, consumer_table: str | None
-) -> int:
-    best = 0
-    for r in records:
-        if consumer_table is not None and consumer_table not in r.tables:
-            continue
-        seq = r.position_in(dataset, table)
-        if seq is not None and seq > best:
-            best = seq
-    return best
 
 
 __all__ = ["ChangeSet", "RevisionedDataset", "TableInfo"]

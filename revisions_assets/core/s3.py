@@ -38,7 +38,7 @@ from botocore.exceptions import (
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from .errors import StorageError
-from .storage import FileInfo, Storage, register_backend
+from .storage import FileInfo, Storage
 
 T = TypeVar("T")
 
@@ -346,6 +346,3 @@ def _make_client(options: dict[str, Any]) -> Any:
         read_timeout=60,
     )
     return session.client("s3", endpoint_url=endpoint or None, config=config)
-
-
-register_backend("s3", S3Storage)

@@ -7,12 +7,17 @@ Revisions are ordered by ``Revision.key == (timestamp, sequence)``; "later wins"
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from .errors import NoMajorRevisionError, UnknownRevisionError, UnknownTableError
-from .records import Revision
+from .errors import (
+    ConsumerPositionConflictError,
+    NoMajorRevisionError,
+    UnknownRevisionError,
+    UnknownTableError,
+)
+from .records import Revision, UpstreamPosition
 
 Position = int | str | None
 HEAD_PATTERN = re.compile(r"^HEAD(?:~(\d+))?$")
@@ -156,3 +161,66 @@ def changes_by_sequence(
 
 def _max_seq(history: Sequence[Revision]) -> int:
     return max((r.sequence for r in history), default=0)
+
+
+# -- consumer positions (SPEC §6) -------------------------------------------------------------
+
+
+def consumer_position(
+    records: Sequence[Revision], dataset: str, table: str, consumer_table: str | None = None
+) -> int:
+    """The last upstream sequence of ``dataset#table`` recorded as consumed (0 if none).
+
+    ``consumer_table``: only revisions that wrote this table of the consumer count.
+    """
+    best = 0
+    for r in records:
+        if consumer_table is not None and consumer_table not in r.tables:
+            continue
+        seq = r.position_in(dataset, table)
+        if seq is not None and seq > best:
+            best = seq
+    return best
+
+
+def moves_positions(
+    records: Sequence[Revision],
+    upstream: Sequence[UpstreamPosition],
+    consumer_tables: Sequence[str],
+) -> bool:
+    """Whether committing ``upstream`` moves any recorded position of the consumer tables."""
+    return any(
+        p.sequence > consumer_position(records, p.dataset, p.table, t)
+        for p in upstream
+        for t in consumer_tables
+    )
+
+
+def check_positions(
+    records: Sequence[Revision],
+    root: str,
+    consumer_tables: Sequence[str],
+    upstream: Sequence[UpstreamPosition],
+    expected: Mapping[tuple[str, str], int],
+) -> None:
+    """Positions never decrease, and a consumer commits only from the position it started at."""
+
+    def current(dataset: str, table: str) -> int:
+        return max(
+            (consumer_position(records, dataset, table, t) for t in consumer_tables), default=0
+        )
+
+    for position in upstream:
+        now = current(position.dataset, position.table)
+        if position.sequence < now:
+            raise ConsumerPositionConflictError(
+                f"{root}: position in {position.key} would go back from {now} to "
+                f"{position.sequence}; positions never decrease"
+            )
+    for (dataset, table), since in expected.items():
+        now = current(dataset, table)
+        if now != since:
+            raise ConsumerPositionConflictError(
+                f"{root}: expected to consume {dataset}#{table} from sequence "
+                f"{since}, but {now} is already recorded (another run committed it)"
+            )

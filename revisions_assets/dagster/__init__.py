@@ -1,13 +1,15 @@
 """The Dagster layer: revisioned featurized, reference and scoring assets, their checks,
-sensors and schedule. The IO manager and resources live in ``revisions_assets.resources``."""
+sensors and schedule. The IO manager and resources live in ``resources``."""
+
+from resources.keys import IO_MANAGER_KEY, LOCATION_KEY, SPARK_KEY
+from resources.slice import TAG_FORCE_MAJOR, DatasetSlice, TableAddress
 
 from .checks import revision_checks
-from .factory import IO_MANAGER_KEY, LOCATION_KEY, SPARK_KEY, RevisionRunConfig
+from .factory import RevisionRunConfig
 from .featurized import featurized_asset, reference_asset
 from .schedules import daily_featurized_schedule
 from .scoring import Reference, scoring_asset
 from .sensors import code_version_sensor, upstream_changes_sensor
-from .spec import TAG_FORCE_MAJOR, DatasetSlice, TableAddress
 
 __all__ = [
     "IO_MANAGER_KEY",

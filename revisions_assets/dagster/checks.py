@@ -16,14 +16,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from resources.keys import LOCATION_KEY, SPARK_KEY
+from resources.slice import address_of, read_log, table_history, upstream_refs
+from resources.values import open_dataset
+from revisions_assets.core.backends import open_storage
 from revisions_assets.core.merge import parse_schema
 from revisions_assets.core.records import Revision
-from revisions_assets.core.storage import open_storage
 
-from .factory import LOCATION_KEY, SPARK_KEY
-from .io import open_dataset
 from .lag import consumer_lags
-from .spec import address_of, read_log, table_history, upstream_refs
 
 _RESOURCES = {LOCATION_KEY, SPARK_KEY}
 

@@ -7,12 +7,9 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from .spec import TableAddress
+from resources.keys import LOCATION_KEY, SPARK_KEY
+from resources.slice import TableAddress
 
-#: resource keys the layer's assets, checks and sensors use
-IO_MANAGER_KEY = "revisions_io_manager"
-LOCATION_KEY = "revisions_location"
-SPARK_KEY = "spark"
 KINDS = frozenset({"spark", "parquet"})
 
 

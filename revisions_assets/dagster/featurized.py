@@ -18,16 +18,17 @@ import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from resources.keys import IO_MANAGER_KEY
+from resources.slice import DatasetSlice, TableAddress, resolve_slice
+from resources.values import RevisionWrite, open_dataset
+
 from .factory import (
-    IO_MANAGER_KEY,
     RevisionRunConfig,
     asset_decorator,
     asset_kwargs,
     dataset_root,
     spark_session,
 )
-from .io import RevisionWrite, open_dataset
-from .spec import DatasetSlice, TableAddress, resolve_slice
 
 #: source rows of [start, end): (spark, start, end) -> DataFrame
 WindowSource = Callable[[SparkSession, datetime, datetime], DataFrame]

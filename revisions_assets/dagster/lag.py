@@ -7,10 +7,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from resources.slice import UpstreamRef, table_history
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.timeutil import now_utc
-
-from .spec import UpstreamRef, table_history
 
 
 @dataclass(frozen=True)

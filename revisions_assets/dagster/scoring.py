@@ -22,15 +22,8 @@ import dagster as dg
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from .factory import (
-    IO_MANAGER_KEY,
-    RevisionRunConfig,
-    asset_decorator,
-    asset_kwargs,
-    dataset_root,
-)
-from .io import META_CONSUMER, META_READ, RevisionWrite, UpstreamChanges
-from .spec import (
+from resources.keys import IO_MANAGER_KEY
+from resources.slice import (
     META_UPSTREAM,
     DatasetSlice,
     TableAddress,
@@ -38,6 +31,14 @@ from .spec import (
     address_of,
     resolve_slice,
     upstream_refs_to_metadata,
+)
+from resources.values import META_CONSUMER, META_READ, RevisionWrite, UpstreamChanges
+
+from .factory import (
+    RevisionRunConfig,
+    asset_decorator,
+    asset_kwargs,
+    dataset_root,
 )
 
 Scorer = Callable[..., DataFrame]
@@ -78,11 +79,19 @@ def plan_inputs(
         if changed:
             # reverse join: main entities whose join keys match a changed reference row
             state = main.state()
-            joined = reduce(DataFrame.unionByName, [
-                state.join(F.broadcast(ref.df.select(
-                    *[F.col(r).alias(m) for m, r in on.items()]).distinct()), list(on), "left_semi")
-                for ref, on in changed
-            ]).dropDuplicates(ids)
+            joined = reduce(
+                DataFrame.unionByName,
+                [
+                    state.join(
+                        F.broadcast(
+                            ref.df.select(*[F.col(r).alias(m) for m, r in on.items()]).distinct()
+                        ),
+                        list(on),
+                        "left_semi",
+                    )
+                    for ref, on in changed
+                ],
+            ).dropDuplicates(ids)
             rows = rows.unionByName(joined.join(rows.select(*ids), ids, "left_anti"))
     needed = {}
     for name, (ref, on) in references.items():

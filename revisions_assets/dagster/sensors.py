@@ -16,10 +16,8 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from revisions_assets.resources.location import DatasetLocation
-
-from .lag import consumer_lags
-from .spec import (
+from resources.location import DatasetLocation
+from resources.slice import (
     RANGE_END_TAG,
     RANGE_START_TAG,
     address_of,
@@ -28,6 +26,8 @@ from .spec import (
     table_history,
     upstream_refs,
 )
+
+from .lag import consumer_lags
 
 
 def _time_partitions(asset: dg.AssetsDefinition) -> dg.TimeWindowPartitionsDefinition | None:

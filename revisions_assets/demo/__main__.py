@@ -18,16 +18,20 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import functions as F
 
+from resources import SparkSessionResource, revisions_resources
 from revisions_assets import RevisionedDataset
 from revisions_assets.dagster import code_version_sensor, upstream_changes_sensor
-from revisions_assets.resources import SparkSessionResource, revisions_resources
 
 from .assets import FLIGHTS, DemoVersions, build_demo_assets, build_demo_checks
 
 REPO = Path(__file__).resolve().parents[2]
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-TABLES = [("reference", "planes"), ("reference", "airlines"), ("planes", "delay_features"),
-          ("scores", "delay_risk")]
+TABLES = [
+    ("reference", "planes"),
+    ("reference", "airlines"),
+    ("planes", "delay_features"),
+    ("scores", "delay_risk"),
+]
 
 
 class Demo:
@@ -44,22 +48,34 @@ class Demo:
         self.assets = build_demo_assets(versions)
         self.checks = build_demo_checks(self.assets)
 
-    def materialize(self, name: str, partition: str | None = None,
-                    tags: dict[str, str] | None = None) -> dict[str, Any]:
+    def materialize(
+        self, name: str, partition: str | None = None, tags: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         asset = self.assets[name]
         result = dg.materialize(
-            [FLIGHTS, *self.assets.values()], selection=[asset.key], partition_key=partition,
-            tags=tags, instance=self.instance, resources=self.resources, run_config=QUIET,
+            [FLIGHTS, *self.assets.values()],
+            selection=[asset.key],
+            partition_key=partition,
+            tags=tags,
+            instance=self.instance,
+            resources=self.resources,
+            run_config=QUIET,
         )
         mats = result.asset_materializations_for_node(asset.node_def.name)
         meta = {k: v.value for k, v in mats[0].metadata.items()}
-        what = partition or (f"{tags['dagster/asset_partition_range_start']}..."
-                             f"{tags['dagster/asset_partition_range_end']}" if tags else "snapshot")
+        what = partition or (
+            f"{tags['dagster/asset_partition_range_start']}..."
+            f"{tags['dagster/asset_partition_range_end']}"
+            if tags
+            else "snapshot"
+        )
         if meta["kind"] == "none":
             print(f"  {name:<22} {what:<24} nothing changed: no revision committed")
         else:
-            print(f"  {name:<22} {what:<24} {meta['kind']:<5} seq {meta['sequence']:<3} "
-                  f"rows {meta['rows']:<5} tombstones {meta['tombstones']:<3} ({meta['why']})")
+            print(
+                f"  {name:<22} {what:<24} {meta['kind']:<5} seq {meta['sequence']:<3} "
+                f"rows {meta['rows']:<5} tombstones {meta['tombstones']:<3} ({meta['why']})"
+            )
         return meta
 
     def sense(self, sensor: dg.SensorDefinition) -> list[dg.RunRequest]:
@@ -75,22 +91,28 @@ class Demo:
             self.materialize(key.path[-1], request.partition_key, dict(request.tags) or None)
 
     def revisions(self) -> int:
-        return sum(len(RevisionedDataset(str(self.base / d)).revisions()) for d in
-                   {d for d, _ in TABLES} if (self.base / d).exists())
+        return sum(
+            len(RevisionedDataset(str(self.base / d)).revisions())
+            for d in {d for d, _ in TABLES}
+            if (self.base / d).exists()
+        )
 
     def run_checks(self) -> None:
         result = dg.materialize(
             [FLIGHTS, *self.assets.values(), *self.checks],
-            selection=dg.AssetSelection.checks(*self.checks), instance=self.instance,
-            resources=self.resources, run_config=QUIET,
+            selection=dg.AssetSelection.checks(*self.checks),
+            instance=self.instance,
+            resources=self.resources,
+            run_config=QUIET,
         )
         evaluations = result.get_asset_check_evaluations()
         passed = sum(e.passed for e in evaluations)
         print(f"  {passed}/{len(evaluations)} checks passed")
         for e in evaluations:
             if not e.passed:
-                print(f"    {e.asset_key.to_user_string()}:{e.check_name} "
-                      f"FAILED ({e.severity.value})")
+                print(
+                    f"    {e.asset_key.to_user_string()}:{e.check_name} FAILED ({e.severity.value})"
+                )
 
     def summary(self) -> None:
         print("\nSummary")
@@ -100,27 +122,35 @@ class Demo:
             majors = sum(r.is_major for r in revs)
             written = sum(r.tables[table].rows for r in revs)
             entities = ds.read(table).count()
-            print(f"  {dataset + '/' + table:<22} {len(revs):>3} revisions ({majors} major, "
-                  f"{len(revs) - majors} minor), {written:>6} rows written, "
-                  f"{entities:>5} current entities, head version {revs[-1].version_of(table)}")
+            print(
+                f"  {dataset + '/' + table:<22} {len(revs):>3} revisions ({majors} major, "
+                f"{len(revs) - majors} minor), {written:>6} rows written, "
+                f"{entities:>5} current entities, head version {revs[-1].version_of(table)}"
+            )
         scores = RevisionedDataset(str(self.base / "scores"), spark=self.spark.spark_session)
         risk = scores.read("delay_risk")
         bands = {r["risk_band"]: r["count"] for r in risk.groupBy("risk_band").count().collect()}
         print(f"  risk bands: {bands}")
         print("  riskiest planes (at least 5 flights in 28 days):")
-        top = (risk.filter("flights_28d >= 5")
-               .orderBy(F.desc("risk"), F.desc("flights_28d"), "tailnum").limit(5))
+        top = (
+            risk.filter("flights_28d >= 5")
+            .orderBy(F.desc("risk"), F.desc("flights_28d"), "tailnum")
+            .limit(5)
+        )
         for r in top.collect():
-            print(f"    {r['tailnum']:<7} {r['risk']:.2f} {r['airline'] or r['carrier']:<28} "
-                  f"{r['manufacturer'] or '?':<20} {r['flights_28d']} flights in 28 days")
+            print(
+                f"    {r['tailnum']:<7} {r['risk']:.2f} {r['airline'] or r['carrier']:<28} "
+                f"{r['manufacturer'] or '?':<20} {r['flights_28d']} flights in 28 days"
+            )
         home = os.environ["DAGSTER_HOME"]
         print(f"\nDatasets under {self.base}; DAGSTER_HOME={home}")
         print(f"Open the UI on the same instance: DAGSTER_HOME={home} ./dev.sh ui")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m revisions_assets.demo",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m revisions_assets.demo", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--days", type=int, default=6, help="days of January 2013 to run (>= 3)")
     parser.add_argument("--data", type=Path, default=REPO / "demo_data" / "datasets")
     parser.add_argument("--home", type=Path, default=REPO / ".dagster_home")

@@ -4,12 +4,12 @@ from pathlib import Path
 
 import dagster as dg
 
+from resources import SparkSessionResource, revisions_resources
 from revisions_assets.dagster import (
     code_version_sensor,
     daily_featurized_schedule,
     upstream_changes_sensor,
 )
-from revisions_assets.resources import SparkSessionResource, revisions_resources
 
 from .assets import DAILY, FLIGHTS, DemoVersions, build_demo_assets, build_demo_checks
 

@@ -20,9 +20,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType
 
+from resources import SparkSessionResource, revisions_resources
 from revisions_assets import RevisionedDataset
 from revisions_assets.demo.assets import FLIGHTS, build_demo_assets
-from revisions_assets.resources import SparkSessionResource, revisions_resources
 
 STEPS = [
     ("planes", None),

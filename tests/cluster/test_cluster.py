@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from revisions_assets.resources import SparkSessionResource
+from resources import SparkSessionResource
 
 from .demo_workload import run_demo
 

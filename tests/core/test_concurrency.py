@@ -17,6 +17,7 @@ import pytest
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import DuplicateRevisionNameError
+from revisions_assets.core.transaction import CommitTransaction
 
 from .helpers import day, frame, input_files, top_dirs
 from .model import Model
@@ -148,18 +149,21 @@ def test_same_custom_name_racing_never_loses_the_committed_revision(spark, root,
     a = RevisionedDataset(root, spark=spark, id_columns=["id"])
     b = RevisionedDataset(root, spark=spark, id_columns=["id"])
     a.commit({"t": frame(spark, [(0, 0)], "id long, v long")}, timestamp=day(0), is_major=True)
-    original = b._claim_folder
+    original = CommitTransaction.claim_folder
+    fired = []
 
-    def a_commits_first(name):
-        a.commit(
-            {"t": frame(spark, [(1, 1)], "id long, v long")},
-            timestamp=day(1),
-            is_major=False,
-            name="nightly",
-        )
-        return original(name)
+    def a_commits_first(transaction):
+        if not fired:  # B's claim: A commits the same name first
+            fired.append(transaction.request.name)
+            a.commit(
+                {"t": frame(spark, [(1, 1)], "id long, v long")},
+                timestamp=day(1),
+                is_major=False,
+                name="nightly",
+            )
+        return original(transaction)
 
-    monkeypatch.setattr(b, "_claim_folder", a_commits_first)
+    monkeypatch.setattr(CommitTransaction, "claim_folder", a_commits_first)
     with pytest.raises(DuplicateRevisionNameError, match="nightly"):
         b.commit(
             {"t": frame(spark, [(2, 2)], "id long, v long")},
@@ -180,10 +184,12 @@ def test_a_writer_that_claimed_a_name_keeps_it(spark, root, monkeypatch):
     a = RevisionedDataset(root, spark=spark, id_columns=["id"])
     b = RevisionedDataset(root, spark=spark, id_columns=["id"])
     a.commit({"t": frame(spark, [(0, 0)], "id long, v long")}, timestamp=day(0), is_major=True)
-    original = b._write_table
+    original = CommitTransaction.write_table
     refused = []
 
     def a_tries_meanwhile(*args, **kwargs):
+        if refused:
+            return original(*args, **kwargs)
         with pytest.raises(DuplicateRevisionNameError, match="nightly") as error:
             a.commit(
                 {"t": frame(spark, [(1, 1)], "id long, v long")},
@@ -194,7 +200,7 @@ def test_a_writer_that_claimed_a_name_keeps_it(spark, root, monkeypatch):
         refused.append(error.value)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(b, "_write_table", a_tries_meanwhile)
+    monkeypatch.setattr(CommitTransaction, "write_table", a_tries_meanwhile)
     b.commit(
         {"t": frame(spark, [(2, 2)], "id long, v long")},
         timestamp=day(1),

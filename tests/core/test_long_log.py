@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from revisions_assets import Revision, RevisionedDataset, TableWrite
+from revisions_assets.core.backends import open_storage
 from revisions_assets.core.log import RevisionLog
-from revisions_assets.core.storage import open_storage
 
 from .helpers import day, frame, input_files, top_dirs
 from .model import Model

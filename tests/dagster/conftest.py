@@ -8,14 +8,15 @@ import dagster as dg
 import pytest
 from revisions_pipeline import Pipeline
 
-from revisions_assets.resources import SparkSessionResource
+from resources import SparkSessionResource
 
 
 @pytest.fixture(scope="session")
 def spark_resource(spark) -> SparkSessionResource:
     """The Spark resource around the tests' session (getOrCreate: same JVM, same settings)."""
-    conf = {k: spark.conf.get(k) for k in ("spark.sql.shuffle.partitions",
-                                           "spark.sql.adaptive.enabled")}
+    conf = {
+        k: spark.conf.get(k) for k in ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")
+    }
     return SparkSessionResource(spark_config=conf)
 
 

@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from resources import SparkSessionResource, revisions_resources
 from revisions_assets import RevisionedDataset
 from revisions_assets.dagster import (
     Reference,
@@ -28,22 +29,25 @@ from revisions_assets.dagster import (
     revision_checks,
     scoring_asset,
 )
-from revisions_assets.resources import SparkSessionResource, revisions_resources
 
 DAILY = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-02-01")
 P1, P2, P3, P4 = "2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"
 
-EVENT_SCHEMA = T.StructType([
-    T.StructField("day", T.DateType(), False),
-    T.StructField("entity", T.StringType(), False),
-    T.StructField("grp", T.StringType(), False),
-    T.StructField("value", T.LongType(), False),
-    T.StructField("deleted", T.BooleanType(), False),
-])
-GROUP_SCHEMA = T.StructType([
-    T.StructField("grp", T.StringType(), False),
-    T.StructField("weight", T.DoubleType(), False),
-])
+EVENT_SCHEMA = T.StructType(
+    [
+        T.StructField("day", T.DateType(), False),
+        T.StructField("entity", T.StringType(), False),
+        T.StructField("grp", T.StringType(), False),
+        T.StructField("value", T.LongType(), False),
+        T.StructField("deleted", T.BooleanType(), False),
+    ]
+)
+GROUP_SCHEMA = T.StructType(
+    [
+        T.StructField("grp", T.StringType(), False),
+        T.StructField("weight", T.DoubleType(), False),
+    ]
+)
 
 
 class FeaturesSchema(pa.DataFrameModel):
@@ -55,9 +59,13 @@ class FeaturesSchema(pa.DataFrameModel):
 
 def _events() -> pd.DataFrame:
     rows = [
-        (P1, "a", "g1", 1, False), (P1, "b", "g1", 2, False), (P1, "c", "g2", 3, False),
-        (P2, "a", "g1", 10, False), (P2, "d", "g2", 4, False),
-        (P3, "e", "g2", 5, False), (P3, "b", "g1", 0, True),
+        (P1, "a", "g1", 1, False),
+        (P1, "b", "g1", 2, False),
+        (P1, "c", "g2", 3, False),
+        (P2, "a", "g1", 10, False),
+        (P2, "d", "g2", 4, False),
+        (P3, "e", "g2", 5, False),
+        (P3, "b", "g1", 0, True),
         (P4, "a", "g1", 100, False),
     ]
     df = pd.DataFrame(rows, columns=[f.name for f in EVENT_SCHEMA.fields])
@@ -120,18 +128,31 @@ class Pipeline:
 
         self.versions = versions
         self.features = featurized_asset(
-            name="features", id_columns=["entity"], partitions_def=DAILY,
-            code_version=versions.features, source=source, dataset="main", table="features",
+            name="features",
+            id_columns=["entity"],
+            partitions_def=DAILY,
+            code_version=versions.features,
+            source=source,
+            dataset="main",
+            table="features",
             group_name="test",
         )(featurize)
         self.groups_asset = reference_asset(
-            name="groups", id_columns=["grp"], code_version=versions.groups, dataset="ref",
-            table="groups", group_name="test",
+            name="groups",
+            id_columns=["grp"],
+            code_version=versions.groups,
+            dataset="ref",
+            table="groups",
+            group_name="test",
         )(groups)
         self.scores = scoring_asset(
-            name="scores", upstream=self.features,
+            name="scores",
+            upstream=self.features,
             references={"groups": Reference(self.groups_asset, on={"grp": "grp"})},
-            partitions_def=DAILY, code_version=versions.scores, dataset="out", table="scores",
+            partitions_def=DAILY,
+            code_version=versions.scores,
+            dataset="out",
+            table="scores",
             group_name="test",
         )(score)
 
@@ -158,16 +179,23 @@ class Pipeline:
         raise_on_error: bool = True,
     ) -> dg.ExecuteInProcessResult:
         return dg.materialize(
-            self.assets, selection=[asset.key], partition_key=partition, tags=tags,
-            run_config=run_config, instance=self.instance, resources=self.resources,
+            self.assets,
+            selection=[asset.key],
+            partition_key=partition,
+            tags=tags,
+            run_config=run_config,
+            instance=self.instance,
+            resources=self.resources,
             raise_on_error=raise_on_error,
         )
 
     def run_checks(self, checks: list[dg.AssetChecksDefinition]) -> dict[str, Any]:
         """Run checks alone; returns {"asset:check": AssetCheckEvaluation}."""
         result = dg.materialize(
-            [*self.assets, *checks], selection=dg.AssetSelection.checks(*checks),
-            instance=self.instance, resources=self.resources,
+            [*self.assets, *checks],
+            selection=dg.AssetSelection.checks(*checks),
+            instance=self.instance,
+            resources=self.resources,
         )
         return {
             f"{e.asset_key.to_user_string()}:{e.check_name}": e

@@ -20,22 +20,35 @@ def test_checks_pass_on_good_data_and_fail_on_crafted_bad_data(pipe, spark):
     pipe.run(pipe.features, P2)
     pipe.run(pipe.scores, P2)
     good = pipe.run_checks(pipe.checks(max_lag_revisions=1))
-    assert sorted(good) == sorted([
-        "features:ids_unique_non_null", "features:log_integrity", "features:code_version",
-        "features:schema",
-        "groups:ids_unique_non_null", "groups:log_integrity", "groups:code_version",
-        "scores:ids_unique_non_null", "scores:log_integrity", "scores:code_version",
-        "scores:consumer_lag",
-    ])
+    assert sorted(good) == sorted(
+        [
+            "features:ids_unique_non_null",
+            "features:log_integrity",
+            "features:code_version",
+            "features:schema",
+            "groups:ids_unique_non_null",
+            "groups:log_integrity",
+            "groups:code_version",
+            "scores:ids_unique_non_null",
+            "scores:log_integrity",
+            "scores:code_version",
+            "scores:consumer_lag",
+        ]
+    )
     assert {name: e.passed for name, e in good.items() if not e.passed} == {}
     assert good["scores:consumer_lag"].metadata["max_revisions_behind"].value == 0
 
     # two upstream revisions the scores have not consumed, one of them with a negative total
     pipe.run(pipe.features, P3)
-    bad_row = spark.createDataFrame([("z", "g1", -5, 1)], "entity string, grp string, "
-                                    "total long, events long")
-    pipe.dataset("main").commit({"features": bad_row}, timestamp=dt.datetime(
-        2024, 1, 5, tzinfo=dt.UTC), is_major=False, version="1")
+    bad_row = spark.createDataFrame(
+        [("z", "g1", -5, 1)], "entity string, grp string, total long, events long"
+    )
+    pipe.dataset("main").commit(
+        {"features": bad_row},
+        timestamp=dt.datetime(2024, 1, 5, tzinfo=dt.UTC),
+        is_major=False,
+        version="1",
+    )
     # and a data file of a visible revision rewritten with every id twice
     main = pipe.dataset("main")
     first = main.revisions("features")[0].tables["features"].files[0]
@@ -59,10 +72,13 @@ def test_checks_pass_on_good_data_and_fail_on_crafted_bad_data(pipe, spark):
     os.remove(os.path.join(scores.root, lost))
     pipe.build(Versions(features="2"))
     wanted = ("log_integrity", "code_version")
-    result = pipe.run_checks([c for c in pipe.checks()
-                              if any(w in str(c.check_keys) for w in wanted)])
+    result = pipe.run_checks(
+        [c for c in pipe.checks() if any(w in str(c.check_keys) for w in wanted)]
+    )
     assert {name for name, e in result.items() if not e.passed} == {
-        "scores:log_integrity", "features:code_version"}
+        "scores:log_integrity",
+        "features:code_version",
+    }
     assert result["scores:log_integrity"].metadata["files_missing"].value == 1
     stale = result["features:code_version"]  # stale code: reported as a warning
     assert stale.severity == dg.AssetCheckSeverity.WARN

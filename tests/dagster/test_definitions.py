@@ -34,7 +34,11 @@ def _env(home: Path) -> dict[str, str]:
 def test_definitions_validate_from_workspace_yaml(tmp_path):
     done = subprocess.run(
         [str(BIN / "dagster"), "definitions", "validate", "-w", "workspace.yaml"],
-        cwd=REPO, env=_env(tmp_path), capture_output=True, text=True, timeout=300,
+        cwd=REPO,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "revisions_assets" in done.stdout + done.stderr
@@ -48,7 +52,8 @@ def _free_port() -> int:
 
 def _graphql(port: int, query: str) -> dict:
     request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/graphql", data=json.dumps({"query": query}).encode(),
+        f"http://127.0.0.1:{port}/graphql",
+        data=json.dumps({"query": query}).encode(),
         headers={"Content-Type": "application/json"},
     )
     with urllib.request.urlopen(request, timeout=10) as response:
@@ -59,9 +64,19 @@ def test_webserver_lists_demo_assets_and_checks(tmp_path):
     port = _free_port()
     log = open(tmp_path / "webserver.log", "w")  # noqa: SIM115 (closed below)
     server = subprocess.Popen(
-        [str(BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1",
-         "-p", str(port)],
-        cwd=REPO, env=_env(tmp_path), stdout=log, stderr=subprocess.STDOUT,
+        [
+            str(BIN / "dagster-webserver"),
+            "-w",
+            "workspace.yaml",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+        ],
+        cwd=REPO,
+        env=_env(tmp_path),
+        stdout=log,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     try:
@@ -78,18 +93,35 @@ def test_webserver_lists_demo_assets_and_checks(tmp_path):
             time.sleep(1)
         assert data and data["assetNodes"], (tmp_path / "webserver.log").read_text()
         nodes = {"/".join(n["assetKey"]["path"]): n for n in data["assetNodes"]}
-        assert set(nodes) == {"nycflights13/flights", "planes", "airlines",
-                              "plane_delay_features", "plane_delay_risk"}
-        checks = {k: {c["name"] for c in n["assetChecksOrError"]["checks"]}
-                  for k, n in nodes.items()}
+        assert set(nodes) == {
+            "nycflights13/flights",
+            "planes",
+            "airlines",
+            "plane_delay_features",
+            "plane_delay_risk",
+        }
+        checks = {
+            k: {c["name"] for c in n["assetChecksOrError"]["checks"]} for k, n in nodes.items()
+        }
         assert checks["plane_delay_features"] == {
-            "ids_unique_non_null", "log_integrity", "code_version", "schema"}
+            "ids_unique_non_null",
+            "log_integrity",
+            "code_version",
+            "schema",
+        }
         assert checks["plane_delay_risk"] == {
-            "ids_unique_non_null", "log_integrity", "code_version", "schema", "consumer_lag"}
+            "ids_unique_non_null",
+            "log_integrity",
+            "code_version",
+            "schema",
+            "consumer_lag",
+        }
         assert nodes["plane_delay_risk"]["groupName"] == "scores"
         (repo,) = data["repositoriesOrError"]["nodes"]
         assert {s["name"] for s in repo["sensors"]} == {
-            "revisions_code_version_sensor", "revisions_upstream_changes_sensor"}
+            "revisions_code_version_sensor",
+            "revisions_upstream_changes_sensor",
+        }
         assert {s["name"] for s in repo["schedules"]} == {"featurized_daily"}
     finally:
         for sig in (signal.SIGTERM, signal.SIGKILL):

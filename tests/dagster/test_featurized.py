@@ -37,14 +37,16 @@ def test_first_run_major_then_minor_then_code_change_major(pipe):
     assert state["a"]["total"] == 11 and state["a"]["events"] == 2  # over the whole window
     revs = pipe.dataset("main").revisions("features")
     assert [(r.is_major, r.version_of("features")) for r in revs] == [
-        (True, "1"), (False, "1"), (True, "2")]
+        (True, "1"),
+        (False, "1"),
+        (True, "2"),
+    ]
     assert revs[2].producer["partition_key"] == P3
 
 
 def test_major_forced_by_run_tag_or_config(pipe):
     pipe.run(pipe.features, P1)
-    by_tag = pipe.meta(pipe.run(pipe.features, P2, tags={TAG_FORCE_MAJOR: "true"}),
-                       pipe.features)
+    by_tag = pipe.meta(pipe.run(pipe.features, P2, tags={TAG_FORCE_MAJOR: "true"}), pipe.features)
     assert by_tag["kind"] == "major" and by_tag["why"] == "major forced by run tag or config"
     assert by_tag["rows"] == 4  # a, b, c, d: the window starts at the first partition
 
@@ -75,15 +77,21 @@ def test_downstream_assets_load_the_state_as_of_their_partition(pipe):
     pipe.run(pipe.features, P2)
     seen = {}
 
-    @dg.asset(partitions_def=pipe.features.partitions_def,
-              ins={"features": dg.AssetIn(pipe.features.key)})
+    @dg.asset(
+        partitions_def=pipe.features.partitions_def, ins={"features": dg.AssetIn(pipe.features.key)}
+    )
     def consumer(context, features):  # (string annotations would confuse dagster here)
         seen[context.partition_key] = {r["entity"]: r["total"] for r in features.collect()}
         return dg.MaterializeResult()
 
     for day in (P1, P2):
-        dg.materialize([*pipe.assets, consumer], selection=[consumer.key], partition_key=day,
-                       instance=pipe.instance, resources=pipe.resources)
+        dg.materialize(
+            [*pipe.assets, consumer],
+            selection=[consumer.key],
+            partition_key=day,
+            instance=pipe.instance,
+            resources=pipe.resources,
+        )
     assert seen[P1] == {"a": 1, "b": 2, "c": 3}  # as of the end of 2024-01-01
     assert seen[P2] == {"a": 10, "b": 2, "c": 3, "d": 4}
 
@@ -93,8 +101,9 @@ def test_io_manager_refuses_values_it_cannot_store(pipe):
     def not_a_revision():
         return 42
 
-    result = dg.materialize([not_a_revision], instance=pipe.instance, resources=pipe.resources,
-                            raise_on_error=False)
+    result = dg.materialize(
+        [not_a_revision], instance=pipe.instance, resources=pipe.resources, raise_on_error=False
+    )
     (failure,) = [e for e in result.all_events if e.is_step_failure]
     message = failure.step_failure_data.error.to_string()
     assert "UnexpectedOutputError" in message and "returned int" in message

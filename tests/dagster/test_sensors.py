@@ -13,8 +13,9 @@ pytestmark = pytest.mark.dagster
 
 
 def evaluate(pipe, sensor: dg.SensorDefinition, cursor: str | None = None) -> dg.SensorResult:
-    with dg.build_sensor_context(instance=pipe.instance, resources=pipe.resources,
-                                 cursor=cursor) as context:
+    with dg.build_sensor_context(
+        instance=pipe.instance, resources=pipe.resources, cursor=cursor
+    ) as context:
         result = sensor(context)
     assert isinstance(result, dg.SensorResult)
     return result

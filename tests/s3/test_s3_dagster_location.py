@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from dagster_aws.s3 import S3Resource
 
+from resources import DatasetLocation
+from revisions_assets.core.backends import open_storage
 from revisions_assets.core.log import RevisionLog
-from revisions_assets.core.storage import open_storage
-from revisions_assets.resources import DatasetLocation
 
 from .conftest import BUCKET
 

@@ -23,10 +23,10 @@ from typing import Any
 
 import dagster as dg
 
+from revisions_assets.core.backends import open_storage
 from revisions_assets.core.errors import RevisionsError
 from revisions_assets.core.log import RevisionLog
 from revisions_assets.core.records import Revision
-from revisions_assets.core.storage import open_storage
 from revisions_assets.core.timeutil import now_utc, to_utc
 
 META_DATASET = "revisions/dataset"

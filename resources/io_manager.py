@@ -18,17 +18,17 @@ from pyspark.sql import DataFrame
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import RevisionsError
 from revisions_assets.core.records import Revision
-from revisions_assets.dagster.io import (
+
+from .location import DatasetLocation
+from .slice import TableAddress, UpstreamNotReadyError
+from .spark import SparkSessionResource
+from .values import (
     META_CONSUMER,
     META_READ,
     RevisionWrite,
     UpstreamChanges,
     open_dataset,
 )
-from revisions_assets.dagster.spec import TableAddress, UpstreamNotReadyError
-
-from .location import DatasetLocation
-from .spark import SparkSessionResource
 
 
 class UnexpectedOutputError(RevisionsError, TypeError):
@@ -53,11 +53,17 @@ def revision_metadata(rev: Revision, write: RevisionWrite) -> dict[str, Any]:
         "dagster/row_count": t.rows - t.tombstones,
         "dataset_root": dg.MetadataValue.path(s.root),
         "table": s.table,
-        "upstream_positions": dg.MetadataValue.json([
-            {"dataset": p.dataset, "table": p.table,
-             "from": write.expected_positions.get((p.dataset, p.table)), "to": p.sequence}
-            for p in rev.upstream
-        ]),
+        "upstream_positions": dg.MetadataValue.json(
+            [
+                {
+                    "dataset": p.dataset,
+                    "table": p.table,
+                    "from": write.expected_positions.get((p.dataset, p.table)),
+                    "to": p.sequence,
+                }
+                for p in rev.upstream
+            ]
+        ),
     }
     if not write.upstream:  # a consumer's work is given by its positions, not by a window
         meta["compute_window"] = (

@@ -3,14 +3,16 @@
 from collections.abc import Mapping
 from typing import Any
 
-from revisions_assets.dagster.factory import IO_MANAGER_KEY, LOCATION_KEY, SPARK_KEY
-from revisions_assets.dagster.io import RevisionWrite, UpstreamChanges
-
 from .io_manager import RevisionsIOManager
+from .keys import IO_MANAGER_KEY, LOCATION_KEY, SPARK_KEY
 from .location import DatasetLocation
 from .spark import SparkSessionResource
+from .values import RevisionWrite, UpstreamChanges
 
 __all__ = [
+    "IO_MANAGER_KEY",
+    "LOCATION_KEY",
+    "SPARK_KEY",
     "DatasetLocation",
     "RevisionWrite",
     "RevisionsIOManager",

@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame
 from revisions_assets import ChangeSet, RevisionedDataset
 from revisions_assets.core.records import UpstreamPosition
 
-from .spec import DatasetSlice
+from .slice import DatasetSlice
 
 #: input metadata: how an input is read ("state" by default, or "changes")
 META_READ = "revisions/read"

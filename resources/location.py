@@ -7,7 +7,7 @@ import dagster as dg
 from dagster_aws.s3 import S3Resource
 from pydantic import Field
 
-from revisions_assets.core.storage import configure_storage, open_storage
+from revisions_assets.core.backends import configure_storage, open_storage
 
 
 class DatasetLocation(dg.ConfigurableResource):

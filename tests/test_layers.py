@@ -1,0 +1,168 @@
+"""Imports run one way: the engine <- resources <- the Dagster layer and tools <- definitions.
+
+Parses every module of ``revisions_assets`` and ``resources`` (no import is executed) and
+fails on an import of a higher layer, on an engine module importing Dagster, and on any
+cycle between modules.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("revisions_assets", "resources")
+
+#: (layer, module prefixes), lowest first; the longest matching prefix decides
+LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (
+        0,
+        (
+            "revisions_assets",
+            "revisions_assets.core",
+            "revisions_assets.spark",
+            "revisions_assets.s3a",
+        ),
+    ),
+    (1, ("resources",)),
+    (2, ("revisions_assets.dagster", "revisions_assets.cli")),
+    (3, ("revisions_assets.demo", "revisions_assets.definitions", "revisions_assets.__main__")),
+)
+LAYER_NAMES = {0: "engine", 1: "resources", 2: "Dagster layer / tools", 3: "definitions / demo"}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for pkg in PACKAGES for p in sorted((REPO / pkg).rglob("*.py"))}
+
+
+def layer_of(module: str) -> int | None:
+    best: tuple[int, int] | None = None  # (prefix length, layer)
+    for layer, prefixes in LAYERS:
+        for prefix in prefixes:
+            if module == prefix or module.startswith(prefix + "."):
+                if best is None or len(prefix) > best[0]:
+                    best = (len(prefix), layer)
+    return None if best is None else best[1]
+
+
+def imports_of(module: str, path: Path, known: set[str]) -> set[str]:
+    """The project modules (and third-party top-level names) that ``module`` imports."""
+    is_package = path.name == "__init__.py"
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                base = base if is_package else base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:  # `from pkg import submodule` imports the submodule
+                sub = f"{target}.{alias.name}"
+                out.add(sub if sub in known else target)
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    known = set(mods)
+    return {m: imports_of(m, p, known) for m, p in mods.items()}
+
+
+def back_edges(edges: dict[str, set[str]]) -> list[str]:
+    problems = []
+    for module, targets in sorted(edges.items()):
+        own = layer_of(module)
+        for target in sorted(targets):
+            if own == 0 and target.split(".")[0] in ("dagster", "dagster_aws", "dagster_pyspark"):
+                problems.append(f"{module} (engine) imports {target}")
+            other = layer_of(target)
+            if own is not None and other is not None and other > own:
+                problems.append(
+                    f"{module} ({LAYER_NAMES[own]}) imports {target} ({LAYER_NAMES[other]})"
+                )
+    return problems
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w not in edges:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def test_every_module_has_a_layer():
+    unplaced = [m for m in graph() if layer_of(m) is None]
+    assert not unplaced, f"modules outside every layer (add them to LAYERS): {unplaced}"
+
+
+def test_imports_run_one_way():
+    problems = back_edges(graph())
+    assert not problems, "imports against the layering:\n" + "\n".join(problems)
+
+
+def test_no_module_cycles():
+    found = cycles(graph())
+    assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+@pytest.mark.parametrize(
+    "module, target, expected",
+    [
+        ("revisions_assets.core.log", "resources.slice", "engine) imports resources.slice"),
+        ("resources.io_manager", "revisions_assets.dagster.io", "imports revisions_assets.dagster"),
+        ("revisions_assets.core.merge", "dagster", "(engine) imports dagster"),
+    ],
+)
+def test_a_back_edge_is_reported(module, target, expected):
+    edges = graph()
+    edges[module] = set(edges[module]) | {target}
+    assert any(expected in p for p in back_edges(edges))
+
+
+def test_a_cycle_is_reported():
+    edges = graph()
+    edges["revisions_assets.core.records"] = set(edges["revisions_assets.core.records"]) | {
+        "revisions_assets.core.log"
+    }
+    assert ["revisions_assets.core.log", "revisions_assets.core.records"] in cycles(edges)
