@@ -35,7 +35,8 @@ from urllib.parse import urlparse
 import pyspark
 from pyspark.sql import SparkSession
 
-from .core.errors import RevisionsError
+from .core.arguments import check_choice, check_text, check_type
+from .core.errors import ArgumentTypeError, RevisionsError
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 _POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
@@ -187,6 +188,18 @@ def s3a_conf(
     turns TLS off. ``jars``: ``"classpath"`` (this machine's cache, no copies),
     ``"ship"`` (``spark.jars``: remote executors), ``"none"`` (the cluster has them).
     """
+    for what, value in (
+        ("endpoint_url", endpoint_url),
+        ("region_name", region_name),
+        ("aws_access_key_id", aws_access_key_id),
+        ("aws_secret_access_key", aws_secret_access_key),
+        ("aws_session_token", aws_session_token),
+    ):
+        if value is not None and not isinstance(value, str):  # the value is never shown
+            raise ArgumentTypeError(f"{what} must be a string, got {type(value).__name__}")
+    if path_style is not None:
+        check_type(path_style, bool, "path_style", "True, False or None")
+    check_choice(jars, ("classpath", "ship", "none"), "jars")
     endpoint_url = (
         endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     )
@@ -229,6 +242,8 @@ def apply_s3a_conf(spark: SparkSession, conf: Mapping[str, str], bucket: str | N
     the classpath when the JVM starts. Spark Connect clients cannot do this at all (the
     server's own configuration applies).
     """
+    check_type(conf, Mapping, "conf", "a dict of Spark settings")
+    check_text(bucket, "bucket", optional=True)
     hadoop = spark.sparkContext._jsc.hadoopConfiguration()
     prefix = "spark.hadoop.fs.s3a."
     for key, value in conf.items():

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
+from .core.arguments import check_text, check_type
+
 #: settings that suit small and medium revisions; every one can be overridden
 DEFAULT_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
@@ -30,6 +32,14 @@ def build_spark_session(
     conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """Get or create the SparkSession for the engine (see module docstring for precedence)."""
+    check_text(master, "master", optional=True)
+    check_text(remote, "remote", optional=True)
+    check_text(app_name, "app_name")
+    if conf is not None:
+        check_type(conf, Mapping, "conf", "a dict of Spark settings")
+        for key, value in conf.items():
+            check_text(key, "a key of conf")
+            check_type(value, (str, int, float, bool), f"conf[{key!r}]", "a string or number")
     remote = remote or (None if master else os.environ.get("SPARK_REMOTE"))
     builder = SparkSession.builder.appName(app_name)
     if remote:

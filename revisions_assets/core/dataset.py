@@ -7,16 +7,33 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
+from typing import get_args
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from .arguments import (
+    check_bool,
+    check_choice,
+    check_expected_positions,
+    check_sequence_number,
+    check_spark,
+    check_string_map,
+    check_tables,
+    check_text,
+    check_type,
+    check_upstream,
+    check_version,
+)
 from .backends import open_storage
 from .errors import (
+    InvalidArgumentError,
+    MissingFileError,
     NoMajorRevisionError,
     RevisionsError,
+    StorageError,
     UnknownRevisionError,
 )
 from .log import RevisionLog, log_frame
@@ -40,6 +57,7 @@ from .selection import (
     state_selection,
     table_history,
 )
+from .spark_errors import storage_cause
 from .storage import Storage
 from .timeutil import TimeLike, to_utc
 from .transaction import (
@@ -51,6 +69,7 @@ from .transaction import (
     table_id_columns,
 )
 from .validation import check_name, data_schema, normalize_id_columns
+from .verify import Finding, verify_storage
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +105,10 @@ class RevisionedDataset:
     ``id_columns``: one list for every table, or a dict ``{table: [ids]}`` that also
     declares the tables this handle may write. Reads never modify the handle; each read
     and commit first catches up with revisions committed by others.
+
+    Opening checks the log (no gap, nothing lost, every entry well formed) and raises
+    CorruptLogError on damage, writing nothing; ``revisions_assets.core.verify.verify(root)``
+    lists what is wrong with a damaged dataset.
     """
 
     def __init__(
@@ -97,11 +120,15 @@ class RevisionedDataset:
         merge_strategy: MergeStrategy = "auto",
         storage_options: Mapping[str, object] | None = None,
     ):
+        if storage_options is not None:
+            check_type(storage_options, Mapping, "storage_options", "a dict of S3 options")
+        self._spark = check_spark(spark)
+        self.merge_strategy = check_choice(
+            merge_strategy, get_args(MergeStrategy), "merge_strategy"
+        )
+        self._default_ids, self._declared = normalize_id_columns(id_columns)
         self.storage = open_storage(root, **dict(storage_options or {}))
         self.root = self.storage.uri
-        self._spark = spark
-        self._default_ids, self._declared = normalize_id_columns(id_columns)
-        self.merge_strategy = merge_strategy
         self._log = RevisionLog(self.storage)
         self._log.refresh()
         self._heal_description()
@@ -142,6 +169,7 @@ class RevisionedDataset:
         return log_frame(self.refresh())
 
     def revisions(self, table: str | None = None) -> list[Revision]:
+        check_text(table, "table", optional=True)
         records = self.refresh()
         if table is None:
             return list(records)
@@ -176,7 +204,15 @@ class RevisionedDataset:
 
     def upstream_position(self, dataset: str, table: str, consumer_table: str | None = None) -> int:
         """The last upstream sequence this dataset recorded as consumed (0 if none)."""
+        check_text(dataset, "dataset")
+        check_text(table, "table")
+        check_text(consumer_table, "consumer_table", optional=True)
         return consumer_position(self.refresh(), dataset, table, consumer_table)
+
+    def verify(self) -> list[Finding]:
+        """What is wrong with this dataset's storage, for an operator: empty when healthy.
+        Only reads (see ``revisions_assets.core.verify``)."""
+        return verify_storage(self.storage)
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -188,14 +224,12 @@ class RevisionedDataset:
         with_revision: bool = False,
     ) -> DataFrame:
         """The state of ``table`` as of a time and/or pinned at a position (SPEC §3)."""
+        check_text(table, "table")
+        check_bool(with_revision, "with_revision")
+        as_of_utc = to_utc(as_of, "as_of") if as_of is not None else None
         records = self.refresh()
         history = table_history(records, table)
-        selection = state_selection(
-            history,
-            table,
-            to_utc(as_of, "as_of") if as_of is not None else None,
-            resolve_position(records, table, at),
-        )
+        selection = state_selection(history, table, as_of_utc, resolve_position(records, table, at))
         return self._merge(selection, keep_deleted=False, with_revision=with_revision)
 
     def changes(
@@ -210,23 +244,38 @@ class RevisionedDataset:
         with_revision: bool = False,
     ) -> ChangeSet:
         """Changes in (since, until], or since a sequence up to a pinned head (SPEC §3)."""
-        records = self.refresh()
-        history = table_history(records, table)
+        check_text(table, "table")
+        check_bool(with_revision, "with_revision")
+        since_sequence = check_sequence_number(since_sequence, "since_sequence", optional=True)
+        until_sequence = check_sequence_number(until_sequence, "until_sequence", optional=True)
         by_sequence = since_sequence is not None or until_sequence is not None
         if by_sequence and (since is not None or until is not None or at is not None):
-            raise ValueError("changes(): give either since/until (times) or *_sequence, not both")
+            raise InvalidArgumentError(
+                "changes(): give either since/until/at (times, a pinned position) or "
+                f"since_sequence/until_sequence, not both (got since={since!r}, until={until!r}, "
+                f"at={at!r}, since_sequence={since_sequence}, until_sequence={until_sequence})"
+            )
+        since_utc = to_utc(since, "since") if since is not None else None
+        until_utc = to_utc(until, "until") if until is not None else None
+        if since_utc is not None and until_utc is not None and since_utc > until_utc:
+            raise InvalidArgumentError(
+                f"changes(): since {since_utc.isoformat()} is after until "
+                f"{until_utc.isoformat()}; the window is (since, until]: swap them"
+            )
+        if None not in (since_sequence, until_sequence) and since_sequence > until_sequence:
+            raise InvalidArgumentError(
+                f"changes(): since_sequence {since_sequence} is after until_sequence "
+                f"{until_sequence}; swap them"
+            )
+        records = self.refresh()
+        history = table_history(records, table)
         if by_sequence:
             head = until_sequence if until_sequence is not None else self._log.head
             head = resolve_position(records, table, head)
             selection = changes_by_sequence(history, table, since_sequence, head)
         else:
-            selection = changes_by_time(
-                history,
-                table,
-                to_utc(since, "since") if since is not None else None,
-                to_utc(until, "until") if until is not None else None,
-                resolve_position(records, table, at),
-            )
+            at_sequence = resolve_position(records, table, at)
+            selection = changes_by_time(history, table, since_utc, until_utc, at_sequence)
         ids = list(history[-1].tables[table].id_columns)
         if not selection.window:
             df = self._empty_changes(table_schema(selection.merge, table), with_revision)
@@ -249,15 +298,46 @@ class RevisionedDataset:
         )
 
     def _merge(self, selection: Selection, *, keep_deleted: bool, with_revision: bool):
-        return merge_revisions(
-            self.spark,
-            self.storage,
-            selection.table,
-            selection.merge,
-            keep_deleted=keep_deleted,
-            with_revision=with_revision,
-            only_ids_of=selection.window if selection.restrict else None,
-            strategy=self.merge_strategy,
+        try:
+            return merge_revisions(
+                self.spark,
+                self.storage,
+                selection.table,
+                selection.merge,
+                keep_deleted=keep_deleted,
+                with_revision=with_revision,
+                only_ids_of=selection.window if selection.restrict else None,
+                strategy=self.merge_strategy,
+            )
+        except RevisionsError:
+            raise
+        except Exception as exc:
+            failure = self._read_failure(selection, exc)
+            if failure is None:
+                raise
+            raise failure from exc
+
+    def _read_failure(self, selection: Selection, exc: Exception) -> StorageError | None:
+        """A storage failure of a read, naming the missing data files when files are gone."""
+        cause = storage_cause(exc)
+        if cause is None:
+            return None
+        table = selection.table
+        revisions = {r.sequence: r for r in (*selection.merge, *selection.window)}.values()
+        missing = [
+            (r.name, f)
+            for r in revisions
+            for f in r.tables[table].files
+            if not self.storage.exists(f)
+        ]
+        if not missing:
+            return StorageError(f"read table {table!r} of {self.root}: {cause}")
+        name, path = missing[0]
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        return MissingFileError(
+            f"{self.root}: data file {path} of revision {name!r}, table {table!r}, is missing"
+            f"{more}: the dataset is damaged; run ds.verify() and see 'Recovering a damaged "
+            "dataset' in the README"
         )
 
     def _empty_changes(self, schema: StructType, with_revision: bool) -> DataFrame:
@@ -295,6 +375,7 @@ class RevisionedDataset:
         lagging. Raises a RevisionsError subclass on bad input; a failed commit leaves
         the dataset exactly as it was.
         """
+        tables = check_tables(tables)
         request = self._prepare(
             tables,
             timestamp,
@@ -321,23 +402,23 @@ class RevisionedDataset:
         properties,
     ) -> CommitRequest:
         """The API boundary of a commit: every argument checked against the log's state."""
-        if not tables:
-            raise RevisionsError("commit() needs at least one table")
+        for table in tables:
+            check_name(table, "table")
+        check_version(version, tables)
         custom = name is not None
         request = CommitRequest(
             name=check_name(name, "revision") if custom else uuid.uuid4().hex,
             custom_name=custom,
             timestamp=to_utc(timestamp, "timestamp"),
-            is_major=bool(is_major),
+            is_major=check_bool(is_major, "is_major"),
             version=version if isinstance(version, str) or version is None else None,
-            producer={k: str(v) for k, v in (producer or {}).items() if v is not None},
-            upstream=tuple(upstream),
-            expected_positions=dict(expected_positions or {}),
-            properties={k: str(v) for k, v in (properties or {}).items()},
+            producer=check_string_map(producer, "producer"),
+            upstream=check_upstream(upstream),
+            expected_positions=check_expected_positions(expected_positions),
+            properties=check_string_map(properties, "properties"),
         )
         records = self.refresh()
         for table, df in tables.items():
-            check_name(table, "table")
             ids = table_id_columns(records, table, self._declared, self._default_ids, self.root)
             schema = data_schema(table, df.schema, ids)
             table_version = version.get(table) if isinstance(version, Mapping) else version

@@ -1,7 +1,8 @@
 """One error root for everything the engine refuses to do.
 
-Every message names the dataset, table, column or value involved and, where
-there is one, the way out.
+Every message names the dataset, table, column, argument or value involved and, where
+there is one, the way out. Some classes also derive from ``ValueError``/``TypeError``/
+``KeyError`` so that generic handlers keep working; catch ``RevisionsError`` to catch all.
 """
 
 from __future__ import annotations
@@ -11,12 +12,27 @@ class RevisionsError(Exception):
     """Base class of every error raised by revisions-assets."""
 
 
-class InvalidNameError(RevisionsError, ValueError):
-    """A table or revision name that is malformed or could escape the dataset root."""
+class InvalidArgumentError(RevisionsError, ValueError):
+    """An argument value the engine cannot accept: unknown option, out of range, or
+    arguments that contradict each other (``since`` with ``since_sequence``, ``since > until``)."""
 
 
-class NaiveTimestampError(RevisionsError, ValueError):
+class ArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument of the wrong type (``is_major="False"``, ``version=123``, a pandas
+    DataFrame where a Spark one is needed, ``at=1.5``)."""
+
+
+class InvalidTimestampError(InvalidArgumentError):
+    """A value that is not a point in time: an int, None, NaN/NaT, an unparsable string."""
+
+
+class NaiveTimestampError(InvalidTimestampError):
     """A timestamp without a timezone: refused rather than guessed as local time."""
+
+
+class InvalidNameError(InvalidArgumentError):
+    """A table, revision or column name that is malformed, too long, reserved, or could
+    escape the dataset root."""
 
 
 class UnknownTableError(RevisionsError, KeyError):
@@ -42,7 +58,13 @@ class DuplicateRevisionNameError(RevisionsError, ValueError):
 
 
 class IdColumnsError(RevisionsError, ValueError):
-    """Id columns missing from the data, or different from the ones the table was created with."""
+    """Id columns missing from the data, of a type that cannot identify an entity (map,
+    array, struct, binary, floating point), or different from the table's recorded ones."""
+
+
+class DuplicateColumnError(RevisionsError, ValueError):
+    """Two columns of one table with the same name (compared case-insensitively, as Spark
+    and Parquet readers do)."""
 
 
 class NullIdError(RevisionsError, ValueError):
@@ -66,8 +88,24 @@ class ConsumerPositionConflictError(CommitConflictError):
 
 
 class CorruptLogError(RevisionsError):
-    """A log entry that cannot be read back; the dataset needs attention."""
+    """The log is damaged: an entry that cannot be read back, has the wrong shape, references
+    a file outside the root, or a gap in the sequence. Nothing is written until it is repaired
+    (see ``RevisionedDataset.verify()`` and the README's recovery section)."""
 
 
 class StorageError(RevisionsError):
-    """The storage backend refused an operation (permissions, missing bucket, ...)."""
+    """The storage backend refused an operation (permissions, disk full, missing bucket, ...)."""
+
+
+class StorageOptionsError(StorageError, InvalidArgumentError):
+    """Storage options that do not apply to the root (``storage_options`` on a local path,
+    unknown S3 options) or credentials embedded in a root URI."""
+
+
+class PathEscapeError(StorageError):
+    """A path that would leave the dataset root: ``..``, an absolute path, or a symbolic link
+    (a revision or table folder, a log entry) that resolves outside the root."""
+
+
+class MissingFileError(StorageError):
+    """A data file that the log references is gone from storage."""

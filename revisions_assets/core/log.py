@@ -29,22 +29,23 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .errors import CorruptLogError
+from .errors import InvalidArgumentError
+from .layout import DESCRIPTION, LAST_CHECKPOINT, LOG_DIR, checkpoint_path, entry_path
+from .loghealth import check_log_health, parse_entry
 from .records import Revision
 from .storage import Storage
 
-LOG_DIR = "_log"
-DESCRIPTION = "description.parquet"
-LAST_CHECKPOINT = f"{LOG_DIR}/_last_checkpoint"
 CHECKPOINT_INTERVAL = 100
-
-
-def entry_path(sequence: int) -> str:
-    return f"{LOG_DIR}/{sequence:020d}.json"
-
-
-def checkpoint_path(sequence: int) -> str:
-    return f"{LOG_DIR}/checkpoint-{sequence:020d}.parquet"
+__all__ = [
+    "CHECKPOINT_INTERVAL",
+    "DESCRIPTION",
+    "LOG_DIR",
+    "RevisionLog",
+    "checkpoint_path",
+    "description_table",
+    "entry_path",
+    "log_frame",
+]
 
 
 class RevisionLog:
@@ -68,8 +69,13 @@ class RevisionLog:
         return len(self._records)
 
     def refresh(self) -> tuple[Revision, ...]:
-        """Bring the cached log up to date with storage and return it."""
-        if not self._loaded:
+        """Bring the cached log up to date with storage and return it.
+
+        The first refresh also checks that the log is whole (no gap, not lost): a damaged
+        log raises CorruptLogError before anything could be written on top of it.
+        """
+        opening = not self._loaded
+        if opening:
             self._records = self._read_checkpoint()
             self._loaded = True
         while True:
@@ -77,24 +83,15 @@ class RevisionLog:
             if entry is None:
                 break
             self._records.append(entry)
+        if opening:
+            check_log_health(self.storage, self.head)
         return self.records
 
     def _read_entry(self, sequence: int) -> Revision | None:
         raw = self.storage.read(entry_path(sequence))
         if raw is None:
             return None
-        try:
-            record = Revision.from_json(raw)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise CorruptLogError(
-                f"{self.storage.uri}: log entry {entry_path(sequence)} is unreadable: {exc}"
-            ) from exc
-        if record.sequence != sequence:
-            raise CorruptLogError(
-                f"{self.storage.uri}: log entry {entry_path(sequence)} claims sequence "
-                f"{record.sequence}"
-            )
-        return record
+        return parse_entry(raw, sequence, self.storage.uri)
 
     def _read_checkpoint(self) -> list[Revision]:
         hint = self.storage.read(LAST_CHECKPOINT)
@@ -118,7 +115,9 @@ class RevisionLog:
     def try_append(self, record: Revision) -> bool:
         """Commit ``record`` as entry ``head + 1``; False when another writer took it first."""
         if record.sequence != self.head + 1:
-            raise ValueError(f"record sequence {record.sequence} is not head + 1 ({self.head + 1})")
+            raise InvalidArgumentError(
+                f"record sequence {record.sequence} is not the log's head + 1 ({self.head + 1})"
+            )
         payload = record.to_json().encode()
         if not self.storage.create_exclusive(entry_path(record.sequence), payload):
             return False

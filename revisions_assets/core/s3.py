@@ -37,8 +37,9 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from .errors import StorageError
-from .storage import FileInfo, Storage
+from .errors import StorageError, StorageOptionsError
+from .storage import FileInfo, Storage, check_relative
+from .uris import redact, refuse_credentials
 
 T = TypeVar("T")
 
@@ -110,12 +111,28 @@ class S3Storage(Storage):
         max_delay: float = 5.0,
         **options: Any,
     ):
+        if not isinstance(root_uri, str):
+            raise StorageOptionsError(
+                f"an S3 root is a string s3://bucket/prefix, not {type(root_uri).__name__}"
+            )
+        refuse_credentials(root_uri)
         parsed = urlparse(root_uri)
         if parsed.scheme not in ("s3", "s3a") or not parsed.netloc:
-            raise StorageError(f"not an S3 root: {root_uri!r} (expected s3://bucket/prefix)")
+            raise StorageError(
+                f"not an S3 root: {redact(root_uri)!r} (expected s3://bucket/prefix)"
+            )
         unknown = sorted(set(options) - set(_CLIENT_OPTIONS))
         if unknown:
-            raise StorageError(f"unknown S3 storage options {unknown}; known: {_CLIENT_OPTIONS}")
+            raise StorageOptionsError(
+                f"unknown S3 storage options {unknown}; known: {_CLIENT_OPTIONS}"
+            )
+        # values are never shown: they may be secrets
+        wrong = sorted(k for k, v in options.items() if v is not None and not isinstance(v, str))
+        if wrong:
+            raise StorageOptionsError(f"S3 storage options {wrong} must be strings")
+        for name, value, low in (("max_attempts", max_attempts, 1), ("base_delay", base_delay, 0)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < low:
+                raise StorageOptionsError(f"S3 storage option {name} must be a number >= {low}")
         self.bucket = parsed.netloc
         self.prefix = parsed.path.strip("/")
         self.uri = f"s3://{self.bucket}/{self.prefix}" if self.prefix else f"s3://{self.bucket}"
@@ -133,7 +150,7 @@ class S3Storage(Storage):
     # -- paths -----------------------------------------------------------------------------
 
     def key(self, rel: str) -> str:
-        rel = rel.strip("/")
+        rel = check_relative(rel).strip("/")
         if not self.prefix:
             return rel
         return f"{self.prefix}/{rel}" if rel else self.prefix
@@ -244,6 +261,22 @@ class S3Storage(Storage):
             return out
 
         return sorted(self._call("ListObjectsV2", start, listing), key=lambda f: f.path)
+
+    def list_names(self, rel_prefix: str, start_after: str | None = None) -> list[str]:
+        start = self._dir_key(rel_prefix)
+
+        def listing() -> list[str]:
+            args = {"Bucket": self.bucket, "Prefix": start, "Delimiter": "/"}
+            if start_after is not None:
+                args["StartAfter"] = start + start_after
+            out = []
+            for page in self.client.get_paginator("list_objects_v2").paginate(**args):
+                out += [p["Prefix"][len(start) :] for p in page.get("CommonPrefixes", [])]
+                out += [o["Key"][len(start) :] for o in page.get("Contents", [])]
+            return out
+
+        names = self._call("ListObjectsV2", start, listing)
+        return sorted(n for n in names if n and (start_after is None or n > start_after))
 
     def exists(self, rel: str) -> bool:
         """True for an object, or (like a local directory) for a prefix holding objects."""

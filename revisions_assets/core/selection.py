@@ -12,12 +12,15 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .errors import (
+    ArgumentTypeError,
     ConsumerPositionConflictError,
+    InvalidArgumentError,
     NoMajorRevisionError,
     UnknownRevisionError,
     UnknownTableError,
 )
 from .records import Revision, UpstreamPosition
+from .uris import describe, redact
 
 Position = int | str | None
 HEAD_PATTERN = re.compile(r"^HEAD(?:~(\d+))?$")
@@ -65,10 +68,15 @@ def resolve_position(records: Sequence[Revision], table: str, at: Position) -> i
     head = records[-1].sequence if records else 0
     if at is None:
         return head
-    if isinstance(at, bool):
-        raise TypeError(f"at must be HEAD, HEAD~n, a revision name or a sequence, got {at!r}")
+    if isinstance(at, bool) or not isinstance(at, int | str):
+        raise ArgumentTypeError(
+            f"at must be 'HEAD', 'HEAD~n', a revision name or a sequence number (int), "
+            f"got {describe(at)}"
+        )
     if isinstance(at, int):
-        if not 0 <= at <= head:
+        if at < 0:
+            raise InvalidArgumentError(f"at={at}: a sequence number is >= 0")
+        if at > head:
             raise UnknownRevisionError(f"sequence {at} is outside the log (1..{head})")
         return at
     match = HEAD_PATTERN.match(at)
@@ -81,9 +89,9 @@ def resolve_position(records: Sequence[Revision], table: str, at: Position) -> i
     for record in records:
         if record.name == at:
             return record.sequence
-    if at.isdigit():
+    if at.isascii() and at.isdigit():
         return resolve_position(records, table, int(at))
-    raise UnknownRevisionError(f"no revision named {at!r} in this dataset")
+    raise UnknownRevisionError(f"no revision named {redact(repr(at))} in this dataset")
 
 
 def _visible(history: Sequence[Revision], as_of: datetime | None, max_sequence: int):

@@ -7,6 +7,11 @@ fails if the target exists); object stores give it by conditional PUT
 
 Data files are written and read by Spark; this layer only lists them (to record
 what a revision wrote) and deletes the files of failed writes.
+
+Paths are confined to the root: a relative path with ``..``, an absolute path, or
+(on a local filesystem) a symbolic link resolving outside the root raises
+``PathEscapeError``; every other failure of the filesystem (disk full, permission
+denied, name too long) is a ``StorageError`` naming the path.
 """
 
 from __future__ import annotations
@@ -16,11 +21,13 @@ import os
 import shutil
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
-from .errors import StorageError
+from .errors import InvalidArgumentError, PathEscapeError, StorageError
 
 
 @dataclass(frozen=True)
@@ -29,10 +36,25 @@ class FileInfo:
     size: int
 
 
+def check_relative(rel: str) -> str:
+    """``rel`` if it is a '/'-separated path below the root: not absolute, no ``..``,
+    no backslash, no scheme. The one textual rule for every backend and for log entries."""
+    if not isinstance(rel, str):
+        raise PathEscapeError(f"path {rel!r} is not a string")
+    parts = rel.split("/")
+    if rel.startswith("/") or "\\" in rel or "\0" in rel or ":" in parts[0] or ".." in parts:
+        raise PathEscapeError(
+            f"path {rel!r} is not confined to the dataset root: paths must be relative, "
+            "'/'-separated, without '..'"
+        )
+    return rel
+
+
 class Storage(ABC):
     """Operations on paths relative to one dataset root."""
 
-    #: the root as the user gave it, normalized (shown in metadata and errors)
+    #: the root as the user gave it, normalized (shown in metadata and errors; never
+    #: holds credentials: roots that embed them are refused)
     uri: str
 
     @abstractmethod
@@ -56,64 +78,137 @@ class Storage(ABC):
         """Every file below ``rel_prefix`` (recursively), sorted by path."""
 
     @abstractmethod
+    def list_names(self, rel_prefix: str, start_after: str | None = None) -> list[str]:
+        """The names directly below ``rel_prefix``, sorted; folders end with ``/``.
+
+        ``start_after``: only names sorting after it (S3 lists from there, so looking past
+        a log's head costs one request however long the log is)."""
+
+    @abstractmethod
     def exists(self, rel: str) -> bool: ...
 
     @abstractmethod
     def delete_tree(self, rel_prefix: str) -> None:
         """Delete everything below ``rel_prefix``; missing is fine."""
 
+    def check_inside(self, rel: str) -> None:
+        """Raise PathEscapeError unless ``rel`` stays inside the root."""
+        check_relative(rel)
+
 
 class LocalStorage(Storage):
     """A dataset root on a local (or mounted POSIX) filesystem."""
 
     def __init__(self, root: str | os.PathLike[str]):
-        path = str(root)
+        path = os.fspath(root)
         if path.startswith("file://"):
-            path = urlparse(path).path
-        self.base = Path(path).expanduser().resolve()
+            parsed = urlparse(path)
+            if parsed.netloc not in ("", "localhost"):
+                raise InvalidArgumentError(
+                    f"root {path!r} names the host {parsed.netloc!r}: a file:// root must be "
+                    "local (file:///path)"
+                )
+            path = unquote(parsed.path)
+        if not path.strip():
+            raise InvalidArgumentError(
+                f"root {root!r} is empty: give a directory (an empty root would silently be "
+                "the current directory) or s3://bucket/prefix"
+            )
+        with _os_errors("open root", path):
+            self.base = Path(path).expanduser().resolve()
+            if self.base.exists() and not self.base.is_dir():
+                raise StorageError(
+                    f"root {self.base} is a regular file, not a directory: a dataset root is "
+                    "a directory (missing is fine: the first commit creates it)"
+                )
         self.uri = str(self.base)
 
+    def __repr__(self) -> str:
+        return f"LocalStorage({self.uri!r})"
+
     def _abs(self, rel: str) -> Path:
-        return self.base / rel if rel else self.base
+        """The absolute path of ``rel``; refused if it or a symlink on its way leaves the root."""
+        check_relative(rel)
+        parts = [p for p in rel.split("/") if p not in ("", ".")]
+        target = self.base.joinpath(*parts)
+        walked = self.base
+        for part in parts:  # only symlinks below the (resolved) base can lead out of it
+            walked = walked / part
+            if walked.is_symlink():
+                resolved = Path(os.path.realpath(target))
+                if resolved != self.base and not resolved.is_relative_to(self.base):
+                    raise PathEscapeError(
+                        f"{rel!r} resolves outside the dataset root {self.base} "
+                        f"({walked.relative_to(self.base)} is a symbolic link to "
+                        f"{os.readlink(walked)}): refused"
+                    )
+                break
+            if not walked.exists():
+                break
+        return target
+
+    def check_inside(self, rel: str) -> None:
+        with _os_errors("resolve", rel):
+            self._abs(rel)
 
     def spark_uri(self, rel: str = "") -> str:
-        return self._abs(rel).as_uri()
+        with _os_errors("resolve", rel):
+            return self._abs(rel).as_uri()
 
     def read(self, rel: str) -> bytes | None:
-        try:
-            return self._abs(rel).read_bytes()
-        except FileNotFoundError:
-            return None
+        with _os_errors("read", rel):
+            path = self._abs(rel)
+            try:
+                return path.read_bytes()
+            except FileNotFoundError:
+                if path.is_symlink():
+                    raise StorageError(
+                        f"read {path}: a dangling symbolic link (to {os.readlink(path)}) stands "
+                        "where a file is expected; remove it"
+                    ) from None
+                return None
 
-    def _temp_beside(self, target: Path, data: bytes) -> Path:
+    @contextmanager
+    def _staged(self, target: Path, data: bytes) -> Iterator[Path]:
+        """A fully written temporary file next to ``target``, always removed afterwards; on
+        failure the folders created for it are removed too (when still empty)."""
+        made = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.parent / f".{target.name}.{uuid.uuid4().hex}.tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        return tmp
-
-    def write(self, rel: str, data: bytes) -> None:
-        target = self._abs(rel)
-        tmp = self._temp_beside(target, data)
-        os.replace(tmp, target)
-
-    def create_exclusive(self, rel: str, data: bytes) -> bool:
-        target = self._abs(rel)
-        tmp = self._temp_beside(target, data)
         try:
-            os.link(tmp, target)  # atomic; fails if target exists; content already complete
-            return True
-        except FileExistsError:
-            return False
-        except OSError as exc:
-            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
-                raise StorageError(f"cannot create {target}: {exc}") from exc
-            # filesystems without hard links: O_EXCL create, then fill (rare; still exclusive)
-            return self._create_excl_fallback(target, data)
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            yield tmp
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            for folder in made:  # innermost first
+                _remove_empty_dir(folder)
+            raise
         finally:
             tmp.unlink(missing_ok=True)
+
+    def write(self, rel: str, data: bytes) -> None:
+        with _os_errors("write", rel):
+            target = self._abs(rel)
+            with self._staged(target, data) as tmp:
+                os.replace(tmp, target)
+
+    def create_exclusive(self, rel: str, data: bytes) -> bool:
+        with _os_errors("create", rel):
+            target = self._abs(rel)
+            with self._staged(target, data) as tmp:
+                try:
+                    os.link(tmp, target)  # atomic; fails if target exists; content complete
+                    return True
+                except FileExistsError:
+                    return False
+                except OSError as exc:
+                    if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+                        raise
+            # filesystems without hard links: O_EXCL create, then fill (rare; still exclusive)
+            return self._create_excl_fallback(target, data)
 
     @staticmethod
     def _create_excl_fallback(target: Path, data: bytes) -> bool:
@@ -121,29 +216,75 @@ class LocalStorage(Storage):
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             return False
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except BaseException:
+            target.unlink(missing_ok=True)  # never leave a partial object behind
+            raise
         return True
 
     def list_files(self, rel_prefix: str) -> list[FileInfo]:
-        top = self._abs(rel_prefix)
-        if not top.exists():
-            return []
-        out = []
-        for dirpath, _dirs, files in os.walk(top):
-            for name in files:
-                full = Path(dirpath) / name
-                out.append(FileInfo(full.relative_to(self.base).as_posix(), full.stat().st_size))
+        def fail(exc: OSError) -> None:
+            raise exc
+
+        with _os_errors("list", rel_prefix):
+            top = self._abs(rel_prefix)
+            if not top.exists():
+                return []
+            out = []
+            for dirpath, _dirs, files in os.walk(top, onerror=fail):
+                for name in files:
+                    full = Path(dirpath) / name
+                    try:
+                        size = full.stat().st_size
+                    except FileNotFoundError:
+                        continue  # removed while we listed (or a dangling link)
+                    out.append(FileInfo(full.relative_to(self.base).as_posix(), size))
         return sorted(out, key=lambda f: f.path)
 
+    def list_names(self, rel_prefix: str, start_after: str | None = None) -> list[str]:
+        with _os_errors("list", rel_prefix):
+            top = self._abs(rel_prefix)
+            try:
+                entries = list(os.scandir(top))
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+            names = [e.name + "/" if e.is_dir(follow_symlinks=False) else e.name for e in entries]
+        return sorted(n for n in names if start_after is None or n > start_after)
+
     def exists(self, rel: str) -> bool:
-        return self._abs(rel).exists()
+        with _os_errors("stat", rel):
+            return self._abs(rel).exists()
 
     def delete_tree(self, rel_prefix: str) -> None:
-        target = self._abs(rel_prefix)
-        if target.is_dir():
-            shutil.rmtree(target, ignore_errors=True)
-        else:
-            target.unlink(missing_ok=True)
+        with _os_errors("delete", rel_prefix):
+            target = self._abs(rel_prefix)
+            if target.is_symlink():
+                target.unlink()  # the link, never what it points to
+            elif target.is_dir():
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                target.unlink(missing_ok=True)
+
+
+def _remove_empty_dir(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass  # not empty (another writer uses it) or already gone
+
+
+@contextmanager
+def _os_errors(operation: str, path: str) -> Iterator[None]:
+    """Turn a filesystem failure into a StorageError that names the path and the reason."""
+    try:
+        yield
+    except OSError as exc:
+        where = exc.filename or path
+        reason = exc.strerror or type(exc).__name__
+        raise StorageError(f"{operation} {where}: {reason} [errno {exc.errno}]") from exc
+    except RuntimeError as exc:  # pathlib's "Symlink loop" before Python 3.13
+        raise StorageError(f"{operation} {path}: {exc}") from exc

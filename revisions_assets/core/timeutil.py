@@ -6,7 +6,8 @@ from datetime import UTC, date, datetime
 
 import pandas as pd
 
-from .errors import NaiveTimestampError
+from .errors import InvalidTimestampError, NaiveTimestampError
+from .uris import describe
 
 TimeLike = datetime | pd.Timestamp | str
 
@@ -15,33 +16,47 @@ def to_utc(value: TimeLike, what: str = "timestamp") -> datetime:
     """Return ``value`` as an aware UTC ``datetime``.
 
     Naive values are refused (never read as local time): pass ``tzinfo=timezone.utc``
-    or an ISO string with an offset such as ``2020-01-03T00:00:00Z``.
+    or an ISO string with an offset such as ``2020-01-03T00:00:00Z``. Anything that is not
+    a point in time (an int, None, NaN/NaT, an unparsable string) is refused as well.
     """
     if isinstance(value, str):
         try:
             parsed = pd.Timestamp(value)
-        except ValueError as exc:
-            raise NaiveTimestampError(f"{what}: cannot parse {value!r} as a time") from exc
+        except (ValueError, OverflowError, TypeError) as exc:
+            raise InvalidTimestampError(
+                f"{what}: cannot parse {describe(value)} as a time"
+            ) from exc
+        if parsed is pd.NaT:
+            raise InvalidTimestampError(f"{what}: {describe(value)} is not a time (NaT)")
         value = parsed
-    if isinstance(value, pd.Timestamp):
-        if value.tzinfo is None:
-            raise NaiveTimestampError(
-                f"{what} {value!r} has no timezone; pass an aware time such as "
-                f"'{value.isoformat()}+00:00' (revisions-assets never assumes local time)"
-            )
-        return value.tz_convert("UTC").to_pydatetime()
-    if isinstance(value, datetime):
-        if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
-            raise NaiveTimestampError(
-                f"{what} {value.isoformat()} has no timezone; pass e.g. "
-                f"datetime(..., tzinfo=timezone.utc) (revisions-assets never assumes local time)"
-            )
-        return value.astimezone(UTC)
+    if value is pd.NaT:
+        raise InvalidTimestampError(f"{what} is NaT (not a time); pass an aware datetime")
+    try:
+        if isinstance(value, pd.Timestamp):
+            if value.tzinfo is None:
+                raise NaiveTimestampError(
+                    f"{what} {value!r} has no timezone; pass an aware time such as "
+                    f"'{value.isoformat()}+00:00' (revisions-assets never assumes local time)"
+                )
+            return value.tz_convert("UTC").to_pydatetime()
+        if isinstance(value, datetime):
+            if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+                raise NaiveTimestampError(
+                    f"{what} {value.isoformat()} has no timezone; pass e.g. datetime(..., "
+                    "tzinfo=timezone.utc) (revisions-assets never assumes local time)"
+                )
+            return value.astimezone(UTC)
+    except (OverflowError, ValueError) as exc:
+        if isinstance(exc, NaiveTimestampError):
+            raise
+        raise InvalidTimestampError(f"{what} {value!r} is out of range in UTC: {exc}") from exc
     if isinstance(value, date):
         raise NaiveTimestampError(
             f"{what} {value.isoformat()} is a date without a timezone; pass an aware datetime"
         )
-    raise TypeError(f"{what} must be a datetime, pandas Timestamp or ISO string, got {value!r}")
+    raise InvalidTimestampError(
+        f"{what} must be an aware datetime, pandas Timestamp or ISO string, got {describe(value)}"
+    )
 
 
 def to_micros(value: datetime) -> int:

@@ -37,10 +37,13 @@ from .errors import (
     SchemaMismatchError,
     UnknownTableError,
 )
+from .layout import CLAIM_FILE
 from .log import RevisionLog
+from .loghealth import mark_dataset
 from .merge import DELETED, table_schema
 from .records import Revision, TableWrite, UpstreamPosition, canonical_json
 from .selection import check_positions, moves_positions, state_selection
+from .spark_errors import spark_storage_errors
 from .storage import Storage
 from .timeutil import now_utc
 from .validation import check_compatible
@@ -48,8 +51,6 @@ from .validation import check_compatible
 log = logging.getLogger(__name__)
 
 MAX_COMMIT_ATTEMPTS = 64
-#: marker created exclusively in a revision folder before any data is written to it
-CLAIM_FILE = "_claimed"
 
 
 @dataclass
@@ -200,7 +201,8 @@ class CommitTransaction:
         self.claim_folder()  # from here on the folder is ours to clean up
         try:
             for staged in request.staged:
-                self.write_table(staged, frames[staged.table])
+                with spark_storage_errors("write", f"{self.root}/{request.name}/{staged.table}"):
+                    self.write_table(staged, frames[staged.table])
             if not any(s.rows for s in request.staged):
                 records = self.log.refresh()
                 tables = [s.table for s in request.staged]
@@ -226,6 +228,8 @@ class CommitTransaction:
     def claim_folder(self) -> None:
         """Take the revision folder atomically: two writers of one custom name never share it."""
         name = self.request.name
+        if self.log.head == 0:
+            mark_dataset(self.storage)  # before any folder: see layout.LOG_MARKER
         token = uuid.uuid4().hex.encode()  # unique: a retried PUT recognizes only its own claim
         if not self.storage.create_exclusive(f"{name}/{CLAIM_FILE}", token):
             raise DuplicateRevisionNameError(

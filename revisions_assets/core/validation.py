@@ -4,33 +4,88 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from pyspark.sql.types import BooleanType, StructType
+from pyspark.sql.types import (
+    BooleanType,
+    ByteType,
+    CharType,
+    DateType,
+    DecimalType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+    VarcharType,
+)
 
-from .errors import IdColumnsError, InvalidNameError, SchemaMismatchError
+from .arguments import check_type
+from .errors import (
+    ArgumentTypeError,
+    DuplicateColumnError,
+    IdColumnsError,
+    InvalidNameError,
+    SchemaMismatchError,
+)
 from .merge import DELETED, REVISION_COLUMNS
 from .selection import HEAD_PATTERN
+from .uris import describe, redact
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 RESERVED_NAMES = {"description.parquet", "_log"}
+#: table and revision names become folder names: well below the 255 bytes of a file name
+MAX_NAME_LENGTH = 128
+#: id columns identify an entity: atomic types with an exact equality. Floating point is
+#: refused because float equality is not identity (NaN, -0.0 vs 0.0, a value that does not
+#: round-trip): the same entity could get two ids, or one id could never be found again.
+ID_TYPES = (
+    ByteType,
+    ShortType,
+    IntegerType,
+    LongType,
+    DecimalType,
+    StringType,
+    CharType,
+    VarcharType,
+    DateType,
+    TimestampType,
+    TimestampNTZType,
+    BooleanType,
+)
 
 
 def check_name(name: str, what: str) -> str:
-    """A table or revision name: ``[A-Za-z0-9._-]+``, never escaping the root, not reserved."""
-    if not isinstance(name, str) or not name:
-        raise InvalidNameError(f"{what} name must be a non-empty string, got {name!r}")
+    """A table or revision name: ``[A-Za-z0-9._-]+``, at most MAX_NAME_LENGTH characters,
+    never escaping the root, not reserved; a revision name is not all digits (``at="3"``
+    must mean sequence 3)."""
+    check_type(name, str, f"{what} name", "a string")
+    shown = redact(repr(name))  # a name may be a pasted URI with credentials
+    if not name:
+        raise InvalidNameError(f"{what} name must be a non-empty string, got {shown}")
+    if len(name) > MAX_NAME_LENGTH:
+        raise InvalidNameError(
+            f"{what} name {shown[:40]}… is {len(name)} characters long; "
+            f"the limit is {MAX_NAME_LENGTH}"
+        )
     if "/" in name or "\\" in name or name in (".", "..") or ".." in name:
         raise InvalidNameError(
-            f"{what} name {name!r} could escape the dataset root: "
-            "'/', '\\' and '..' are not allowed"
+            f"{what} name {shown} could escape the dataset root: '/', '\\' and '..' are not allowed"
         )
     if not _NAME.match(name):
-        raise InvalidNameError(f"{what} name {name!r} is invalid: use only [A-Za-z0-9._-]")
+        raise InvalidNameError(f"{what} name {shown} is invalid: use only [A-Za-z0-9._-]")
     if what == "revision" and HEAD_PATTERN.match(name):
-        raise InvalidNameError(f"revision name {name!r} is reserved for positional reads")
+        raise InvalidNameError(f"revision name {shown} is reserved for positional reads")
+    if what == "revision" and name.isdigit():
+        raise InvalidNameError(
+            f"revision name {shown} is all digits: at={shown} must mean sequence {int(name)}; "
+            "add a letter (e.g. 'r" + name + "')"
+        )
     if name.startswith(("_", ".")) or name in RESERVED_NAMES:
         raise InvalidNameError(
-            f"{what} name {name!r} is reserved: names may not start with '_' or '.'"
+            f"{what} name {shown} is reserved: names may not start with '_' or '.'"
         )
     return name
 
@@ -38,11 +93,34 @@ def check_name(name: str, what: str) -> str:
 def data_schema(table: str, schema: StructType, id_columns: Sequence[str]) -> StructType:
     """The schema to record for ``table`` (without ``_deleted``), after checking its columns."""
     names = schema.fieldNames()
+    seen: dict[str, str] = {}
+    for name in names:
+        if name.lower() in seen:
+            raise DuplicateColumnError(
+                f"table {table!r}: column {name!r} appears twice"
+                + (f" (as {seen[name.lower()]!r})" if seen[name.lower()] != name else "")
+                + "; column names are compared case-insensitively: rename or drop one"
+            )
+        seen[name.lower()] = name
     missing = [c for c in id_columns if c not in names]
     if missing:
         raise IdColumnsError(
             f"table {table!r}: id column(s) {missing} not in the data; columns are {names}"
         )
+    for column in id_columns:
+        data_type = schema[column].dataType
+        if not isinstance(data_type, ID_TYPES):
+            why = (
+                " (floating point equality is not identity: NaN, -0.0/0.0 and rounding would "
+                "split or lose entities; cast to decimal, long or string)"
+                if data_type.typeName() in ("float", "double")
+                else " (ids must be atomic and exactly comparable: integers, decimal, string, "
+                "date, timestamp or boolean)"
+            )
+            raise IdColumnsError(
+                f"table {table!r}: id column {column!r} has type {data_type.simpleString()}, "
+                f"which cannot identify an entity{why}"
+            )
     clashes = [c for c in names if c in REVISION_COLUMNS]
     if clashes:
         raise InvalidNameError(f"table {table!r}: column(s) {clashes} are reserved for reads")
@@ -73,23 +151,38 @@ def check_compatible(table: str, major: StructType, current: StructType, new: St
             )
 
 
+def _id_list(columns: Any, where: str) -> tuple[str, ...]:
+    """One table's id columns: a name or a list of distinct, non-empty names."""
+    if isinstance(columns, str):
+        columns = (columns,)
+    if isinstance(columns, Mapping) or not isinstance(columns, Sequence):
+        raise ArgumentTypeError(
+            f"{where}id_columns must be a list of column names, got {describe(columns)}"
+        )
+    cols = tuple(columns)
+    if not cols:
+        raise IdColumnsError(f"{where}at least one id column is needed")
+    for col in cols:
+        if not isinstance(col, str):
+            raise ArgumentTypeError(f"{where}id column names must be strings, got {describe(col)}")
+        if not col:
+            raise IdColumnsError(f"{where}an id column name is empty")
+    repeated = sorted({c for c in cols if cols.count(c) > 1})
+    if repeated:
+        raise IdColumnsError(f"{where}id column(s) {repeated} are listed twice")
+    return cols
+
+
 def normalize_id_columns(
     id_columns: Sequence[str] | Mapping[str, Sequence[str]] | None,
 ) -> tuple[tuple[str, ...] | None, dict[str, tuple[str, ...]] | None]:
     """Split the constructor argument into (default ids, per-table declared ids)."""
     if id_columns is None:
         return None, None
-    if isinstance(id_columns, str):
-        return (id_columns,), None
     if isinstance(id_columns, Mapping):
         declared = {}
         for table, cols in id_columns.items():
             check_name(table, "table")
-            declared[table] = (cols,) if isinstance(cols, str) else tuple(cols)
-            if not declared[table]:
-                raise IdColumnsError(f"table {table!r}: at least one id column is needed")
+            declared[table] = _id_list(cols, f"table {table!r}: ")
         return None, declared
-    cols = tuple(id_columns)
-    if not cols:
-        raise IdColumnsError("at least one id column is needed")
-    return cols, None
+    return _id_list(id_columns, ""), None

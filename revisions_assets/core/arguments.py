@@ -1,0 +1,155 @@
+"""Type and range checks at the API boundary: a wrong argument is refused before it can
+reach the log (``is_major="False"`` is not a major, ``version=123`` is not a version).
+
+Every message names the argument and shows the bad value (type and a short, redacted
+repr); errors are ``ArgumentTypeError`` for a wrong type and ``InvalidArgumentError``
+for a value out of range.
+"""
+
+from __future__ import annotations
+
+import numbers
+import sys
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from .errors import ArgumentTypeError, InvalidArgumentError
+from .records import UpstreamPosition
+from .uris import describe
+
+
+def check_type(value: Any, types: type | tuple[type, ...], what: str, expected: str) -> Any:
+    if not isinstance(value, types):
+        raise ArgumentTypeError(f"{what} must be {expected}, got {describe(value)}")
+    return value
+
+
+def check_bool(value: Any, what: str) -> bool:
+    """A real bool: the string 'False' is truthy and must never commit a major."""
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(f"{what} must be True or False, got {describe(value)}")
+    return value
+
+
+def check_text(value: Any, what: str, *, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    return check_type(value, str, what, "a string" + (" or None" if optional else ""))
+
+
+def check_sequence_number(value: Any, what: str, *, optional: bool = False) -> int | None:
+    """A position in the commit order: an int >= 0 (0 is "before the first revision")."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ArgumentTypeError(f"{what} must be a sequence number (an int), got {describe(value)}")
+    if value < 0:
+        raise InvalidArgumentError(
+            f"{what} must be >= 0, got {value}: sequences count commits from 1 "
+            "(0 is before the first revision)"
+        )
+    return int(value)
+
+
+def check_choice(value: Any, choices: Collection[str], what: str) -> str:
+    check_type(value, str, what, f"one of {sorted(choices)}")
+    if value not in choices:
+        raise InvalidArgumentError(f"{what} must be one of {sorted(choices)}, got {value!r}")
+    return value
+
+
+def check_spark(spark: Any) -> SparkSession | None:
+    """A classic or Spark Connect session, or None (the active/default one is used)."""
+    connect = sys.modules.get("pyspark.sql.connect.session")  # loaded iff Connect is in use
+    types: tuple[type, ...] = (SparkSession,)
+    if connect is not None:
+        types += (connect.SparkSession,)
+    if spark is not None and not isinstance(spark, types):
+        raise ArgumentTypeError(f"spark must be a SparkSession or None, got {describe(spark)}")
+    return spark
+
+
+def check_tables(tables: Any) -> Mapping[str, DataFrame]:
+    """``{table name: Spark DataFrame}`` with at least one table."""
+    if isinstance(tables, DataFrame):
+        raise ArgumentTypeError(
+            "tables must be a dict {table name: Spark DataFrame}, got a bare DataFrame: "
+            "pass {'<table>': df}"
+        )
+    check_type(tables, Mapping, "tables", "a dict {table name: Spark DataFrame}")
+    if not tables:
+        raise InvalidArgumentError("tables is empty: commit() needs at least one table")
+    for name, df in tables.items():
+        check_type(name, str, "a table name in tables", "a string")
+        if not isinstance(df, DataFrame):
+            hint = (
+                "; convert it with spark.createDataFrame(pdf)"
+                if type(df).__module__.startswith("pandas")
+                else ""
+            )
+            raise ArgumentTypeError(
+                f"table {name!r} must be a Spark DataFrame, got {describe(df)}{hint}"
+            )
+    return tables
+
+
+def check_version(version: Any, tables: Collection[str]) -> None:
+    """A str, None, or a dict {table: str | None} naming only tables of this commit."""
+    if version is None or isinstance(version, str):
+        return
+    if not isinstance(version, Mapping):
+        raise ArgumentTypeError(
+            f"version must be a string, None or a dict {{table: string}}, got {describe(version)}"
+        )
+    for table, value in version.items():
+        if table not in tables:
+            raise InvalidArgumentError(
+                f"version names table {table!r}, which this commit does not write "
+                f"(tables: {sorted(tables)})"
+            )
+        check_text(value, f"version[{table!r}]", optional=True)
+
+
+def check_string_map(value: Any, what: str) -> dict[str, str]:
+    """A dict of strings (``producer``, ``properties``); None values are dropped."""
+    if value is None:
+        return {}
+    check_type(value, Mapping, what, "a dict of strings")
+    out = {}
+    for key, item in value.items():
+        check_text(key, f"a key of {what}")
+        if item is not None:
+            out[key] = check_text(item, f"{what}[{key!r}]")
+    return out
+
+
+def check_upstream(upstream: Any) -> tuple[UpstreamPosition, ...]:
+    """A list of ``UpstreamPosition`` with text addresses and sequence numbers."""
+    if isinstance(upstream, (str, bytes, Mapping)) or not isinstance(upstream, Sequence):
+        raise ArgumentTypeError(
+            f"upstream must be a list of UpstreamPosition, got {describe(upstream)}"
+        )
+    for position in upstream:
+        check_type(position, UpstreamPosition, "an item of upstream", "an UpstreamPosition")
+        check_text(position.dataset, "UpstreamPosition.dataset")
+        check_text(position.table, "UpstreamPosition.table")
+        check_sequence_number(position.sequence, f"the upstream position in {position.key}")
+    return tuple(upstream)
+
+
+def check_expected_positions(value: Any) -> dict[tuple[str, str], int]:
+    """``{(upstream dataset, table): sequence}`` the consumer started from."""
+    if value is None:
+        return {}
+    check_type(value, Mapping, "expected_positions", "a dict {(dataset, table): sequence}")
+    out = {}
+    for key, sequence in value.items():
+        if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(k, str) for k in key)):
+            raise ArgumentTypeError(
+                f"expected_positions keys must be (dataset, table) pairs of strings, "
+                f"got {describe(key)}"
+            )
+        out[key] = check_sequence_number(sequence, f"expected_positions[{key!r}]")
+    return out

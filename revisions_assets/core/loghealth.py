@@ -1,0 +1,236 @@
+"""Is the log whole and well formed? Checks made when a log is opened and read.
+
+* ``parse_entry``: a log entry's bytes become a ``Revision`` only when every field has the
+  right type (``is_major`` a real bool, counts non-negative ints, …) and every recorded
+  file path stays inside the root; otherwise ``CorruptLogError`` names the file and what
+  is wrong (never an AttributeError, never ``bool("False")``).
+* ``check_log_health``: after an open has read the log up to its head, nothing may lie
+  beyond it (an entry past a missing one is a gap), and an empty log must really be an
+  empty dataset, not a lost ``_log/``. It lists the names after the head only (one
+  request on S3) and parses nothing, so opening stays cheap.
+
+Neither writes anything: a dataset whose log is damaged is left as it is for the
+operator (``RevisionedDataset.verify()`` lists what is wrong, the README says how to
+repair it).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .errors import CorruptLogError, PathEscapeError
+from .layout import (
+    CLAIM_FILE,
+    DESCRIPTION,
+    LOG_DIR,
+    LOG_MARKER,
+    entry_name,
+    entry_path,
+    entry_sequence,
+)
+from .records import Revision
+from .storage import Storage, check_relative
+
+REPAIR_HINT = (
+    "nothing is written to this dataset until the log is repaired: run ds.verify() "
+    "(or `revisions verify`) and see 'Recovering a damaged dataset' in the README"
+)
+
+
+def parse_entry(raw: bytes, sequence: int, root: str) -> Revision:
+    """The revision recorded in log entry ``sequence``, or CorruptLogError naming the file."""
+    path = entry_path(sequence)
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CorruptLogError(
+            f"{root}: log entry {path} is not valid JSON ({exc}); {REPAIR_HINT}"
+        ) from None
+    problem = entry_problem(doc)
+    if problem is None and doc["sequence"] != sequence:
+        problem = f"claims sequence {doc['sequence']}"
+    if problem is not None:
+        raise CorruptLogError(f"{root}: log entry {path} {problem}; {REPAIR_HINT}")
+    try:
+        return Revision.from_json(raw)
+    except Exception as exc:  # a shape entry_problem() does not know yet
+        raise CorruptLogError(
+            f"{root}: log entry {path} cannot be read: {type(exc).__name__}: {exc}; {REPAIR_HINT}"
+        ) from exc
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_count(value: Any) -> bool:
+    return _is_int(value) and value >= 0
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _optional_text(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _field_problem(
+    doc: Mapping[str, Any],
+    key: str,
+    ok: Callable[[Any], bool],
+    what: str,
+    *,
+    required: bool = True,
+    where: str = "",
+) -> str | None:
+    if key not in doc:
+        return f"lacks the field {where}{key!r}" if required else None
+    if not ok(doc[key]):
+        return f"has {where}{key!r} = {json.dumps(doc[key])[:60]}, expected {what}"
+    return None
+
+
+_TOP_FIELDS: tuple[tuple[str, Callable[[Any], bool], str, bool], ...] = (
+    ("name", lambda v: _is_text(v) and v != "", "a non-empty string", True),
+    ("timestamp_us", _is_int, "an integer (microseconds)", True),
+    ("is_major", _is_bool, "true or false", True),
+    ("version", _optional_text, "a string or null", False),
+    ("sequence", lambda v: _is_int(v) and v >= 1, "an integer >= 1", True),
+    ("committed_at_us", _is_int, "an integer (microseconds)", True),
+    ("tables", lambda v: isinstance(v, dict), "an object", True),
+    ("producer", lambda v: isinstance(v, dict), "an object", False),
+    ("upstream", lambda v: isinstance(v, list), "a list", False),
+    ("data_change", _is_bool, "true or false", False),
+    ("properties", lambda v: isinstance(v, dict), "an object", False),
+)
+_TABLE_FIELDS: tuple[tuple[str, Callable[[Any], bool], str, bool], ...] = (
+    (
+        "id_columns",
+        lambda v: isinstance(v, list) and bool(v) and all(_is_text(c) for c in v),
+        "a non-empty list of strings",
+        True,
+    ),
+    (
+        "schema",
+        lambda v: isinstance(v, dict) and isinstance(v.get("fields"), list),
+        "a Spark schema object",
+        True,
+    ),
+    ("version", _optional_text, "a string or null", False),
+    ("rows", _is_count, "a count >= 0", True),
+    ("tombstones", _is_count, "a count >= 0", True),
+    (
+        "files",
+        lambda v: isinstance(v, list) and all(_is_text(f) for f in v),
+        "a list of paths",
+        True,
+    ),
+    ("bytes", _is_count, "a count >= 0", True),
+)
+
+
+def entry_problem(doc: Any) -> str | None:
+    """What is wrong with a decoded log entry, or None when its shape is right.
+
+    Unknown fields are allowed (newer writers may add some); known ones must have their type.
+    """
+    if not isinstance(doc, dict):
+        return f"is a JSON {type(doc).__name__}, not an object"
+    for key, ok, what, required in _TOP_FIELDS:
+        problem = _field_problem(doc, key, ok, what, required=required)
+        if problem:
+            return problem
+    for table, write in doc["tables"].items():
+        where = f"tables.{table}."
+        if not table or "/" in table or "\\" in table or table in (".", ".."):
+            return f"names a table {table!r} that is not a plain name"
+        if not isinstance(write, dict):
+            return f"has {where[:-1]!r} = {json.dumps(write)[:60]}, expected an object"
+        for key, ok, what, required in _TABLE_FIELDS:
+            problem = _field_problem(write, key, ok, what, required=required, where=where)
+            if problem:
+                return problem
+        for file in write["files"]:
+            try:
+                check_relative(file)
+            except PathEscapeError:
+                return f"references the file {file!r} outside the dataset root"
+    for position in doc.get("upstream") or []:
+        if not (
+            isinstance(position, dict)
+            and _is_text(position.get("dataset"))
+            and _is_text(position.get("table"))
+            and _is_count(position.get("sequence"))
+        ):
+            shown = json.dumps(position)[:60]
+            return f"has an upstream position {shown} without dataset/table/sequence"
+    return None
+
+
+def check_log_health(storage: Storage, head: int) -> None:
+    """Raise CorruptLogError unless the log read up to ``head`` is the whole log."""
+    _check_nothing_beyond(storage, head)
+    if head == 0:
+        check_not_lost(storage)
+
+
+def _check_nothing_beyond(storage: Storage, head: int) -> None:
+    """Entries past the head are fine only as the next ones, committed while we opened."""
+    names = storage.list_names(LOG_DIR, start_after=entry_name(head))
+    expected = head + 1
+    for sequence in sorted(s for s in map(entry_sequence, names) if s is not None):
+        while expected < sequence:
+            if not storage.exists(entry_path(expected)):
+                raise CorruptLogError(
+                    f"{storage.uri}: the log has a gap: {entry_path(sequence)} exists but "
+                    f"{entry_path(expected)} is missing (the log reads up to sequence {head}); "
+                    f"an entry was deleted or a stray file was put in {LOG_DIR}/; {REPAIR_HINT}"
+                )
+            expected += 1
+        expected = sequence + 1
+
+
+def check_not_lost(storage: Storage) -> None:
+    """An empty log under an existing dataset means ``_log/`` was lost, not a new dataset."""
+    raw = storage.read(DESCRIPTION)
+    if raw is not None:
+        try:
+            listed: int | str = pq.read_metadata(io.BytesIO(raw)).num_rows
+        except (pa.ArrowException, ValueError, OSError):
+            listed = "an unknown number of"
+        if listed != 0:
+            raise CorruptLogError(
+                f"{storage.uri}: {LOG_DIR}/ holds no log entry, but {DESCRIPTION} lists "
+                f"{listed} revisions: the log was deleted or lost (restore {LOG_DIR}/ from a "
+                f"backup); {REPAIR_HINT}"
+            )
+    folders = [n[:-1] for n in storage.list_names("") if n.endswith("/") and n[0] not in "_."]
+    if not folders or storage.exists(LOG_MARKER):
+        return  # a new dataset, or a first commit in progress (its writer made the marker)
+    for folder in folders:
+        try:
+            claimed = storage.exists(f"{folder}/{CLAIM_FILE}")
+        except PathEscapeError:
+            continue
+        if claimed:
+            raise CorruptLogError(
+                f"{storage.uri}: revision folder {folder!r} exists but {LOG_DIR}/ is missing: "
+                f"the log was deleted or lost (restore {LOG_DIR}/ from a backup; if no revision "
+                f"was ever committed here, delete the folder); {REPAIR_HINT}"
+            )
+
+
+def mark_dataset(storage: Storage) -> None:
+    """Written before the first revision folder is claimed (see ``layout``); idempotent."""
+    storage.create_exclusive(LOG_MARKER, b'{"format":1}')

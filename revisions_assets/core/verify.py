@@ -1,0 +1,271 @@
+"""What is wrong with a dataset's storage, for an operator: ``verify`` only reads.
+
+Each ``Finding`` names its kind, how serious it is, the path (relative to the root), what
+is wrong and how to fix it. ``error``: reads or commits fail or are refused until it is
+repaired; ``warning``: harmless to reads and commits (leftovers that vacuum reclaims, a
+stale derived file that the next commit rewrites).
+
+Unlike opening a dataset, which stops at the first damage, ``verify`` reads every log
+entry and lists every file, so it is meant for operators (``revisions verify``), not
+for each run. It works on a dataset that cannot be opened.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .backends import open_storage
+from .errors import CorruptLogError, PathEscapeError, StorageError
+from .layout import (
+    DESCRIPTION,
+    LAST_CHECKPOINT,
+    LOG_DIR,
+    checkpoint_path,
+    entry_path,
+    entry_sequence,
+    is_temp_name,
+)
+from .loghealth import check_not_lost, parse_entry
+from .records import Revision
+from .storage import Storage
+
+Severity = Literal["error", "warning"]
+
+#: every kind of finding, its severity and how an operator fixes it (the README repeats these)
+KINDS: dict[str, tuple[Severity, str]] = {
+    "log_gap": (
+        "error",
+        "restore the missing entry from a backup (entries are immutable files); if it is lost "
+        "for good, move the entries after the gap out of _log/ (their revisions are dropped "
+        "and their folders become orphans), so that the log ends before the gap",
+    ),
+    "log_entry_corrupt": (
+        "error",
+        "restore the entry from a backup; a stray file that is not an entry can be deleted; "
+        "if the last entry is damaged beyond repair, move it out of _log/ (its revision is "
+        "dropped)",
+    ),
+    "log_missing": (
+        "error",
+        "restore _log/ from a backup; if no revision was ever committed here, delete the "
+        "revision folders and description.parquet",
+    ),
+    "missing_file": (
+        "error",
+        "restore the file from a backup; otherwise reads that include its revision raise "
+        "MissingFileError: commit a new major of the table so that default reads no longer "
+        "need it",
+    ),
+    "path_escape": (
+        "error",
+        "replace the symbolic link by the real folder or file inside the root, or remove it: "
+        "revisions-assets never follows links out of a dataset",
+    ),
+    "description_stale": (
+        "warning",
+        "harmless (the engine never reads description.parquet): the next commit, or the next "
+        "open with write access, rewrites it",
+    ),
+    "checkpoint_unreadable": (
+        "warning",
+        "harmless but opens read more entries: delete the damaged checkpoint and "
+        "_log/_last_checkpoint; a later commit writes a new checkpoint",
+    ),
+    "orphan_folder": (
+        "warning",
+        "a writer failed or was killed before its commit (or is committing right now): nothing "
+        "reads it; vacuum reclaims it after its grace period, or delete it once no writer runs",
+    ),
+    "temp_file": (
+        "warning",
+        "a writer failed or died between writing a temporary file and renaming it: nothing "
+        "reads it; vacuum reclaims it, or delete it",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem of a dataset's storage."""
+
+    kind: str  # a key of KINDS
+    severity: Severity
+    path: str  # relative to the dataset root; "" for the root itself
+    message: str
+    fix: str
+
+    @classmethod
+    def of(cls, kind: str, path: str, message: str, severity: Severity | None = None) -> Finding:
+        default, fix = KINDS[kind]
+        return cls(kind, severity or default, path, message, fix)
+
+
+def verify(root: str | os.PathLike[str] | Storage, **storage_options: object) -> list[Finding]:
+    """The findings for the dataset at ``root`` (errors first), without opening it: works
+    on a dataset whose log is too damaged to open. Only reads."""
+    return verify_storage(open_storage(root, **storage_options))
+
+
+def verify_storage(storage: Storage) -> list[Finding]:
+    findings: list[Finding] = []
+    records, head = _check_log(storage, findings)
+    files = storage.list_files("")
+    _check_files(storage, records, {f.path for f in files}, findings)
+    _check_description(storage, head, findings)
+    _check_leftovers(storage, records, (f.path for f in files), findings)
+    order = {"error": 0, "warning": 1}
+    return sorted(findings, key=lambda f: (order[f.severity], f.path, f.kind))
+
+
+def _checkpoint_sequence(storage: Storage, findings: list[Finding]) -> int:
+    """The sequence covered by the newest checkpoint, 0 when none is usable."""
+    try:
+        hint = storage.read(LAST_CHECKPOINT)
+        if hint is None:
+            return 0
+        sequence = int(json.loads(hint)["sequence"])
+        raw = storage.read(checkpoint_path(sequence))
+        if raw is None:
+            raise ValueError(f"{checkpoint_path(sequence)} is missing")
+        rows = pq.read_metadata(io.BytesIO(raw)).num_rows
+        if rows != sequence:
+            raise ValueError(f"{checkpoint_path(sequence)} holds {rows} entries, not {sequence}")
+        return sequence
+    except (ValueError, KeyError, TypeError, pa.ArrowException, StorageError) as exc:
+        findings.append(
+            Finding.of(
+                "checkpoint_unreadable",
+                LAST_CHECKPOINT,
+                f"the newest checkpoint cannot be used: {exc}; opens probe every entry instead",
+            )
+        )
+        return 0
+
+
+def _check_log(storage: Storage, findings: list[Finding]) -> tuple[list[Revision], int]:
+    """Every entry parsed; gaps and bad entries reported. Returns the readable records and
+    the head an open reaches (the end of the gap-free, readable prefix)."""
+    checkpoint = _checkpoint_sequence(storage, findings)
+    sequences = []
+    for name in storage.list_names(LOG_DIR):
+        sequence = entry_sequence(name.rstrip("/"))
+        if sequence is None:
+            continue
+        sequences.append(sequence)
+    records: list[Revision] = []
+    bad: set[int] = set()
+    for sequence in sorted(sequences):
+        path = entry_path(sequence)
+        try:
+            raw = storage.read(path)
+            if raw is None:
+                raise StorageError(f"{path} is listed but cannot be read as a file")
+            records.append(parse_entry(raw, sequence, storage.uri))
+        except PathEscapeError as exc:
+            bad.add(sequence)
+            findings.append(Finding.of("path_escape", path, str(exc)))
+        except (CorruptLogError, StorageError) as exc:
+            bad.add(sequence)
+            findings.append(Finding.of("log_entry_corrupt", path, str(exc)))
+    previous = 0
+    for sequence in sorted(sequences):
+        if sequence > previous + 1:
+            first, last = previous + 1, sequence - 1
+            covered = last <= checkpoint
+            missing = entry_path(first) if first == last else f"{entry_path(first)} … {last}"
+            findings.append(
+                Finding.of(
+                    "log_gap",
+                    entry_path(first),
+                    f"log entries {missing} are missing while {entry_path(sequence)} exists"
+                    + (
+                        f" (covered by checkpoint {checkpoint}: opens are not affected)"
+                        if covered
+                        else ""
+                    ),
+                    severity="warning" if covered else None,
+                )
+            )
+        previous = sequence
+    if not sequences:
+        try:
+            check_not_lost(storage)
+        except CorruptLogError as exc:
+            findings.append(Finding.of("log_missing", LOG_DIR, str(exc)))
+    present = set(sequences) - bad
+    head = checkpoint
+    while head + 1 in present:
+        head += 1
+    return records, head
+
+
+def _check_files(
+    storage: Storage, records: list[Revision], listed: set[str], findings: list[Finding]
+) -> None:
+    for record in records:
+        for table, write in record.tables.items():
+            for path in write.files:
+                try:
+                    storage.check_inside(path)
+                    if path in listed or storage.exists(path):
+                        continue
+                except PathEscapeError as exc:
+                    findings.append(Finding.of("path_escape", path, str(exc)))
+                    continue
+                findings.append(
+                    Finding.of(
+                        "missing_file",
+                        path,
+                        f"data file {path} of revision {record.name!r} (sequence "
+                        f"{record.sequence}), table {table!r}, is missing",
+                    )
+                )
+
+
+def _check_description(storage: Storage, head: int, findings: list[Finding]) -> None:
+    raw = storage.read(DESCRIPTION)
+    if raw is None:
+        problem = f"is missing while the log has {head} revisions" if head else None
+    else:
+        try:
+            rows = pq.read_metadata(io.BytesIO(raw)).num_rows
+            problem = None if rows == head else f"lists {rows} revisions, the log has {head}"
+        except (pa.ArrowException, ValueError, OSError) as exc:
+            problem = f"is not readable Parquet ({exc})"
+    if problem:
+        findings.append(Finding.of("description_stale", DESCRIPTION, f"{DESCRIPTION} {problem}"))
+
+
+def _check_leftovers(
+    storage: Storage, records: list[Revision], paths: Iterable[str], findings: list[Finding]
+) -> None:
+    used = {r.name for r in records}
+    used |= {f.split("/", 1)[0] for r in records for w in r.tables.values() for f in w.files}
+    for path in paths:
+        if is_temp_name(path.rsplit("/", 1)[-1]):
+            findings.append(
+                Finding.of("temp_file", path, f"{path} is a temporary file left by a writer")
+            )
+    for name in storage.list_names(""):
+        folder = name.rstrip("/")
+        try:
+            storage.check_inside(folder)
+        except PathEscapeError as exc:
+            findings.append(Finding.of("path_escape", folder, str(exc)))
+            continue
+        if name.endswith("/") and folder[0] not in "_." and folder not in used:
+            findings.append(
+                Finding.of(
+                    "orphan_folder",
+                    folder,
+                    f"folder {folder!r} belongs to no committed revision",
+                )
+            )

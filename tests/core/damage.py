@@ -1,0 +1,71 @@
+"""A tiny committed dataset to damage, and snapshots that prove nothing changed afterwards."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+from revisions_assets import RevisionedDataset
+from revisions_assets.core.log import entry_path
+
+from .helpers import day, frame
+
+TABLE = "t"
+SCHEMA = "id long, v string"
+
+
+def build_template(spark, root: str) -> None:
+    """Three revisions of table ``t``: a major r1 (ids 1-3), minors r2 (id 2) and r3 (id 4)."""
+    ds = RevisionedDataset(root, spark=spark, id_columns=["id"])
+    for name, rows, when, major in (
+        ("r1", [(1, "a"), (2, "b"), (3, "c")], 0, True),
+        ("r2", [(2, "B")], 1, False),
+        ("r3", [(4, "d")], 2, False),
+    ):
+        ds.commit(
+            {TABLE: frame(spark, rows, SCHEMA)},
+            timestamp=day(when),
+            is_major=major,
+            version="v1",
+            name=name,
+        )
+
+
+def copy_dataset(template: str | Path, target: Path) -> Path:
+    shutil.copytree(template, target, symlinks=True)
+    return target
+
+
+def snapshot(top: Path) -> dict[str, object]:
+    """Every entry below ``top``: a file hash, a link target, or a folder (links not followed)."""
+    out: dict[str, object] = {}
+    for dirpath, dirs, files in os.walk(top):
+        for name in dirs + files:
+            path = Path(dirpath) / name
+            rel = path.relative_to(top).as_posix()
+            if path.is_symlink():
+                out[rel] = ("link", os.readlink(path))
+            elif path.is_dir():
+                out[rel] = "dir"
+            else:
+                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def data_files(root: Path, revision: str) -> list[Path]:
+    return sorted((root / revision / TABLE).glob("part-*.parquet"))
+
+
+def entry(root: Path, sequence: int) -> dict:
+    return json.loads((root / entry_path(sequence)).read_text())
+
+
+def write_entry(root: Path, sequence: int, content: object) -> None:
+    """Replace log entry ``sequence`` by ``content`` (bytes as is, anything else as JSON)."""
+    path = root / entry_path(sequence)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    path.write_bytes(content if isinstance(content, bytes) else json.dumps(content).encode())
