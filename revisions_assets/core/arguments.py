@@ -125,6 +125,17 @@ def check_string_map(value: Any, what: str) -> dict[str, str]:
     return out
 
 
+def check_options(value: Any, what: str) -> dict[str, object]:
+    """A dict of named options; the values are never shown (they may be secrets)."""
+    if value is None:
+        return {}
+    check_type(value, Mapping, what, "a dict of options")
+    names = [k for k in value if not isinstance(k, str)]
+    if names:
+        raise ArgumentTypeError(f"{what} names must be strings, got {describe(names[0])}")
+    return dict(value)
+
+
 def check_upstream(upstream: Any) -> tuple[UpstreamPosition, ...]:
     """A list of ``UpstreamPosition`` with text addresses and sequence numbers."""
     if isinstance(upstream, (str, bytes, Mapping)) or not isinstance(upstream, Sequence):

@@ -18,12 +18,12 @@ from .arguments import (
     check_bool,
     check_choice,
     check_expected_positions,
+    check_options,
     check_sequence_number,
     check_spark,
     check_string_map,
     check_tables,
     check_text,
-    check_type,
     check_upstream,
     check_version,
 )
@@ -120,14 +120,13 @@ class RevisionedDataset:
         merge_strategy: MergeStrategy = "auto",
         storage_options: Mapping[str, object] | None = None,
     ):
-        if storage_options is not None:
-            check_type(storage_options, Mapping, "storage_options", "a dict of S3 options")
+        options = check_options(storage_options, "storage_options")
         self._spark = check_spark(spark)
         self.merge_strategy = check_choice(
             merge_strategy, get_args(MergeStrategy), "merge_strategy"
         )
         self._default_ids, self._declared = normalize_id_columns(id_columns)
-        self.storage = open_storage(root, **dict(storage_options or {}))
+        self.storage = open_storage(root, **options)
         self.root = self.storage.uri
         self._log = RevisionLog(self.storage)
         self._log.refresh()

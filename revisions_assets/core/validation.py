@@ -180,6 +180,8 @@ def normalize_id_columns(
     if id_columns is None:
         return None, None
     if isinstance(id_columns, Mapping):
+        if not id_columns:
+            raise IdColumnsError("id_columns is an empty dict: declare at least one table")
         declared = {}
         for table, cols in id_columns.items():
             check_name(table, "table")

@@ -87,9 +87,9 @@ def drop(*rels: str) -> Callable[[Ctx], None]:
     return damage
 
 
-def edit_entry(sequence: int, **fields) -> Callable[[Ctx], None]:
+def edit_entry(at: int, **fields) -> Callable[[Ctx], None]:
     def damage(c: Ctx) -> None:
-        write_entry(c.root, sequence, {**entry(c.root, sequence), **fields})
+        write_entry(c.root, at, {**entry(c.root, at), **fields})
 
     return damage
 
@@ -210,11 +210,17 @@ CASES = [
         absent=(SECRET, KEY_ID),
     ),
     Case(
-        "root-unknown-scheme",
-        StorageError,
-        ("ftp://***@host/x", "no storage backend"),
+        "root-with-an-access-key-only",
+        StorageOptionsError,
+        ("ftp://***@host/x", "embeds credentials"),
         lambda c: RevisionedDataset(f"ftp://{KEY_ID}@host/x"),
         absent=(KEY_ID,),
+    ),
+    Case(
+        "root-unknown-scheme",
+        StorageError,
+        ("'ftp://host/x'", "no storage backend"),
+        lambda c: RevisionedDataset("ftp://host/x"),
     ),
     Case(
         "root-file-uri-remote-host",
@@ -289,7 +295,12 @@ CASES = [
         lambda c: RevisionedDataset(str(c.root), id_columns={"../x": ["id"]}),
     ),
     # commit: the tables argument
-    Case("tables-none", ArgumentTypeError, ("tables", "None"), bad_commit(tables=None)),
+    Case(
+        "tables-none",
+        ArgumentTypeError,
+        ("tables", "None"),
+        lambda c: c.open().commit(None, day(3), False),
+    ),
     Case("tables-list", ArgumentTypeError, ("tables", "list"), lambda c: c.commit([c.df()])),
     Case(
         "tables-bare-dataframe",
@@ -402,7 +413,7 @@ CASES = [
         ("revision name", "300 characters"),
         bad_commit(name="n" * 300),
     ),
-    Case("name-head", InvalidNameError, ("'HEAD~1'", "positional"), bad_commit(name="HEAD~1")),
+    Case("name-head", InvalidNameError, ("'HEAD'", "positional"), bad_commit(name="HEAD")),
     Case("name-escapes", InvalidNameError, ("'../r1'", "escape"), bad_commit(name="../r1")),
     Case(
         "producer-value-int",

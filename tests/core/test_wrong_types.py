@@ -231,11 +231,15 @@ def dataset(template, spark, tmp_path_factory):
     return RevisionedDataset(str(root), spark=spark, id_columns=["id"])
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@pytest.fixture(scope="module")
+def public_callables(dataset, spark):
+    return entries(dataset, spark, dataset.root)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
-def test_wrong_types_raise_only_revisions_errors(dataset, spark, data, tmp_path_factory):
-    table = entries(dataset, spark, dataset.root)
-    entry = data.draw(st.sampled_from(table), label="callable")
+def test_wrong_types_raise_only_revisions_errors(dataset, public_callables, data):
+    entry = data.draw(st.sampled_from(public_callables), label="callable")
     argument = data.draw(st.sampled_from(sorted(entry.accepts)), label="argument")
     value = data.draw(ANY_VALUE.filter(lambda v: not entry.accepts[argument](v)), label="value")
     kwargs = {**entry.valid, argument: value}
