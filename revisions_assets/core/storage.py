@@ -22,7 +22,7 @@ import shutil
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -126,6 +126,9 @@ class LocalStorage(Storage):
     def __repr__(self) -> str:
         return f"LocalStorage({self.uri!r})"
 
+    def _os_errors(self, operation: str, rel: str) -> AbstractContextManager[None]:
+        return _os_errors(operation, f"{self.uri}/{rel}" if rel else self.uri)
+
     def _abs(self, rel: str) -> Path:
         """The absolute path of ``rel``; refused if it or a symlink on its way leaves the root."""
         check_relative(rel)
@@ -148,15 +151,15 @@ class LocalStorage(Storage):
         return target
 
     def check_inside(self, rel: str) -> None:
-        with _os_errors("resolve", rel):
+        with self._os_errors("resolve", rel):
             self._abs(rel)
 
     def spark_uri(self, rel: str = "") -> str:
-        with _os_errors("resolve", rel):
+        with self._os_errors("resolve", rel):
             return self._abs(rel).as_uri()
 
     def read(self, rel: str) -> bytes | None:
-        with _os_errors("read", rel):
+        with self._os_errors("read", rel):
             path = self._abs(rel)
             try:
                 return path.read_bytes()
@@ -190,13 +193,13 @@ class LocalStorage(Storage):
             tmp.unlink(missing_ok=True)
 
     def write(self, rel: str, data: bytes) -> None:
-        with _os_errors("write", rel):
+        with self._os_errors("write", rel):
             target = self._abs(rel)
             with self._staged(target, data) as tmp:
                 os.replace(tmp, target)
 
     def create_exclusive(self, rel: str, data: bytes) -> bool:
-        with _os_errors("create", rel):
+        with self._os_errors("create", rel):
             target = self._abs(rel)
             with self._staged(target, data) as tmp:
                 try:
@@ -230,7 +233,7 @@ class LocalStorage(Storage):
         def fail(exc: OSError) -> None:
             raise exc
 
-        with _os_errors("list", rel_prefix):
+        with self._os_errors("list", rel_prefix):
             top = self._abs(rel_prefix)
             if not top.exists():
                 return []
@@ -246,7 +249,7 @@ class LocalStorage(Storage):
         return sorted(out, key=lambda f: f.path)
 
     def list_names(self, rel_prefix: str, start_after: str | None = None) -> list[str]:
-        with _os_errors("list", rel_prefix):
+        with self._os_errors("list", rel_prefix):
             top = self._abs(rel_prefix)
             try:
                 entries = list(os.scandir(top))
@@ -256,11 +259,11 @@ class LocalStorage(Storage):
         return sorted(n for n in names if start_after is None or n > start_after)
 
     def exists(self, rel: str) -> bool:
-        with _os_errors("stat", rel):
+        with self._os_errors("stat", rel):
             return self._abs(rel).exists()
 
     def delete_tree(self, rel_prefix: str) -> None:
-        with _os_errors("delete", rel_prefix):
+        with self._os_errors("delete", rel_prefix):
             target = self._abs(rel_prefix)
             if target.is_symlink():
                 target.unlink()  # the link, never what it points to
