@@ -180,13 +180,17 @@ def entry_problem(doc: Any) -> str | None:
 
 def check_log_health(storage: Storage, head: int) -> None:
     """Raise CorruptLogError unless the log read up to ``head`` is the whole log."""
-    _check_nothing_beyond(storage, head)
-    if head == 0:
-        check_not_lost(storage)
+    # an empty log: gather the signs of an existing dataset *before* listing the log, so
+    # that a first commit landing meanwhile is seen by the listing (entry, then description)
+    lost = lost_log_evidence(storage) if head == 0 else None
+    beyond = _check_nothing_beyond(storage, head)
+    if lost and not beyond:
+        raise CorruptLogError(f"{storage.uri}: {lost}; {REPAIR_HINT}")
 
 
-def _check_nothing_beyond(storage: Storage, head: int) -> None:
-    """Entries past the head are fine only as the next ones, committed while we opened."""
+def _check_nothing_beyond(storage: Storage, head: int) -> int:
+    """How many entries lie past the head: fine only as the next ones (committed while we
+    opened); an entry past a missing one is a gap."""
     names = storage.list_names(LOG_DIR, start_after=entry_name(head))
     expected = head + 1
     for sequence in sorted(s for s in map(entry_sequence, names) if s is not None):
@@ -199,10 +203,12 @@ def _check_nothing_beyond(storage: Storage, head: int) -> None:
                 )
             expected += 1
         expected = sequence + 1
+    return expected - head - 1
 
 
-def check_not_lost(storage: Storage) -> None:
-    """An empty log under an existing dataset means ``_log/`` was lost, not a new dataset."""
+def lost_log_evidence(storage: Storage) -> str | None:
+    """Why a root without log entries is a dataset that lost its log, or None (a new
+    dataset, or a first commit in progress)."""
     raw = storage.read(DESCRIPTION)
     if raw is not None:
         try:
@@ -210,25 +216,25 @@ def check_not_lost(storage: Storage) -> None:
         except (pa.ArrowException, ValueError, OSError):
             listed = "an unknown number of"
         if listed != 0:
-            raise CorruptLogError(
-                f"{storage.uri}: {LOG_DIR}/ holds no log entry, but {DESCRIPTION} lists "
-                f"{listed} revisions: the log was deleted or lost (restore {LOG_DIR}/ from a "
-                f"backup); {REPAIR_HINT}"
+            return (
+                f"{LOG_DIR}/ holds no log entry, but {DESCRIPTION} lists {listed} revisions: "
+                f"the log was deleted or lost (restore {LOG_DIR}/ from a backup)"
             )
     folders = [n[:-1] for n in storage.list_names("") if n.endswith("/") and n[0] not in "_."]
     if not folders or storage.exists(LOG_MARKER):
-        return  # a new dataset, or a first commit in progress (its writer made the marker)
+        return None  # its writer made the marker before claiming any folder
     for folder in folders:
         try:
             claimed = storage.exists(f"{folder}/{CLAIM_FILE}")
         except PathEscapeError:
             continue
         if claimed:
-            raise CorruptLogError(
-                f"{storage.uri}: revision folder {folder!r} exists but {LOG_DIR}/ is missing: "
-                f"the log was deleted or lost (restore {LOG_DIR}/ from a backup; if no revision "
-                f"was ever committed here, delete the folder); {REPAIR_HINT}"
+            return (
+                f"revision folder {folder!r} exists but {LOG_DIR}/ is missing: the log was "
+                f"deleted or lost (restore {LOG_DIR}/ from a backup; if no revision was ever "
+                "committed here, delete the folder)"
             )
+    return None
 
 
 def mark_dataset(storage: Storage) -> None:

@@ -33,7 +33,7 @@ from .layout import (
     entry_sequence,
     is_temp_name,
 )
-from .loghealth import check_not_lost, parse_entry
+from .loghealth import lost_log_evidence, parse_entry
 from .records import Revision
 from .storage import Storage
 
@@ -195,11 +195,9 @@ def _check_log(storage: Storage, findings: list[Finding]) -> tuple[list[Revision
                 )
             )
         previous = sequence
-    if not sequences:
-        try:
-            check_not_lost(storage)
-        except CorruptLogError as exc:
-            findings.append(Finding.of("log_missing", LOG_DIR, str(exc)))
+    lost = None if sequences else lost_log_evidence(storage)
+    if lost:
+        findings.append(Finding.of("log_missing", LOG_DIR, lost))
     present = set(sequences) - bad
     head = checkpoint
     while head + 1 in present:
