@@ -17,6 +17,9 @@ entry, so both opening and committing cost O(CHECKPOINT_INTERVAL) reads,
 whatever the length of the log. ``description.parquet`` is derived: it is
 rewritten after each commit (and healed on open if a writer died before
 rewriting it); the engine itself never trusts it.
+
+The file names are spelled in ``layout``; ``loghealth`` parses entries strictly and
+checks, on the first refresh, that the log is whole (no gap, not lost).
 """
 
 from __future__ import annotations
