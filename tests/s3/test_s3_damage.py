@@ -1,0 +1,58 @@
+"""Log health and confinement on S3: the names after the head are listed with StartAfter, a
+gap or a lost log is found on open, verify() reports it, and keys never leave the prefix."""
+
+from __future__ import annotations
+
+import pytest
+from test_log import record
+
+from revisions_assets.core.backends import open_storage
+from revisions_assets.core.errors import CorruptLogError, PathEscapeError
+from revisions_assets.core.layout import DESCRIPTION, LOG_DIR, entry_name
+from revisions_assets.core.log import RevisionLog, entry_path
+from revisions_assets.core.verify import verify
+
+
+@pytest.fixture
+def storage(s3_root, s3_options):
+    storage = open_storage(s3_root, **s3_options)
+    log = RevisionLog(storage)
+    log.refresh()
+    for sequence in (1, 2, 3):
+        assert log.try_append(record(sequence))
+    log.after_commit()
+    return storage
+
+
+def test_names_after_a_position_are_listed_from_there(storage):
+    names = storage.list_names(LOG_DIR, start_after=entry_name(1))
+    assert [n for n in names if n.endswith(".json")] == [entry_name(2), entry_name(3)]
+    assert f"{LOG_DIR}/" in storage.list_names("")  # folders end with '/'
+
+
+def test_a_gap_is_found_on_open_and_by_verify(storage):
+    storage.delete_tree(entry_path(2))
+    with pytest.raises(CorruptLogError, match=f"{entry_path(2)} is missing"):
+        RevisionLog(storage).refresh()
+    assert ("log_gap", "error", entry_path(2)) in {
+        (f.kind, f.severity, f.path) for f in verify(storage)
+    }
+
+
+def test_an_entry_far_beyond_the_head(storage):
+    storage.write(entry_path(99), b"garbage")
+    with pytest.raises(CorruptLogError, match=f"{entry_path(99)} exists but {entry_path(4)}"):
+        RevisionLog(storage).refresh()
+
+
+def test_a_lost_log_is_not_an_empty_dataset(storage):
+    storage.delete_tree(LOG_DIR)
+    with pytest.raises(CorruptLogError, match=f"{DESCRIPTION} lists 3 revisions"):
+        RevisionLog(storage).refresh()
+    assert [f.kind for f in verify(storage) if f.severity == "error"][:1] == ["log_missing"]
+
+
+@pytest.mark.parametrize("rel", ["../other/_log/x.json", "/abs", "a/../../b"])
+def test_keys_never_leave_the_prefix(storage, rel):
+    with pytest.raises(PathEscapeError):
+        storage.read(rel)
