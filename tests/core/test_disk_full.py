@@ -129,7 +129,6 @@ def test_a_read_only_filesystem(small_fs, template, spark):
         pytest.skip(f"cannot remount the tmpfs read-only: {problem}")
     try:
         error = unchanged_after(
-            small_fs,
             root,
             lambda: ds.commit(
                 {TABLE: frame(spark, [(9, "z")], "id long, v string")},
