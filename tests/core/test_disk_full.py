@@ -69,6 +69,15 @@ def big_frame(spark, rows: int = 50_000):
     return spark.range(rows).select(F.col("id"), F.sha2(F.col("id").cast("string"), 256).alias("v"))
 
 
+def small_commit(ds: RevisionedDataset, spark, name: str | None = None):
+    return ds.commit(
+        {TABLE: frame(spark, [(9, "z")], "id long, v string")},
+        timestamp=day(3),
+        is_major=False,
+        name=name,
+    )
+
+
 def unchanged_after(root: Path, attempt) -> StorageError:
     before = snapshot(root)
     with pytest.raises(StorageError) as caught:
@@ -84,24 +93,14 @@ def test_a_full_disk_refuses_the_commit_cleanly(small_fs, template, spark):
 
     error = unchanged_after(
         root,
-        lambda: ds.commit(
-            {TABLE: frame(spark, [(9, "z")], "id long, v string")},
-            timestamp=day(3),
-            is_major=False,
-            name="on_full_disk",
-        ),
+        lambda: small_commit(ds, spark, name="on_full_disk"),
     )
     assert "No space left on device" in str(error) and str(root) in str(error)
     assert "on_full_disk" in str(error)
 
     filler.unlink()
     assert ds.verify() == []  # no temporary file, no claimed folder left
-    assert (
-        ds.commit(
-            {TABLE: frame(spark, [(9, "z")], "id long, v string")}, timestamp=day(3), is_major=False
-        ).sequence
-        == 4
-    )
+    assert small_commit(ds, spark).sequence == 4
 
 
 def test_a_disk_filling_up_during_the_spark_write(small_fs, template, spark):
@@ -130,11 +129,7 @@ def test_a_read_only_filesystem(small_fs, template, spark):
     try:
         error = unchanged_after(
             root,
-            lambda: ds.commit(
-                {TABLE: frame(spark, [(9, "z")], "id long, v string")},
-                timestamp=day(3),
-                is_major=False,
-            ),
+            lambda: small_commit(ds, spark),
         )
         assert "Read-only file system" in str(error)
         # reading still works on a read-only dataset
