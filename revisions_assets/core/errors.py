@@ -71,3 +71,15 @@ class CorruptLogError(RevisionsError):
 
 class StorageError(RevisionsError):
     """The storage backend refused an operation (permissions, missing bucket, ...)."""
+
+
+class ReadOnlyDatasetError(RevisionsError):
+    """A write (commit, maintenance) through a handle opened with ``read_only=True``."""
+
+
+class DatasetNotFoundError(RevisionsError):
+    """A root that holds no revisioned dataset (no log), where one is required."""
+
+
+class DatasetNotEmptyError(RevisionsError):
+    """A target that already has revisions, where an empty one is required (an import)."""

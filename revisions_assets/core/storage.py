@@ -43,6 +43,12 @@ class Storage(ABC):
     def read(self, rel: str) -> bytes | None:
         """The object's bytes, or None when it does not exist."""
 
+    def read_tail(self, rel: str, length: int) -> bytes | None:
+        """The last ``length`` bytes of the object (all of it when shorter), or None when it
+        does not exist: a Parquet footer without the data. Backends fetch only the tail."""
+        data = self.read(rel)
+        return None if data is None else data[-length:]
+
     @abstractmethod
     def write(self, rel: str, data: bytes) -> None:
         """Replace (or create) the object atomically: readers see old or new bytes."""
@@ -82,6 +88,14 @@ class LocalStorage(Storage):
     def read(self, rel: str) -> bytes | None:
         try:
             return self._abs(rel).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def read_tail(self, rel: str, length: int) -> bytes | None:
+        try:
+            with open(self._abs(rel), "rb") as fh:
+                fh.seek(max(0, fh.seek(0, os.SEEK_END) - length))
+                return fh.read()
         except FileNotFoundError:
             return None
 
