@@ -183,6 +183,23 @@ def consumer_position(
     return best
 
 
+def recorded_positions(records: Sequence[Revision]) -> dict[tuple[str, str, str], int]:
+    """Every position a consumer dataset recorded: (consumer table, upstream dataset,
+    upstream table) -> the last upstream sequence consumed (the maximum ever recorded)."""
+    out: dict[tuple[str, str, str], int] = {}
+    for r in records:
+        for position in r.upstream:
+            for table in r.tables:
+                key = (table, position.dataset, position.table)
+                out[key] = max(out.get(key, 0), position.sequence)
+    return out
+
+
+def unconsumed(records: Sequence[Revision], table: str, position: int) -> list[Revision]:
+    """The revisions of ``table`` committed after a consumer's ``position``: its lag."""
+    return [r for r in table_history(records, table) if r.sequence > position]
+
+
 def moves_positions(
     records: Sequence[Revision],
     upstream: Sequence[UpstreamPosition],

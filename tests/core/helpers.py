@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import LongType, StructField, StructType
 
-from revisions_assets import Revision, TableWrite
+from revisions_assets import Revision, TableWrite, UpstreamPosition
 from revisions_assets.core.log import RevisionLog
 from revisions_assets.core.records import canonical_json
 
@@ -83,6 +83,7 @@ def stage_revision(
     is_major: bool,
     rows: Mapping[tuple, Mapping[str, object] | None],
     table: str = "t",
+    upstream: Sequence[UpstreamPosition] = (),
 ) -> Revision:
     """Commit a revision through the log layer, without Spark: ``{(id,): {"v": v} or None}``.
 
@@ -118,6 +119,7 @@ def stage_revision(
         committed_at=datetime.now(UTC),
         tables={table: write},
         version="v1",
+        upstream=tuple(upstream),
     )
     assert log.try_append(record), f"entry {record.sequence} already taken"
     return record
