@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from core.helpers import day, stage_revision, tree
 
 from revisions_assets import UpstreamPosition
 from revisions_assets.core.backends import open_storage
 from revisions_assets.core.log import RevisionLog
-from tests.core.helpers import day, stage_revision, tree
 
 TOMB = None
 #: (name, day, major, {id: v or TOMB}) of table t
