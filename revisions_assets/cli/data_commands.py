@@ -366,7 +366,8 @@ def history_command(
         return
     system = ["valid_from", "valid_to", "is_current", "is_deleted", "_revision", "_revision_kind"]
     data = [c for c in rows[0] if c not in system and c != "_revision_sequence"]
-    out.rows(rows, columns=[*system, *data])
+    short = ("from", "to", "current", "deleted", "revision", "kind")
+    out.rows(rows, columns=[*system, *data], headers=dict(zip(system, short, strict=True)))
     if more:
         out.note(f"the first {limit} versions (--limit N shows more, --limit 0 all)")
 

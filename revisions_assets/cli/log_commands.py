@@ -34,23 +34,12 @@ def log_command(
     for row in rows:
         row["kind"] = "major" if row["is_major"] else "minor"
         row["bytes"] = human_bytes(row["bytes"])
-    out.rows(
-        rows,
-        columns=[
-            "sequence",
-            "name",
-            "timestamp",
-            "kind",
-            "version",
-            "tables",
-            "rows",
-            "tombstones",
-            "files",
-            "bytes",
-            "committed_at",
-            "upstream",
-        ],
-    )
+        row["committed_at"] = row["committed_at"].floor("s")  # to the second, for people
+    columns = ["sequence", "name", "timestamp", "kind", "version", "tables", "rows"]
+    columns += ["tombstones", "files", "bytes", "committed_at"]
+    if any(row["upstream"] for row in rows):  # a consumer: the positions it recorded
+        columns.append("upstream")
+    out.rows(rows, columns=columns)
     if len(shown) < len(records):
         out.note(f"the last {len(shown)} of {len(records)} revisions (--limit 0 shows all)")
 
@@ -94,21 +83,15 @@ def tables_command(root: str, as_json: bool, endpoint_url: str | None) -> None:
     for row in rows:
         row["head"] = f"{row['head']} (seq {row['head_sequence']}, {text(row['head_timestamp'])})"
         row["base"] = f"{row['base']} (seq {row['base_sequence']})"
-        row["schema"] = ", ".join(f"{c['name']} {c['type']}" for c in row["schema"])
     out.rows(
         rows,
-        columns=[
-            "table",
-            "id_columns",
-            "revisions",
-            "majors",
-            "head",
-            "version",
-            "base",
-            "revisions_since_base",
-            "schema",
-        ],
+        columns=["table", "id_columns", "revisions", "majors", "head", "version", "base"]
+        + ["revisions_since_base"],
+        headers={"id_columns": "ids", "revisions_since_base": "since base"},
     )
+    for row in rows:
+        columns = ", ".join(f"{c['name']} {c['type']}" for c in row["schema"])
+        out.note(f"{row['table']}: {columns}")
 
 
 @click.command("lag")
@@ -166,7 +149,11 @@ def lag_command(consumer_root: str, as_json: bool, endpoint_url: str | None) -> 
         row["age"] = human_age(row["age_seconds"]) if "age_seconds" in row else None
     columns = ["consumer_table", "upstream", "table", "position", "head", "revisions_behind"]
     columns += ["oldest_unconsumed", "age"]
-    out.rows(rows, columns=columns + (["error"] if any(r["error"] for r in rows) else []))
+    out.rows(
+        rows,
+        columns=columns + (["error"] if any(r["error"] for r in rows) else []),
+        headers={"revisions_behind": "behind", "oldest_unconsumed": "oldest unconsumed"},
+    )
 
 
 def human_bytes(n: int) -> str:

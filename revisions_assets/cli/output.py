@@ -56,11 +56,14 @@ def text(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, datetime):
-        if value.tzinfo is not None and value.utcoffset() == timedelta(0):
-            return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") + (
-                f".{value.microsecond:06d}Z" if value.microsecond else "Z"
+        if value.tzinfo is None or value.utcoffset() != timedelta(0):
+            return value.isoformat(sep=" ")
+        shown = value.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+        if value.second or value.microsecond:
+            shown += f":{value.second:02d}" + (
+                f".{value.microsecond:06d}" if value.microsecond else ""
             )
-        return value.isoformat(sep=" ")
+        return shown + "Z"
     if isinstance(value, float):
         return f"{value:.6g}"
     if isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping)):
@@ -82,16 +85,18 @@ class Output:
         rows: Sequence[Mapping[str, Any]],
         *,
         columns: Sequence[str] | None = None,
-        title: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
-        """A list of rows: a JSON array, or a table of ``columns`` (default: every key)."""
+        """A list of rows: a JSON array, or a table of ``columns`` (default: every key)
+        whose headers may be shortened (``headers``: column -> label)."""
         if self.as_json:
             self.json([{k: jsonable(v) for k, v in row.items()} for row in rows])
             return
         columns = list(columns or (rows[0].keys() if rows else []))
-        table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False)
         for column in columns:
-            table.add_column(column, overflow="fold")
+            label = (headers or {}).get(column, column)
+            table.add_column(label, overflow="fold", min_width=len(label))  # values fold
         for row in rows:
             table.add_row(*[text(row.get(c)) for c in columns])
         self.console.print(table)

@@ -42,7 +42,7 @@ def test_log_tables_lag_run_in_the_driver(staged: Staged):
     log = json.loads(revisions("log", staged.features, "--json", "--limit", "0").stdout)
     assert [r["sequence"] for r in log] == [1, 2, 3, 4, 5, 6]
     tables = revisions("tables", staged.features)
-    assert "revisions_since_base" in tables.stdout and "bigint" in tables.stdout
+    assert "since base" in tables.stdout and "t: id bigint, v bigint" in tables.stdout
     lag = json.loads(revisions("lag", staged.scores, "--json").stdout)
     assert [(r["table"], r["revisions_behind"]) for r in lag] == [("t", 2)]
     as_module = revisions("log", staged.features, "--table", "u", module=True)
