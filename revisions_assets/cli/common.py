@@ -26,7 +26,6 @@ from ..core.timeutil import to_utc
 from ..s3a import apply_s3a_conf, s3a_conf
 from ..spark import build_spark_session
 
-EXIT_FINDINGS = 1
 EXIT_INPUT = 2
 EXIT_UNEXPECTED = 3
 _DEBUG = "revisions.debug"
@@ -42,6 +41,11 @@ class InputError(click.ClickException):
 
 class UnexpectedError(click.ClickException):
     exit_code = EXIT_UNEXPECTED
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def debugging(ctx: click.Context | None = None) -> bool:
@@ -69,9 +73,8 @@ class RevisionsGroup(click.Group):
         except Exception as exc:
             if debugging(ctx):
                 traceback.print_exc()
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             raise UnexpectedError(
-                f"unexpected {type(exc).__name__}: {first} (--debug shows the traceback)"
+                f"unexpected {type(exc).__name__}: {first_line(exc)} (--debug shows the traceback)"
             ) from exc
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):

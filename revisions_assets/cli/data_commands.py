@@ -36,6 +36,7 @@ from .common import (
     InputError,
     common_options,
     debugging,
+    first_line,
     json_option,
     limit_option,
     open_dataset,
@@ -428,10 +429,6 @@ def filtered(df: DataFrame, where: str) -> DataFrame:
         return df.where(where)
     except AnalysisException as exc:
         raise InputError(f"--where {where!r}: {first_line(exc)}") from exc
-
-
-def first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 COMMANDS = (show_command, diff_command, history_command)

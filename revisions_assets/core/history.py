@@ -114,9 +114,8 @@ def table_history_frame(
     present = ~F.col(DELETED)
     state = F.when(present, F.struct(*[F.col(c) for c in values]))
     row_segment = _segment(F.col("__start"), present, state, F.col("__name"))
-    absence = _segment(
-        F.col("__to"), F.lit(False), F.lit(None).cast(_state_type(schema, values)), "__ended_by"
-    )
+    nothing = F.lit(None).cast(StructType([schema[c] for c in values]))
+    absence = _segment(F.col("__to"), F.lit(False), nothing, F.col("__ended_by"))
     next_from = F.lead("__start").over(by_entity.orderBy("__start"))
     gap = F.col("__to").isNotNull() & (next_from.isNull() | (next_from > F.col("__to")))
     segments = (
@@ -162,14 +161,11 @@ def table_history_frame(
     return out
 
 
-def _state_type(schema: StructType, values: Sequence[str]) -> StructType:
-    return StructType([schema[c] for c in values])
-
-
-def _segment(start: Column, present: Column, state: Column, revision: Column | str) -> Column:
+def _segment(start: Column, present: Column, state: Column, revision: Column) -> Column:
+    """A stretch of one entity's time with one state (null when absent)."""
     return F.struct(
         start.alias("__from"),
         present.alias("__present"),
         state.alias("__state"),
-        (F.col(revision) if isinstance(revision, str) else revision).alias("__revision"),
+        revision.alias("__revision"),
     )

@@ -43,11 +43,10 @@ class Storage(ABC):
     def read(self, rel: str) -> bytes | None:
         """The object's bytes, or None when it does not exist."""
 
+    @abstractmethod
     def read_tail(self, rel: str, length: int) -> bytes | None:
         """The last ``length`` bytes of the object (all of it when shorter), or None when it
-        does not exist: a Parquet footer without the data. Backends fetch only the tail."""
-        data = self.read(rel)
-        return None if data is None else data[-length:]
+        does not exist: a Parquet footer without fetching the data."""
 
     @abstractmethod
     def write(self, rel: str, data: bytes) -> None:
