@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from typing import get_args
@@ -32,10 +32,13 @@ from .errors import (
     InvalidArgumentError,
     MissingFileError,
     NoMajorRevisionError,
+    ReadOnlyDatasetError,
     RevisionsError,
     StorageError,
     UnknownRevisionError,
 )
+from .history import table_history_frame
+from .legacy import LegacyRevision, plan_import
 from .log import RevisionLog, log_frame
 from .merge import (
     DELETED,
@@ -53,6 +56,7 @@ from .selection import (
     changes_by_sequence,
     changes_by_time,
     consumer_position,
+    live_spans,
     resolve_position,
     state_selection,
     table_history,
@@ -104,7 +108,9 @@ class RevisionedDataset:
 
     ``id_columns``: one list for every table, or a dict ``{table: [ids]}`` that also
     declares the tables this handle may write. Reads never modify the handle; each read
-    and commit first catches up with revisions committed by others.
+    and commit first catches up with revisions committed by others. ``read_only=True``
+    never writes to the root (a stale ``description.parquet`` is left as it is) and
+    refuses commits and maintenance with ``ReadOnlyDatasetError``.
 
     Opening checks the log (no gap, nothing lost, every entry well formed) and raises
     CorruptLogError on damage, writing nothing; ``revisions_assets.core.verify.verify(root)``
@@ -119,6 +125,7 @@ class RevisionedDataset:
         *,
         merge_strategy: MergeStrategy = "auto",
         storage_options: Mapping[str, object] | None = None,
+        read_only: bool = False,
     ):
         options = check_options(storage_options, "storage_options")
         self._spark = check_spark(spark)
@@ -128,12 +135,38 @@ class RevisionedDataset:
         self._default_ids, self._declared = normalize_id_columns(id_columns)
         self.storage = open_storage(root, **options)
         self.root = self.storage.uri
+        self.read_only = check_bool(read_only, "read_only")
         self._log = RevisionLog(self.storage)
         self._log.refresh()
-        self._heal_description()
+        if not read_only:
+            self._heal_description()
 
     def __repr__(self) -> str:
         return f"RevisionedDataset({self.root!r}, head={self._log.head})"
+
+    @classmethod
+    def import_legacy(
+        cls,
+        src: str | PathLike[str],
+        root: str | PathLike[str],
+        *,
+        spark: SparkSession,
+        id_columns: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
+        tz: str = "UTC",
+        storage_options: Mapping[str, object] | None = None,
+        progress: Callable[[LegacyRevision, Revision | None], None] | None = None,
+    ) -> RevisionedDataset:
+        """A new dataset at ``root`` with the history of a dataset of the original layout.
+
+        Same revisions, names, timestamps, majors and versions (``core/legacy.py``); each
+        featurizer becomes a table, its pandas index the id columns unless ``id_columns``
+        says otherwise. Naive timestamps are taken in ``tz`` (with a warning). The source
+        is only read; a target that already has revisions is refused.
+        """
+        plan = plan_import(src, id_columns=id_columns, tz=tz, storage_options=storage_options)
+        target = cls(root, spark=spark, id_columns=plan.id_columns, storage_options=storage_options)
+        plan.run(target, spark, progress)
+        return target
 
     @property
     def spark(self) -> SparkSession:
@@ -142,6 +175,14 @@ class RevisionedDataset:
 
             self._spark = SparkSession.getActiveSession() or build_spark_session()
         return self._spark
+
+    def _require_writable(self, operation: str) -> None:
+        """Refuse ``operation`` on a read-only handle, before anything is written."""
+        if self.read_only:
+            raise ReadOnlyDatasetError(
+                f"{self.root}: {operation}() on a handle opened with read_only=True; open "
+                "RevisionedDataset(root, ...) without read_only to write"
+            )
 
     def _heal_description(self) -> None:
         """A writer that died right after its commit left description.parquet stale: fix it."""
@@ -296,6 +337,26 @@ class RevisionedDataset:
             major=selection.major,
         )
 
+    def history(
+        self, table: str, *, since: TimeLike | None = None, until: TimeLike | None = None
+    ) -> DataFrame:
+        """The SCD2 history of ``table`` in logical time (``core/history.py``).
+
+        The table's columns plus ``valid_from``, ``valid_to`` (null while current),
+        ``is_current``, ``is_deleted`` and ``_revision``; one row per version of an entity.
+        ``until``: the history as known at that logical time (like ``read(as_of=until)``);
+        ``since``: only the versions still valid after it.
+        """
+        history = table_history(self.refresh(), table)
+        return table_history_frame(
+            self.spark,
+            self.storage,
+            table,
+            history,
+            live_spans(history, to_utc(until, "until") if until is not None else None),
+            since=to_utc(since, "since") if since is not None else None,
+        )
+
     def _merge(self, selection: Selection, *, keep_deleted: bool, with_revision: bool):
         try:
             return merge_revisions(
@@ -374,6 +435,7 @@ class RevisionedDataset:
         lagging. Raises a RevisionsError subclass on bad input; a failed commit leaves
         the dataset exactly as it was.
         """
+        self._require_writable("commit")
         tables = check_tables(tables)
         request = self._prepare(
             tables,

@@ -109,3 +109,15 @@ class PathEscapeError(StorageError):
 
 class MissingFileError(StorageError):
     """A data file that the log references is gone from storage."""
+
+
+class ReadOnlyDatasetError(RevisionsError):
+    """A write (commit, maintenance) through a handle opened with ``read_only=True``."""
+
+
+class DatasetNotFoundError(RevisionsError):
+    """A root that holds no revisioned dataset (no log), where one is required."""
+
+
+class DatasetNotEmptyError(RevisionsError):
+    """A target that already has revisions, where an empty one is required (an import)."""

@@ -71,6 +71,23 @@ def read_revision(
     return df.select(*columns, F.coalesce(F.col(DELETED), F.lit(False)).alias(DELETED))
 
 
+def read_revisions(
+    spark: SparkSession, storage: Storage, table: str, revisions: Sequence[Revision]
+) -> DataFrame:
+    """Every row ``revisions`` wrote to ``table`` (tombstones flagged), in one DataFrame.
+
+    Rows are in the read schema of ``revisions`` plus ``_deleted`` and ``ORDER``: the index
+    of the row's revision in ``revisions``, for plans that rank or window rows by revision.
+    """
+    schema = table_schema(revisions, table)
+    return _union(
+        [
+            read_revision(spark, storage, revision, table, schema).withColumn(ORDER, F.lit(i))
+            for i, revision in enumerate(revisions)
+        ]
+    )
+
+
 def _with_revision_columns(df: DataFrame, revision: Revision) -> DataFrame:
     return df.withColumns(
         {

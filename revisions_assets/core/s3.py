@@ -170,6 +170,10 @@ class S3Storage(Storage):
         # the body is read inside the retried call: a cut-off body is retried too
         return self._call("GetObject", key, lambda: self._get_or_none(key))
 
+    def read_tail(self, rel: str, length: int) -> bytes | None:
+        key = self.key(rel)
+        return self._call("GetObject", key, lambda: self._get_or_none(key, f"bytes=-{length}"))
+
     def write(self, rel: str, data: bytes) -> None:
         key = self.key(rel)
         self._call(
@@ -237,9 +241,10 @@ class S3Storage(Storage):
                 f"s3://{self.bucket}/{key} is unknown: check whether that object exists"
             ) from exc
 
-    def _get_or_none(self, key: str) -> bytes | None:
+    def _get_or_none(self, key: str, byte_range: str | None = None) -> bytes | None:
+        ranged = {"Range": byte_range} if byte_range else {}
         try:
-            return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+            return self.client.get_object(Bucket=self.bucket, Key=key, **ranged)["Body"].read()
         except ClientError as exc:
             if _code(exc) in _NOT_FOUND_CODES:
                 return None

@@ -191,6 +191,23 @@ def consumer_position(
     return best
 
 
+def recorded_positions(records: Sequence[Revision]) -> dict[tuple[str, str, str], int]:
+    """Every position a consumer dataset recorded: (consumer table, upstream dataset,
+    upstream table) -> the last upstream sequence consumed (the maximum ever recorded)."""
+    out: dict[tuple[str, str, str], int] = {}
+    for r in records:
+        for position in r.upstream:
+            for table in r.tables:
+                key = (table, position.dataset, position.table)
+                out[key] = max(out.get(key, 0), position.sequence)
+    return out
+
+
+def unconsumed(records: Sequence[Revision], table: str, position: int) -> list[Revision]:
+    """The revisions of ``table`` committed after a consumer's ``position``: its lag."""
+    return [r for r in table_history(records, table) if r.sequence > position]
+
+
 def moves_positions(
     records: Sequence[Revision],
     upstream: Sequence[UpstreamPosition],
@@ -232,3 +249,57 @@ def check_positions(
                 f"{root}: expected to consume {dataset}#{table} from sequence "
                 f"{since}, but {now} is already recorded (another run committed it)"
             )
+
+
+# -- SCD2 history (SPEC §8) -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LiveSpan:
+    """When one revision's rows take part in the state of their table, in logical time.
+
+    For every T in ``[start, end)`` the revision is in the state-as-of-T set of SPEC §3, so
+    each of its rows is the entity's state unless a later revision wrote the entity again.
+    ``end`` is the time of the first later major, which voids it (None: never voided);
+    ``ended_by`` is the major that governs from then on.
+    """
+
+    revision: Revision
+    start: datetime
+    end: datetime | None
+    ended_by: Revision | None
+
+
+def live_spans(history: Sequence[Revision], until: datetime | None = None) -> tuple[LiveSpan, ...]:
+    """The live span of every revision of a table with ``timestamp <= until``, in key order.
+
+    The state only changes at revision timestamps; between two of them it is the state at
+    the earlier one. A revision is in the state as of T iff its timestamp is <= T and no
+    major with a greater key has a timestamp <= T, and a major exists at or before it.
+    Revisions that are never in any state (before the first major, or voided by a major of
+    their own timestamp) are left out. Revisions without a data change (compactions)
+    repeat a state and are left out too.
+    """
+    ordered = sorted(
+        (r for r in history if r.data_change and (until is None or r.timestamp <= until)),
+        key=lambda r: r.key,
+    )
+    # the first major after each position, and the major that governs from a time on (the
+    # latest of the majors sharing that timestamp)
+    next_major: list[Revision | None] = [None] * len(ordered)
+    upcoming: Revision | None = None
+    for i in range(len(ordered) - 1, -1, -1):
+        next_major[i] = upcoming
+        if ordered[i].is_major:
+            upcoming = ordered[i]
+    governing = {r.timestamp: r for r in ordered if r.is_major}  # later keys overwrite
+    spans = []
+    seen_major = False
+    for revision, voider in zip(ordered, next_major, strict=True):
+        seen_major = seen_major or revision.is_major
+        if not seen_major or (voider is not None and voider.timestamp <= revision.timestamp):
+            continue
+        end = voider.timestamp if voider is not None else None
+        ended_by = governing[end] if end is not None else None
+        spans.append(LiveSpan(revision, revision.timestamp, end, ended_by))
+    return tuple(spans)

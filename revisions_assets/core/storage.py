@@ -66,6 +66,11 @@ class Storage(ABC):
         """The object's bytes, or None when it does not exist."""
 
     @abstractmethod
+    def read_tail(self, rel: str, length: int) -> bytes | None:
+        """The last ``length`` bytes of the object (all of it when shorter), or None when it
+        does not exist: a Parquet footer without fetching the data."""
+
+    @abstractmethod
     def write(self, rel: str, data: bytes) -> None:
         """Replace (or create) the object atomically: readers see old or new bytes."""
 
@@ -169,6 +174,15 @@ class LocalStorage(Storage):
                         f"read {path}: a dangling symbolic link (to {os.readlink(path)}) stands "
                         "where a file is expected; remove it"
                     ) from None
+                return None
+
+    def read_tail(self, rel: str, length: int) -> bytes | None:
+        with self._os_errors("read", rel):
+            try:
+                with open(self._abs(rel), "rb") as fh:
+                    fh.seek(max(0, fh.seek(0, os.SEEK_END) - length))
+                    return fh.read()
+            except FileNotFoundError:
                 return None
 
     @contextmanager

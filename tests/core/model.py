@@ -159,3 +159,56 @@ def _touched(
     """The entities written (or deleted) by the window, with their state; absent = deleted."""
     keys = {key for rev in window for key in rev.tables[table]}
     return {key: state.rows.get(key, (None, None)) for key in keys}
+
+
+@dataclass(frozen=True)
+class ModelVersion:
+    """One SCD2 row: an entity's values (None: deleted) from valid_from until valid_to."""
+
+    key: Key
+    row: Row | None
+    valid_from: datetime
+    valid_to: datetime | None
+    revision: str
+
+
+def scd2_history(model: Model, table: str, until: datetime | None = None) -> list[ModelVersion]:
+    """The SCD2 history (issue 10) as a scan of the states as of each revision time.
+
+    The state only changes at revision timestamps, so the state as of each one, in order,
+    is the whole story: a version opens when an entity's values differ from its previous
+    values (or it reappears), a deletion row opens when a present entity is absent. The
+    deleting revision is the entity's tombstone when the latest revision of the state that
+    wrote it deleted it, else the governing major (which no longer contains it).
+    """
+    times = sorted({r.timestamp for r in model.history(table)})
+    times = [t for t in times if until is None or t <= until]
+    open_rows: dict[Key, dict] = {}  # key -> the open version (as a dict, closed later)
+    closed: list[ModelVersion] = []
+
+    def close(key: Key, at: datetime) -> None:
+        v = open_rows.pop(key)
+        closed.append(ModelVersion(key, v["row"], v["from"], at, v["revision"]))
+
+    for t in times:
+        try:
+            state = model.state(table, as_of=t)
+        except ModelNoMajorError:
+            continue
+        for key in sorted(set(open_rows) | set(state.rows)):
+            current = open_rows.get(key)
+            if key in state.rows:
+                row, rev = state.rows[key]
+                if current is None or current["row"] is None or dict(current["row"]) != dict(row):
+                    if current is not None:
+                        close(key, t)
+                    open_rows[key] = {"row": row, "from": t, "revision": rev.name}
+            elif current is not None and current["row"] is not None:
+                writers = [r for r in state.live if key in r.tables[table]]
+                deleter = writers[-1] if writers else state.major
+                close(key, t)
+                open_rows[key] = {"row": None, "from": t, "revision": deleter.name}
+    closed += [
+        ModelVersion(k, v["row"], v["from"], None, v["revision"]) for k, v in open_rows.items()
+    ]
+    return sorted(closed, key=lambda v: (v.key, v.valid_from))

@@ -8,19 +8,17 @@ the engine's file layout. No timing is asserted: the cost belongs to the benchma
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from revisions_assets import Revision, RevisionedDataset, TableWrite
+from revisions_assets import RevisionedDataset
 from revisions_assets.core.backends import open_storage
 from revisions_assets.core.log import RevisionLog
 
-from .helpers import day, frame, input_files, top_dirs
+from .helpers import STAGED_SCHEMA, day, frame, input_files, stage_revision, top_dirs
 from .model import Model
 
 TOTAL = 2000
@@ -41,39 +39,6 @@ def planned(seq: int) -> tuple[datetime, bool, dict]:
     return stamp, False, {(seq % 13,): None if seq % 11 == 0 else {"v": seq}}
 
 
-def write_revision(root: str, seq: int, schema_json: str) -> Revision:
-    stamp, is_major, rows = planned(seq)
-    path = f"{name_of(seq)}/t/part-00000.parquet"
-    table = pa.table(
-        {
-            "id": pa.array([k[0] for k in rows], pa.int64()),
-            "v": pa.array([None if r is None else r["v"] for r in rows.values()], pa.int64()),
-            "_deleted": pa.array([r is None for r in rows.values()], pa.bool_()),
-        }
-    )
-    target = Path(root) / path
-    target.parent.mkdir(parents=True)
-    pq.write_table(table, target)
-    write = TableWrite(
-        id_columns=("id",),
-        schema_json=schema_json,
-        version="v1",
-        rows=len(rows),
-        tombstones=sum(r is None for r in rows.values()),
-        files=(path,),
-        bytes=target.stat().st_size,
-    )
-    return Revision(
-        name=name_of(seq),
-        timestamp=stamp,
-        is_major=is_major,
-        sequence=seq,
-        committed_at=datetime.now(UTC),
-        tables={"t": write},
-        version="v1",
-    )
-
-
 @pytest.mark.slow
 def test_two_thousand_revisions(spark, root):
     ds = RevisionedDataset(root, spark=spark, id_columns=["id"])
@@ -90,12 +55,12 @@ def test_two_thousand_revisions(spark, root):
 
     log = RevisionLog(open_storage(root))
     log.refresh()
-    schema_json = log.records[0].tables["t"].schema_json
+    assert log.records[0].tables["t"].schema_json == STAGED_SCHEMA
     for seq in range(2, TOTAL):
-        record = write_revision(root, seq, schema_json)
-        assert log.try_append(record), f"entry {seq} already taken"
-        log.after_commit()
         stamp, is_major, rows = planned(seq)
+        record = stage_revision(log, root, name_of(seq), stamp, is_major, rows)
+        assert record.sequence == seq
+        log.after_commit()
         model.commit(record.name, stamp, is_major, {"t": rows})
 
     last = ds.commit(

@@ -121,3 +121,23 @@ def test_model_agrees_with_the_example():
     assert not window.is_reset and days(window.rows) == expect((range(2, 7), 2))
     reset = model.changes("t", since=day(1), until=day(5))
     assert reset.is_reset and days(reset.rows) == expect((range(4, 9), 4))
+
+
+def test_history(ds):
+    """The SCD2 view of the example: r4 drops ids 0-3 (deletion rows), r6 updates 6-8."""
+
+    def d(n):
+        return day(n).replace(tzinfo=None)
+
+    rows = ds.history("t").select("id", "day", "valid_from", "valid_to", "is_deleted", "_revision")
+    got = sorted((tuple(r) for r in rows.collect()), key=lambda r: (r[0], r[2]))
+    want = []
+    for i in range(11):
+        versions = [(name, n) for name, n, _, ids in EXAMPLE if i in ids]
+        if i < 4:  # voided by the major r4: deleted from day 4 on
+            versions.append(("r4", None))
+        for (name, n), following in zip(versions, [*versions[1:], None], strict=True):
+            start = int(name[1:])
+            end = d(int(following[0][1:])) if following else None
+            want.append((i, n, d(start), end, n is None, name))
+    assert got == sorted(want, key=lambda r: (r[0], r[2]))

@@ -1,0 +1,5 @@
+"""``python -m revisions_assets``: the ``revisions`` command line."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,61 @@
+"""The ``revisions`` group and its command registry.
+
+Commands live in modules by what they need: ``log_commands`` (logs only, no Spark),
+``data_commands`` (Spark reads), ``import_commands``. Each module lists its click commands
+in ``COMMANDS``; the group registers the modules of ``COMMAND_MODULES`` in order, which is
+also the order of ``--help``. A new family of commands (e.g. maintenance: verify,
+compact, vacuum, purge) is one more module with its ``COMMANDS``, added here.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+import click
+
+from . import data_commands, import_commands, log_commands
+from .common import RevisionsGroup, set_debug
+
+COMMAND_MODULES = (log_commands, data_commands, import_commands)
+
+
+def _version() -> str:
+    try:
+        return version("revisions-assets")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "unknown"
+
+
+def build_cli() -> RevisionsGroup:
+    group = RevisionsGroup(
+        name="revisions",
+        help=(
+            "Look at revisioned datasets (local paths or s3:// roots) and act on them.\n\n"
+            "Exit codes: 0 ok, 1 a check found problems, 2 bad usage or input, "
+            "3 an unexpected failure."
+        ),
+        params=[
+            click.Option(
+                ["--debug"],
+                is_flag=True,
+                is_eager=True,
+                expose_value=False,
+                callback=set_debug,
+                help="Show the traceback of an error.",
+            )
+        ],
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    group = click.version_option(_version(), prog_name="revisions")(group)
+    for module in COMMAND_MODULES:
+        for command in module.COMMANDS:
+            group.add_command(command)
+    return group
+
+
+cli = build_cli()
+
+
+def main() -> None:
+    """The console script ``revisions`` and ``python -m revisions_assets``."""
+    cli.main(prog_name="revisions")

@@ -1,0 +1,215 @@
+"""What every command shares: the group (errors and exit codes), options, opening roots.
+
+Exit codes: 0 ok; 1 a check found problems; 2 bad usage or input (every RevisionsError,
+every bad option value), always one line on stderr (``--debug`` adds the traceback);
+3 an unexpected failure (a bug, Spark or the network going away).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlparse
+
+import click
+from pyspark.sql import SparkSession
+
+from ..core.dataset import RevisionedDataset
+from ..core.errors import DatasetNotFoundError, RevisionsError
+from ..core.log import DESCRIPTION, LOG_DIR
+from ..core.timeutil import to_utc
+from ..s3a import apply_s3a_conf, s3a_conf
+from ..spark import build_spark_session
+
+EXIT_INPUT = 2
+EXIT_UNEXPECTED = 3
+_DEBUG = "revisions.debug"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class InputError(click.ClickException):
+    """Bad input: a one-line message, exit code 2."""
+
+    exit_code = EXIT_INPUT
+
+
+class UnexpectedError(click.ClickException):
+    exit_code = EXIT_UNEXPECTED
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def debugging(ctx: click.Context | None = None) -> bool:
+    ctx = ctx or click.get_current_context(silent=True)
+    return bool(ctx and ctx.find_root().meta.get(_DEBUG))
+
+
+class RevisionsGroup(click.Group):
+    """The ``revisions`` group: commands in registration order, one-line errors."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except RevisionsError as exc:
+            if debugging(ctx):
+                traceback.print_exc()
+            raise InputError(str(exc)) from exc
+        except KeyboardInterrupt:
+            raise click.Abort() from None
+        except Exception as exc:
+            if debugging(ctx):
+                traceback.print_exc()
+            raise UnexpectedError(
+                f"unexpected {type(exc).__name__}: {first_line(exc)} (--debug shows the traceback)"
+            ) from exc
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            result = super().main(
+                args, prog_name or "revisions", complete_var, standalone_mode=False, **extra
+            )
+            code = result if isinstance(result, int) else 0  # ctx.exit(n) returns n
+        except click.ClickException as exc:
+            message = exc.format_message().replace("\n", " ")
+            if isinstance(exc, click.UsageError) and exc.ctx is not None:
+                message += f" (see '{exc.ctx.command_path} --help')"
+            click.echo(f"revisions: error: {message}", err=True)
+            code = exc.exit_code
+        except click.Abort:
+            click.echo("revisions: interrupted", err=True)
+            code = 130
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def set_debug(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    if value:
+        ctx.find_root().meta[_DEBUG] = True
+    return value
+
+
+def common_options(f: F) -> F:
+    """``--debug`` and ``--endpoint-url``, on every command."""
+    f = click.option(
+        "--endpoint-url",
+        envvar="AWS_ENDPOINT_URL_S3",
+        help="S3-compatible endpoint for s3:// roots (default: the AWS environment).",
+    )(f)
+    f = click.option(
+        "--debug",
+        is_flag=True,
+        is_eager=True,
+        expose_value=False,
+        callback=set_debug,
+        help="Show the traceback of an error.",
+    )(f)
+    return f
+
+
+def json_option(f: F) -> F:
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Machine-readable output (JSON on stdout)."
+    )(f)
+
+
+def limit_option(default: int) -> Callable[[F], F]:
+    return click.option(
+        "--limit",
+        type=click.IntRange(min=0),
+        default=default,
+        show_default=True,
+        help="At most this many rows (0: all).",
+    )
+
+
+def storage_options(endpoint_url: str | None) -> dict[str, object] | None:
+    return {"endpoint_url": endpoint_url} if endpoint_url else None
+
+
+def open_dataset(root: str, endpoint_url: str | None) -> RevisionedDataset:
+    """The dataset at ``root``, read-only (opening never writes); refused when there is none."""
+    ds = RevisionedDataset(root, read_only=True, storage_options=storage_options(endpoint_url))
+    if ds.head_sequence == 0:
+        if ds.storage.exists(DESCRIPTION):
+            raise DatasetNotFoundError(
+                f"{ds.root} has a {DESCRIPTION} but no {LOG_DIR}/: a dataset of the original "
+                "layout? import it with 'revisions import-legacy'"
+            )
+        raise DatasetNotFoundError(f"{ds.root} is not a revisioned dataset (no {LOG_DIR}/)")
+    return ds
+
+
+def parse_time(value: str | None, option: str) -> datetime | None:
+    """A time with an offset (``2020-01-03T00:00:00Z``); naive times are refused."""
+    return None if value is None else to_utc(value, option)
+
+
+def parse_point(value: str | None, option: str) -> int | datetime | None:
+    """A sequence number (digits) or a time with an offset."""
+    if value is None:
+        return None
+    return int(value) if value.isdigit() else to_utc(value, option)
+
+
+def parse_position(value: str | None) -> int | str | None:
+    """``--at``: HEAD, HEAD~n, a sequence number or a revision name."""
+    if value is None:
+        return None
+    return int(value) if value.isdigit() else value
+
+
+def split_columns(values: Sequence[str]) -> list[str]:
+    """``--id-columns a,b`` and ``--id-columns a --id-columns b`` alike."""
+    return [c.strip() for v in values for c in v.split(",") if c.strip()]
+
+
+QUIET_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+appender.console.type = Console
+appender.console.name = stderr
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %p %c{1}: %m%n%ex
+"""
+
+
+def quiet_log4j_config() -> Path:
+    """A log4j2 configuration for the CLI's JVM: errors only (written once per machine)."""
+    path = Path(tempfile.gettempdir()) / "revisions-cli-log4j2.properties"
+    if not path.exists() or path.read_text() != QUIET_LOG4J:
+        path.write_text(QUIET_LOG4J)
+    return path
+
+
+def start_spark(ds: RevisionedDataset, endpoint_url: str | None) -> SparkSession:
+    """The session the reads of ``ds`` use: the running one, or a new one (s3a for S3)."""
+    location = urlparse(ds.storage.spark_uri())
+    session = SparkSession.getActiveSession()
+    if session is None:
+        conf = {"spark.ui.enabled": "false"}
+        if not debugging():  # the JVM logs errors only, so stderr stays readable
+            conf["spark.driver.extraJavaOptions"] = (
+                f"-Dlog4j2.configurationFile={quiet_log4j_config().as_uri()}"
+            )
+        if location.scheme == "s3a":
+            conf.update(s3a_conf(endpoint_url=endpoint_url))
+        session = build_spark_session(app_name="revisions-cli", conf=conf)
+    elif location.scheme == "s3a":  # a session that is already up: point s3a at the endpoint
+        apply_s3a_conf(session, s3a_conf(endpoint_url=endpoint_url, jars="none"), location.netloc)
+    return session

@@ -1,0 +1,89 @@
+"""``import-legacy``: a dataset of the original layout onto the engine, with its history."""
+
+from __future__ import annotations
+
+import warnings
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..core.dataset import RevisionedDataset
+from ..core.errors import DatasetNotEmptyError
+from ..core.legacy import LegacyRevision, NaiveTimestampWarning, plan_import
+from ..core.records import Revision
+from .common import common_options, split_columns, start_spark, storage_options
+from .output import warn
+
+
+@click.command("import-legacy")
+@click.argument("src")
+@click.argument("root")
+@click.option(
+    "--id-columns",
+    multiple=True,
+    help="Id columns of every table (a,b or repeated); default: each featurizer's pandas index.",
+)
+@click.option(
+    "--tz", default="UTC", show_default=True, help="Zone of naive timestamps in the description."
+)
+@common_options
+def import_legacy_command(
+    src: str, root: str, id_columns: tuple[str, ...], tz: str, endpoint_url: str | None
+) -> None:
+    """Import SRC (description.parquet + <revision>/<featurizer>/*.parquet) into ROOT.
+
+    Same revisions, names, timestamps, majors and versions; each featurizer becomes a
+    table. SRC is only read; ROOT must have no revisions.
+    """
+    options = storage_options(endpoint_url)
+    ids = split_columns(id_columns) or None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # checked on the driver before Spark starts: a bad source fails fast
+        plan = plan_import(src, id_columns=ids, tz=tz, storage_options=options)
+        target = RevisionedDataset(root, read_only=True, storage_options=options)
+        if target.head_sequence:
+            raise DatasetNotEmptyError(
+                f"{target.root} already has {target.head_sequence} revisions; import into a "
+                "new root"
+            )
+        for message in dict.fromkeys(str(w.message) for w in caught):
+            warn(message)
+        caught.clear()
+        progress = Progress(
+            TextColumn("importing {task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+        )
+        task = progress.add_task("", total=len(plan.revisions))
+
+        def advance(revision: LegacyRevision, _record: Revision | None) -> None:
+            progress.update(task, advance=1, description=revision.name)
+
+        with progress:
+            ds = RevisionedDataset.import_legacy(
+                src,
+                root,
+                spark=start_spark(target, endpoint_url),
+                id_columns=ids,
+                tz=tz,
+                storage_options=options,
+                progress=advance,
+            )
+    for message in dict.fromkeys(
+        str(w.message) for w in caught if not issubclass(w.category, NaiveTimestampWarning)
+    ):  # the naive timestamps were reported once, before the import
+        warn(message)
+    records = ds.revisions()
+    majors = sum(r.is_major for r in records)
+    tables = ", ".join(f"{t} [{', '.join(i.id_columns)}]" for t, i in ds.tables().items())
+    click.echo(
+        f"imported {len(records)} revisions ({majors} major, {len(records) - majors} minor) "
+        f"into {ds.root}: {tables}"
+    )
+
+
+COMMANDS = (import_legacy_command,)

@@ -1,0 +1,71 @@
+"""Datasets for the command-line tests, staged through the log layer (no Spark job each).
+
+``features`` holds the SPEC §3 worked example in table ``t`` (``v`` = the day of the
+revision), then a minor that sets id 9 and deletes id 10, then a major of a second table
+``u`` whose description rewrite is left out, as if its writer died right after its
+commit: ``description.parquet`` stays stale, so any command that wrote would be caught.
+``scores`` is a consumer that recorded position 3 (the major r4) in ``features#t``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from core.helpers import day, stage_revision, tree
+
+from revisions_assets import UpstreamPosition
+from revisions_assets.core.backends import open_storage
+from revisions_assets.core.log import RevisionLog
+
+TOMB = None
+#: (name, day, major, {id: v or TOMB}) of table t
+REVISIONS = [
+    ("r0", 0, True, {i: 0 for i in range(0, 5)}),
+    ("r2", 2, False, {i: 2 for i in range(2, 7)}),
+    ("r4", 4, True, {i: 4 for i in range(4, 9)}),
+    ("r6", 6, False, {i: 6 for i in range(6, 11)}),
+    ("r7", 7, False, {9: 7, 10: TOMB}),
+]
+
+
+@dataclass(frozen=True)
+class Staged:
+    features: str
+    scores: str
+    legacy: str  # a root of the original layout (only a description.parquet)
+
+    def snapshot(self) -> dict[str, bytes]:
+        """Every file of both datasets with its bytes: commands must never change them."""
+        out = {}
+        for root in (self.features, self.scores):
+            for rel in tree(root):
+                out[f"{root}/{rel}"] = Path(root, rel).read_bytes()
+        return out
+
+
+def stage(base: Path) -> Staged:
+    base = base.resolve()
+    features, scores = str(base / "features"), str(base / "scores")
+    log = RevisionLog(open_storage(features))
+    for name, n, major, rows in REVISIONS:
+        keyed = {(i,): None if v is TOMB else {"v": v} for i, v in rows.items()}
+        stage_revision(log, features, name, day(n), major, keyed)
+    log.after_commit()
+    stage_revision(log, features, "u1", day(8), True, {(1,): {"v": 1}}, table="u")
+    consumer = RevisionLog(open_storage(scores))
+    position = UpstreamPosition(open_storage(features).uri, "t", 3)
+    stage_revision(
+        consumer, scores, "s1", day(5), True, {(4,): {"v": 4}}, table="s", upstream=[position]
+    )
+    consumer.after_commit()
+    legacy = base / "legacy"
+    legacy.mkdir()
+    (legacy / "description.parquet").write_bytes(b"not read")
+    return Staged(features, scores, str(legacy))
+
+
+@pytest.fixture(scope="session")
+def staged(tmp_path_factory) -> Staged:
+    return stage(tmp_path_factory.mktemp("cli"))
