@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 
 from ..core.dataset import RevisionedDataset
 from ..core.errors import DatasetNotFoundError, RevisionsError
-from ..core.log import DESCRIPTION, LOG_DIR
+from ..core.log import LOG_DIR
 from ..core.timeutil import to_utc
 from ..s3a import apply_s3a_conf, s3a_conf
 from ..spark import build_spark_session
@@ -144,12 +144,7 @@ def storage_options(endpoint_url: str | None) -> dict[str, object] | None:
 def open_dataset(root: str, endpoint_url: str | None) -> RevisionedDataset:
     """The dataset at ``root``, read-only (opening never writes); refused when there is none."""
     ds = RevisionedDataset(root, read_only=True, storage_options=storage_options(endpoint_url))
-    if ds.head_sequence == 0:
-        if ds.storage.exists(DESCRIPTION):
-            raise DatasetNotFoundError(
-                f"{ds.root} has a {DESCRIPTION} but no {LOG_DIR}/: a dataset of the original "
-                "layout? import it with 'revisions import-legacy'"
-            )
+    if ds.head_sequence == 0:  # a root of the original layout is refused on open
         raise DatasetNotFoundError(f"{ds.root} is not a revisioned dataset (no {LOG_DIR}/)")
     return ds
 

@@ -119,5 +119,10 @@ class DatasetNotFoundError(RevisionsError):
     """A root that holds no revisioned dataset (no log), where one is required."""
 
 
+class LegacyLayoutError(DatasetNotFoundError):
+    """A root in the original UpdatableDataset layout (a ``description.parquet`` and revision
+    folders, no log): import it with ``RevisionedDataset.import_legacy``; never opened as is."""
+
+
 class DatasetNotEmptyError(RevisionsError):
     """A target that already has revisions, where an empty one is required (an import)."""

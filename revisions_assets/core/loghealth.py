@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .errors import CorruptLogError, PathEscapeError
+from .errors import CorruptLogError, LegacyLayoutError, PathEscapeError
 from .layout import (
     CLAIM_FILE,
     DESCRIPTION,
@@ -182,6 +182,8 @@ def check_log_health(storage: Storage, head: int) -> None:
     """Raise CorruptLogError unless the log read up to ``head`` is the whole log."""
     # an empty log: gather the signs of an existing dataset *before* listing the log, so
     # that a first commit landing meanwhile is seen by the listing (entry, then description)
+    if head == 0:
+        refuse_legacy_layout(storage)
     lost = lost_log_evidence(storage) if head == 0 else None
     beyond = _check_nothing_beyond(storage, head)
     if lost and not beyond:
@@ -204,6 +206,26 @@ def _check_nothing_beyond(storage: Storage, head: int) -> int:
             expected += 1
         expected = sequence + 1
     return expected - head - 1
+
+
+def refuse_legacy_layout(storage: Storage) -> None:
+    """A root of the original layout has a description.parquet without our ``sequence``
+    column and no log: refuse it (opening it as an empty dataset would overwrite its
+    description) and say how to import it."""
+    raw = storage.read(DESCRIPTION)
+    if raw is None:
+        return
+    try:
+        columns = set(pq.read_schema(io.BytesIO(raw)).names)
+    except (pa.ArrowException, ValueError, OSError):
+        return  # damaged: lost_log_evidence reports it
+    if "sequence" not in columns and {"name", "timestamp", "is_major"} <= columns:
+        raise LegacyLayoutError(
+            f"{storage.uri} holds a dataset of the original layout ({DESCRIPTION} and revision "
+            f"folders, no {LOG_DIR}/): import it into a new root with "
+            "RevisionedDataset.import_legacy(src, root, spark=...) or "
+            "'revisions import-legacy SRC ROOT'; it is never opened or written as it is"
+        )
 
 
 def lost_log_evidence(storage: Storage) -> str | None:

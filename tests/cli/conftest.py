@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from core.helpers import day, stage_revision, tree
+from core.legacy_layout import worked_example
 
 from revisions_assets import UpstreamPosition
 from revisions_assets.core.backends import open_storage
@@ -34,7 +35,7 @@ REVISIONS = [
 class Staged:
     features: str
     scores: str
-    legacy: str  # a root of the original layout (only a description.parquet)
+    legacy: str  # a root of the original layout (the SPEC worked example, written by pandas)
 
     def snapshot(self) -> dict[str, bytes]:
         """Every file of both datasets with its bytes: commands must never change them."""
@@ -61,8 +62,7 @@ def stage(base: Path) -> Staged:
     )
     consumer.after_commit()
     legacy = base / "legacy"
-    legacy.mkdir()
-    (legacy / "description.parquet").write_bytes(b"not read")
+    worked_example(legacy)
     return Staged(features, scores, str(legacy))
 
 

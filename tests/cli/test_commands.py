@@ -185,7 +185,7 @@ def test_history(staged):
     "args, message",
     [
         (["show", "{missing}", "t"], "is not a revisioned dataset"),
-        (["log", "{legacy}"], "import it with 'revisions import-legacy'"),
+        (["log", "{legacy}"], "'revisions import-legacy SRC ROOT'"),
         (["show", "{features}", "nope"], "table 'nope' has no revisions"),
         (["history", "{features}", "t", "--id", "id"], "expected column=value"),
         (["history", "{features}", "t", "--id", "x=1"], "'x' is not an id column"),

@@ -14,6 +14,7 @@ from revisions_assets.core.errors import (
     DatasetNotEmptyError,
     DatasetNotFoundError,
     IdColumnsError,
+    LegacyLayoutError,
     NoMajorRevisionError,
 )
 from revisions_assets.core.legacy import NaiveTimestampWarning
@@ -70,6 +71,16 @@ def test_a_target_with_revisions_and_non_datasets_are_refused(imported, tmp_path
         RevisionedDataset.import_legacy(tmp_path / "nothing", tmp_path / "t1", spark=ds.spark)
     with pytest.raises(DatasetNotFoundError, match="already a revisioned dataset"):
         RevisionedDataset.import_legacy(ds.root, tmp_path / "t2", spark=ds.spark)
+
+
+def test_a_root_of_the_original_layout_is_never_opened_as_a_dataset(imported, spark):
+    """Opened as is it would look empty, and its description.parquet would be overwritten."""
+    src, _ = imported
+    before = fingerprint(src)
+    for read_only in (False, True):
+        with pytest.raises(LegacyLayoutError, match="original layout.*import_legacy"):
+            RevisionedDataset(src, spark=spark, id_columns=["id"], read_only=read_only)
+    assert fingerprint(src) == before
 
 
 def test_unimportable_sources_are_refused_before_the_target_is_touched(spark, tmp_path):
