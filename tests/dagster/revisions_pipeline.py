@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from resources import SparkSessionResource, revisions_resources
+from resources.slice import RANGE_END_TAG, RANGE_START_TAG
 from revisions_assets import RevisionedDataset
 from revisions_assets.dagster import (
     Reference,
@@ -32,6 +33,16 @@ from revisions_assets.dagster import (
 
 DAILY = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-02-01")
 P1, P2, P3, P4 = "2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"
+
+
+def range_tags(first: str, last: str) -> dict[str, str]:
+    """The run tags of a single-run backfill of [first, last]."""
+    return {RANGE_START_TAG: first, RANGE_END_TAG: last}
+
+
+def is_partitioned(check: dg.AssetChecksDefinition) -> bool:
+    return any(spec.partitions_def is not None for spec in check.check_specs)
+
 
 EVENT_SCHEMA = T.StructType(
     [
@@ -174,10 +185,14 @@ class Pipeline:
         asset: dg.AssetsDefinition,
         partition: str | None = None,
         *,
+        partitions: tuple[str, str] | None = None,
         tags: dict[str, str] | None = None,
         run_config: Any = None,
         raise_on_error: bool = True,
     ) -> dg.ExecuteInProcessResult:
+        """One run of ``asset`` for a partition, a range (one run, one revision) or none."""
+        if partitions is not None:
+            tags = {**(tags or {}), **range_tags(*partitions)}
         return dg.materialize(
             self.assets,
             selection=[asset.key],
@@ -190,7 +205,8 @@ class Pipeline:
         )
 
     def run_checks(self, checks: list[dg.AssetChecksDefinition]) -> dict[str, Any]:
-        """Run checks alone; returns {"asset:check": AssetCheckEvaluation}."""
+        """Run whole-table checks alone; returns {"asset:check": AssetCheckEvaluation}."""
+        checks = [c for c in checks if not is_partitioned(c)]
         result = dg.materialize(
             [*self.assets, *checks],
             selection=dg.AssetSelection.checks(*checks),
@@ -201,6 +217,11 @@ class Pipeline:
             f"{e.asset_key.to_user_string()}:{e.check_name}": e
             for e in result.get_asset_check_evaluations()
         }
+
+    @staticmethod
+    def partitions(result: dg.ExecuteInProcessResult, asset: dg.AssetsDefinition) -> list[str]:
+        """The partitions the run materialized (none when a consumer had nothing to consume)."""
+        return [m.partition for m in result.asset_materializations_for_node(asset.node_def.name)]
 
     @staticmethod
     def meta(result: dg.ExecuteInProcessResult, asset: dg.AssetsDefinition) -> dict[str, Any]:

@@ -18,7 +18,7 @@ def test_checks_pass_on_good_data_and_fail_on_crafted_bad_data(pipe, spark):
     pipe.run(pipe.groups_asset)
     pipe.run(pipe.features, P1)
     pipe.run(pipe.features, P2)
-    pipe.run(pipe.scores, P2)
+    pipe.run(pipe.scores, partitions=(P1, P2))
     good = pipe.run_checks(pipe.checks(max_lag_revisions=1))
     assert sorted(good) == sorted(
         [

@@ -44,9 +44,9 @@ def test_consumes_only_new_revisions_exactly_once(pipe):
     assert consumed == {"features": (1, 2), "groups": (1, 1)}  # shown in the UI
     assert pipe.state("out", "scores")["a"]["score"] == 10.0  # the day-2 total of a, weight 1
 
-    again = pipe.meta(pipe.run(pipe.scores, P2), pipe.scores)
-    assert again["kind"] == "none"  # nothing new upstream: nothing recomputed or committed
-    assert len(pipe.dataset("out").revisions()) == 2
+    again = pipe.run(pipe.scores, P2)
+    assert again.success and pipe.partitions(again, pipe.scores) == []  # nothing new upstream:
+    assert len(pipe.dataset("out").revisions()) == 2  # nothing recomputed, committed or shown
 
     # a concurrent duplicate: another run consumes the same changes between our read and
     # our commit; ours must fail with a position conflict, not commit the changes twice
@@ -65,7 +65,9 @@ def test_upstream_reset_reference_change_and_deletions(pipe):
     pipe.run(pipe.scores, P1)
     pipe.run(pipe.features, P2)
     pipe.run(pipe.features, P3)  # e appears, b is deleted upstream
-    minor = pipe.meta(pipe.run(pipe.scores, P3), pipe.scores)
+    both = pipe.run(pipe.scores, partitions=(P2, P3))  # the days the changes cover: one run
+    assert pipe.partitions(both, pipe.scores) == [P2, P3]
+    minor = pipe.meta(both, pipe.scores)
     assert minor["kind"] == "minor"
     assert (minor["rows"], minor["tombstones"]) == (4, 1)  # a, d, e scored; b's score deleted
     scores = pipe.state("out", "scores")
@@ -90,13 +92,13 @@ def test_upstream_reset_reference_change_and_deletions(pipe):
     # an upstream major (code version change) resets the consumer: a major score revision
     pipe.build(Versions(features="2"))
     pipe.run(pipe.features, P3)
-    reset = pipe.meta(pipe.run(pipe.scores, P3), pipe.scores)
+    reset = pipe.meta(pipe.run(pipe.scores, partitions=(P1, P3)), pipe.scores)
     assert reset["kind"] == "major" and reset["why"] == "upstream reset in features"
     assert reset["rows"] == 4 and set(pipe.state("out", "scores")) == {"a", "c", "d", "e"}
     assert pipe.state("out", "scores")["a"]["score"] == 11.0  # recomputed from the new major
 
     # and a scoring code version change makes the scores major on their own
     pipe.build(Versions(features="2", scores="2"))
-    own = pipe.meta(pipe.run(pipe.scores, P3), pipe.scores)
+    own = pipe.meta(pipe.run(pipe.scores, partitions=(P1, P3)), pipe.scores)
     assert own["kind"] == "major" and own["why"] == "code version changed: '1' -> '2'"
     assert own["rows"] == 4
