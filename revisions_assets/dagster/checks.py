@@ -31,7 +31,7 @@ from resources.location import DatasetLocation
 from resources.slice import keys_of, revision_partitions
 from revisions_assets.core.backends import open_storage
 from revisions_assets.core.errors import NoMajorRevisionError
-from revisions_assets.core.merge import DELETED, parse_schema
+from revisions_assets.core.merge import DELETED, REVISION_COLUMNS, parse_schema
 from revisions_assets.core.records import Revision
 from revisions_assets.core.selection import state_selection
 from revisions_assets.core.timeutil import now_utc
@@ -39,6 +39,7 @@ from revisions_assets.core.timeutil import now_utc
 from .lag import consumer_lags, read_consumer
 
 _RESOURCES = {LOCATION_KEY, SPARK_KEY}
+REVISION = REVISION_COLUMNS[0]  # "_revision": the name of the revision that wrote a row
 
 
 def files_frame(
@@ -62,7 +63,7 @@ def files_frame(
         files = [storage.spark_uri(f) for f in written.files]
         if files:  # the schema is given: no footer-reading job per read
             df = spark.read.schema(StructType(fields)).parquet(*files)
-            frames.append(df.withColumn("_revision", F.lit(rev.name)))
+            frames.append(df.withColumn(REVISION, F.lit(rev.name)))
     if not frames:
         return None
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
@@ -74,7 +75,7 @@ def id_problems(rows: DataFrame | None, ids: Sequence[str]) -> tuple[int, int]:
         return 0, 0
     null_filter = reduce(lambda a, b: a | b, [F.col(c).isNull() for c in ids])
     nulls = rows.filter(null_filter).count()
-    duplicates = rows.groupBy("_revision", *ids).count().filter(F.col("count") > 1).count()
+    duplicates = rows.groupBy(REVISION, *ids).count().filter(F.col("count") > 1).count()
     return nulls, duplicates
 
 
@@ -325,7 +326,7 @@ def _partition_checks(
             if rows is None:
                 return nothing_written(context)
             live = rows.filter(~F.coalesce(F.col(DELETED), F.lit(False)))
-            return _validated(schema, live.drop(DELETED, "_revision"), {"revision": rev.name})
+            return _validated(schema, live.drop(DELETED, REVISION), {"revision": rev.name})
 
         checks.append(partition_schema)
     return checks

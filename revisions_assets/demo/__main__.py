@@ -23,7 +23,7 @@ from resources import SparkSessionResource, revisions_resources
 from revisions_assets import RevisionedDataset
 from revisions_assets.dagster import code_version_sensor, upstream_changes_sensor
 
-from .assets import FLIGHTS, DemoVersions, build_demo_assets
+from .assets import FLIGHTS, PREVIOUS_RELEASE, DemoVersions, build_demo_assets
 from .checks import build_demo_checks, is_partitioned
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ class Demo:
         self.instance = instance
         self.spark = SparkSessionResource(app_name="revisions-assets-demo")
         self.resources = dict(revisions_resources(str(base), self.spark))
-        self.use(DemoVersions())
+        self.use(PREVIOUS_RELEASE)
 
     def use(self, versions: DemoVersions) -> None:
         self.assets = build_demo_assets(versions)
@@ -203,8 +203,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     demo.materialize("plane_delay_risk", days[-1])
     print(f"  revisions before/after: {before}/{demo.revisions()}")
 
-    print("5. Code version change of plane_delay_features (1 -> 2): one major over the range")
-    demo.use(DemoVersions(features="2"))
+    print("5. The current code (plane_delay_features 1 -> 2) is deployed: one major over the range")
+    demo.use(DemoVersions())
     demo.run_requests(demo.sense(code_version_sensor(list(demo.assets.values()))))
     demo.run_requests(demo.sense(upstream_changes_sensor([demo.assets["plane_delay_risk"]])))
 

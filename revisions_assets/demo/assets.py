@@ -126,11 +126,16 @@ RISK_COLUMNS = {
 
 @dataclass(frozen=True)
 class DemoVersions:
-    """The code versions of the demo assets (change one to see a major)."""
+    """The code versions of the demo assets: the defaults are the current code, the one the
+    default code location serves (change one to see a major)."""
 
-    features: str = "1"
+    features: str = "2"
     scores: str = "1"
     references: str = "1"
+
+
+#: the demo starts from the previous release of the features code, then deploys the current one
+PREVIOUS_RELEASE = DemoVersions(features="1")
 
 
 def build_demo_assets(versions: DemoVersions | None = None) -> dict[str, dg.AssetsDefinition]:

@@ -147,6 +147,7 @@ class Pipeline:
             dataset="main",
             table="features",
             group_name="test",
+            column_descriptions={"entity": "The entity the events are about"},
         )(featurize)
         self.groups_asset = reference_asset(
             name="groups",
@@ -189,13 +190,20 @@ class Pipeline:
         tags: dict[str, str] | None = None,
         run_config: Any = None,
         raise_on_error: bool = True,
+        with_checks: bool = False,
     ) -> dg.ExecuteInProcessResult:
-        """One run of ``asset`` for a partition, a range (one run, one revision) or none."""
+        """One run of ``asset`` for a partition, a range (one run, one revision) or none;
+        ``with_checks``: with its partitioned checks, as the UI runs it."""
         if partitions is not None:
             tags = {**(tags or {}), **range_tags(*partitions)}
+        checks = [
+            c
+            for c in (self.checks() if with_checks else [])
+            if is_partitioned(c) and any(k.asset_key == asset.key for k in c.check_keys)
+        ]
         return dg.materialize(
-            self.assets,
-            selection=[asset.key],
+            [*self.assets, *checks],
+            selection=dg.AssetSelection.assets(asset),
             partition_key=partition,
             tags=tags,
             run_config=run_config,
@@ -213,6 +221,11 @@ class Pipeline:
             instance=self.instance,
             resources=self.resources,
         )
+        return self.evaluations(result)
+
+    @staticmethod
+    def evaluations(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
+        """The run's check evaluations as {"asset:check": AssetCheckEvaluation}."""
         return {
             f"{e.asset_key.to_user_string()}:{e.check_name}": e
             for e in result.get_asset_check_evaluations()

@@ -42,11 +42,16 @@ def test_consumes_only_new_revisions_exactly_once(pipe):
     assert positions(pipe) == {"features": 2, "groups": 1}
     consumed = {p["table"]: (p["from"], p["to"]) for p in retry["upstream_positions"]}
     assert consumed == {"features": (1, 2), "groups": (1, 1)}  # shown in the UI
+    assert retry["upstream_data_versions"] == {"features": "features@2", "groups": "groups@1"}
+    assert retry["data_version"] == "scores@2" and retry["partitions"] == P2
     assert pipe.state("out", "scores")["a"]["score"] == 10.0  # the day-2 total of a, weight 1
 
-    again = pipe.run(pipe.scores, P2)
-    assert again.success and pipe.partitions(again, pipe.scores) == []  # nothing new upstream:
-    assert len(pipe.dataset("out").revisions()) == 2  # nothing recomputed, committed or shown
+    # nothing new upstream: a run of a scored day, or of a day without upstream data, neither
+    # recomputes nor commits anything, and does not mark the day as materialized
+    for day in (P2, "2024-01-20"):
+        again = pipe.run(pipe.scores, day)
+        assert again.success and pipe.partitions(again, pipe.scores) == []
+    assert len(pipe.dataset("out").revisions()) == 2
 
     # a concurrent duplicate: another run consumes the same changes between our read and
     # our commit; ours must fail with a position conflict, not commit the changes twice
@@ -65,6 +70,12 @@ def test_upstream_reset_reference_change_and_deletions(pipe):
     pipe.run(pipe.scores, P1)
     pipe.run(pipe.features, P2)
     pipe.run(pipe.features, P3)  # e appears, b is deleted upstream
+    # a run must materialize the days its changes cover: asked for P3 alone, it refuses
+    # before reading anything, and nothing is committed or consumed
+    partial = pipe.run(pipe.scores, P3, raise_on_error=False)
+    assert not partial.success and "ScoringRangeError" in failure_of(partial)
+    assert "materialize 2024-01-02...2024-01-03 instead" in failure_of(partial)
+    assert positions(pipe) == {"features": 1, "groups": 1}
     both = pipe.run(pipe.scores, partitions=(P2, P3))  # the days the changes cover: one run
     assert pipe.partitions(both, pipe.scores) == [P2, P3]
     minor = pipe.meta(both, pipe.scores)
