@@ -16,7 +16,7 @@ partitions the run materialized), on the revision that wrote those partitions:
 """
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import reduce
 from typing import Any
 
@@ -28,7 +28,7 @@ from pyspark.sql.types import BooleanType, StructField, StructType
 from resources.address import TableAddress, address_of, upstream_refs
 from resources.keys import LOCATION_KEY, SPARK_KEY
 from resources.location import DatasetLocation
-from resources.slice import keys_of, revision_partitions
+from resources.slice import describe, keys_of, revision_partitions
 from revisions_assets.core.backends import open_storage
 from revisions_assets.core.errors import NoMajorRevisionError
 from revisions_assets.core.merge import DELETED, REVISION_COLUMNS, parse_schema
@@ -216,7 +216,7 @@ def revision_checks(
         def schema_check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
             read = _Reader(context, address)
             state = read.location.read_state(spark(context), address.dataset, address.table)
-            return _validated(schema, state, {})
+            return _validated(schema, state)
 
         checks.append(schema_check)
 
@@ -270,70 +270,81 @@ def _partition_checks(
     pdef: dg.TimeWindowPartitionsDefinition,
     schema: Any | None,
 ) -> list[dg.AssetChecksDefinition]:
-    """Checks of the revision that wrote a run's partitions."""
+    """Checks of the revision that wrote a run's partitions, one result per partition.
+
+    One multi-check reads that revision once; it logs an evaluation per partition of the
+    run (a range run would otherwise get one evaluation for the whole range, shown as
+    "skipped" on each of its partitions).
+    """
     ids = list(address.id_columns)
-
-    def written(context: dg.AssetCheckExecutionContext) -> tuple[_Reader, Revision | None]:
-        read = _Reader(context, address)
-        rev = written_revision(
-            read.history(), pdef, context.partition_key_range, context.run.run_id
-        )
-        return read, rev
-
-    def nothing_written(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        return dg.AssetCheckResult(
-            passed=True,
-            metadata={"revision": "none: no revision wrote these partitions"},
-        )
-
-    @dg.asset_check(
-        asset=asset.key,
-        name="partition_ids_unique_non_null",
-        partitions_def=pdef,
-        required_resource_keys=_RESOURCES,
-        description=f"Ids {ids} of the revision that wrote the partitions are non-null and unique.",
-    )
-    def partition_ids(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        read, rev = written(context)
-        if rev is None:
-            return nothing_written(context)
-        spark = getattr(context.resources, SPARK_KEY).spark_session
-        nulls, duplicates = id_problems(
-            files_frame(spark, read.root, address.table, [rev], ids), ids
-        )
-        return dg.AssetCheckResult(
-            passed=nulls == 0 and duplicates == 0,
-            metadata={"revision": rev.name, "null_ids": nulls, "duplicate_ids": duplicates},
-        )
-
-    checks = [partition_ids]
-    if schema is not None:
-
-        @dg.asset_check(
+    specs = [
+        dg.AssetCheckSpec(
+            "partition_ids_unique_non_null",
             asset=asset.key,
-            name="partition_schema",
             partitions_def=pdef,
-            required_resource_keys=_RESOURCES,
-            description=f"The rows of the revision that wrote the partitions validate against "
-            f"{schema!r} (pandera).",
+            description=f"Ids {ids} of the revision that wrote the partition are non-null and "
+            "unique.",
         )
-        def partition_schema(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-            read, rev = written(context)
-            if rev is None:
-                return nothing_written(context)
-            spark = getattr(context.resources, SPARK_KEY).spark_session
-            rows = files_frame(spark, read.root, address.table, [rev])
-            if rows is None:
-                return nothing_written(context)
-            live = rows.filter(~F.coalesce(F.col(DELETED), F.lit(False)))
-            return _validated(schema, live.drop(DELETED, REVISION), {"revision": rev.name})
+    ]
+    if schema is not None:
+        specs.append(
+            dg.AssetCheckSpec(
+                "partition_schema",
+                asset=asset.key,
+                partitions_def=pdef,
+                description="The rows of the revision that wrote the partition validate "
+                f"against {schema!r} (pandera).",
+            )
+        )
 
-        checks.append(partition_schema)
-    return checks
+    @dg.multi_asset_check(
+        specs=specs,
+        name=f"{asset.key.to_python_identifier()}_partition_checks",
+        can_subset=True,
+        required_resource_keys=_RESOURCES,
+    )
+    def partition_checks(context: dg.AssetCheckExecutionContext) -> Iterator[dg.AssetCheckResult]:
+        read = _Reader(context, address)
+        keys = context.partition_key_range
+        rev = written_revision(read.history(), pdef, keys, context.run.run_id)
+        spark = getattr(context.resources, SPARK_KEY).spark_session
+        rows = files_frame(spark, read.root, address.table, [rev]) if rev else None
+        results: dict[str, tuple[bool, dict[str, Any]]] = {}
+        if rows is None:
+            nothing = {"revision": "none: no rows written for these partitions"}
+            results = {spec.name: (True, nothing) for spec in specs}
+        else:
+            nulls, duplicates = id_problems(rows, ids)
+            found = {"revision": rev.name, "null_ids": nulls, "duplicate_ids": duplicates}
+            results[specs[0].name] = (nulls == 0 and duplicates == 0, found)
+            if schema is not None:
+                live = rows.filter(~F.coalesce(F.col(DELETED), F.lit(False)))
+                errors = dict(schema.validate(live.drop(DELETED, REVISION)).pandera.errors)
+                results["partition_schema"] = (
+                    not errors,
+                    {"revision": rev.name, "errors": dg.MetadataValue.json(errors)},
+                )
+        selected = {k.name for k in context.selected_asset_check_keys}
+        for name, (passed, metadata) in results.items():
+            if name not in selected:
+                continue
+            for key in context.partition_keys:
+                context.op_execution_context.log_event(
+                    dg.AssetCheckEvaluation(
+                        asset_key=asset.key,
+                        check_name=name,
+                        passed=passed,
+                        metadata={**metadata, "run_partitions": describe(keys)},
+                        partition=key,
+                    )
+                )
+        yield from ()
+
+    return [partition_checks]
 
 
-def _validated(schema: Any, rows: DataFrame, metadata: dict[str, Any]) -> dg.AssetCheckResult:
+def _validated(schema: Any, rows: DataFrame) -> dg.AssetCheckResult:
     errors = dict(schema.validate(rows).pandera.errors)
     return dg.AssetCheckResult(
-        passed=not errors, metadata={**metadata, "errors": dg.MetadataValue.json(errors)}
+        passed=not errors, metadata={"errors": dg.MetadataValue.json(errors)}
     )
