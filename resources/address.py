@@ -35,7 +35,8 @@ class Role(StrEnum):
 
 
 class NotRevisionedAssetError(RevisionsError, ValueError):
-    """An asset handled by the revisions layer that does not carry a dataset address."""
+    """An asset the revisions layer cannot handle: no dataset address, several assets in one
+    step, or a scoring asset without time partitions."""
 
 
 def _text(value: Any) -> str:

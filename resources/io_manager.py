@@ -24,7 +24,13 @@ from revisions_assets.core.errors import RevisionsError
 from revisions_assets.core.records import Revision
 from revisions_assets.core.timeutil import now_utc
 
-from .address import TableAddress, column_descriptions, role_of, upstream_refs
+from .address import (
+    NotRevisionedAssetError,
+    TableAddress,
+    column_descriptions,
+    role_of,
+    upstream_refs,
+)
 from .location import DatasetLocation
 from .metadata import data_version, revision_metadata, slice_metadata, table_metadata
 from .slice import (
@@ -91,13 +97,16 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         key = context.asset_key if isinstance(context, dg.OutputContext) else None
         key = key or _step_asset_key(step)
         if key is None:
-            raise RevisionsError(f"step {step.step.key} does not materialize exactly one asset")
+            raise NotRevisionedAssetError(
+                f"step {step.step.key} does not materialize exactly one asset"
+            )
         cache_key = (step.run_id, key.to_user_string())
         if cache_key not in self._slices:
             self._slices[cache_key] = self._resolve(step, key)
         return self._slices[cache_key]
 
     def _resolve(self, step: Any, key: dg.AssetKey) -> DatasetSlice:
+        """The run's facts (definition, partitions, tags, config) and the logs -> the slice."""
         assets_def = step.assets_def
         metadata = assets_def.metadata_by_key[key]
         address = TableAddress.from_metadata(metadata, key.to_user_string())
@@ -105,17 +114,14 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         config = step.op_config if isinstance(step.op_config, dict) else {}
         forced = truthy(step.run_tags.get(TAG_FORCE_MAJOR)) or bool(config.get("force_major"))
         pdef = _time_partitions(assets_def.partitions_def)
-        keys = (
-            step.asset_partition_key_range_for_output(assets_def.get_output_name_for_asset_key(key))
-            if pdef is not None
-            else None
-        )
+        output = assets_def.get_output_name_for_asset_key(key)
+        keys = step.asset_partition_key_range_for_output(output) if pdef is not None else None
         own = self.location.dataset(
             address.dataset, self.spark.spark_session, {address.table: address.id_columns}
         )
-        records = own.revisions()
+        records = tuple(own.revisions())
         history = [r for r in records if r.wrote(address.table)]
-        common = {
+        common: dict[str, Any] = {
             "asset_key": key.to_user_string(),
             "role": role_of(metadata),
             "root": own.root,
@@ -125,40 +131,39 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             "partitions": keys,
         }
         refs = upstream_refs(metadata)
-        if refs:
-            if pdef is None or keys is None:
-                raise RevisionsError(f"{key.to_user_string()}: a scoring asset is partitioned")
-            pins = parse_upstream_heads(step.run_tags.get(TAG_UPSTREAM_HEADS))
-            upstream = upstream_slices(refs, records, address.table, self._log_of, pins)
-            plan = plan_consumer(history, address.table, code_version, forced, upstream, pdef)
-            if plan.covers is not None:
-                check_requested_partitions(key.to_user_string(), plan, keys, history, pdef)
-            timestamp = compute_window(pdef, keys, False)[1]
-            newest = max((r.timestamp for r in history), default=timestamp)
+        if not refs:
+            is_major, reason = decide_major(
+                history[-1] if history else None, address.table, code_version, forced
+            )
+            start, end = compute_window(pdef, keys, is_major) if keys is not None else (None, None)
             return DatasetSlice(
                 **common,
-                is_major=plan.is_major,
-                reason=plan.reason,
-                # scores never go back in time: newer scores are never shadowed by older ones
-                timestamp=max(timestamp, newest),
-                compute_start=None,
-                compute_end=None,
-                upstream=plan.upstream,
-                skip=None if plan.covers is not None else plan.reason,
+                is_major=is_major,
+                reason=reason,
+                timestamp=end or now_utc(),
+                compute_start=start,
+                compute_end=end,
             )
-        head = history[-1] if history else None
-        is_major, reason = decide_major(head, address.table, code_version, forced)
-        if pdef is not None and keys is not None:
-            start, end = compute_window(pdef, keys, is_major)
-        else:
-            start = end = None
+        if keys is None:
+            raise NotRevisionedAssetError(
+                f"{key.to_user_string()}: a scoring asset needs time partitions (scoring_asset)"
+            )
+        pins = parse_upstream_heads(step.run_tags.get(TAG_UPSTREAM_HEADS))
+        upstream = upstream_slices(refs, records, address.table, self._log_of, pins)
+        plan = plan_consumer(history, address.table, code_version, forced, upstream, pdef)
+        if plan.covers is not None:
+            check_requested_partitions(key.to_user_string(), plan, keys, history, pdef)
+        end = compute_window(pdef, keys, False)[1]
         return DatasetSlice(
             **common,
-            is_major=is_major,
-            reason=reason,
-            timestamp=end or now_utc(),
-            compute_start=start,
-            compute_end=end,
+            is_major=plan.is_major,
+            reason=plan.reason,
+            # scores never go back in time: newer scores are never shadowed by older ones
+            timestamp=max([end, *(r.timestamp for r in history)]),
+            compute_start=None,
+            compute_end=None,
+            upstream=plan.upstream,
+            skip=None if plan.covers is not None else plan.reason,
         )
 
     def _log_of(self, dataset: str) -> tuple[str, tuple[Revision, ...]]:

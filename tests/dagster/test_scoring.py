@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import dagster as dg
 import pytest
 from revisions_pipeline import P1, P2, P3, Versions
 
 from revisions_assets.core.errors import ConsumerPositionConflictError
+from revisions_assets.core.log import RevisionLog
 
 pytestmark = pytest.mark.dagster
 
@@ -15,6 +18,16 @@ def positions(pipe) -> dict[str, int]:
     """The scoring table's recorded positions, by upstream table."""
     head = pipe.dataset("out").revisions("scores")[-1]
     return {p.table: p.sequence for p in head.upstream}
+
+
+def counting_opens(opened: Counter[str]):
+    original = RevisionLog.__init__
+
+    def init(self: RevisionLog, storage) -> None:
+        opened[storage.uri] += 1
+        original(self, storage)
+
+    return init
 
 
 def failure_of(result: dg.ExecuteInProcessResult) -> str:
@@ -37,7 +50,12 @@ def test_consumes_only_new_revisions_exactly_once(pipe):
     assert positions(pipe) == {"features": 1, "groups": 1}
 
     pipe.fail_scoring = False
-    retry = pipe.meta(pipe.run(pipe.scores, P2), pipe.scores)
+    opened: Counter[str] = Counter()  # each log is opened once per run, the consumer's included
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RevisionLog, "__init__", counting_opens(opened))
+        retry = pipe.meta(pipe.run(pipe.scores, P2), pipe.scores)
+    roots = {pipe.dataset(name).root for name in ("out", "main", "ref")}
+    assert opened == dict.fromkeys(roots, 1)
     assert retry["kind"] == "minor" and retry["rows"] == 2  # a and d, processed once
     assert positions(pipe) == {"features": 2, "groups": 1}
     consumed = {p["table"]: (p["from"], p["to"]) for p in retry["upstream_positions"]}

@@ -154,7 +154,7 @@ def ui(demo) -> Iterator[Ui]:
 
 def _stop(server: subprocess.Popen) -> None:
     """dg dev stops its services on SIGINT (Ctrl-C); SIGKILL the group if it lingers."""
-    for sig, wait in ((signal.SIGINT, 30), (signal.SIGKILL, 10)):
+    for sig, wait in ((signal.SIGINT, 15), (signal.SIGKILL, 10)):
         try:
             os.killpg(server.pid, sig)
         except ProcessLookupError:
@@ -359,9 +359,11 @@ def test_the_demo_in_a_browser(ui):
 
 def run_code_version_checks(demo: Any) -> None:
     """Our staleness indicator: the code_version check of every demo asset (log reads only)."""
+    from revisions_assets.demo.assets import FLIGHTS
+
     checks = [c for c in demo.checks if any(k.name == "code_version" for k in c.check_keys)]
     dg.materialize(
-        [*demo.assets.values(), *checks],
+        [FLIGHTS, *demo.assets.values(), *checks],
         selection=dg.AssetSelection.checks(*checks),
         instance=demo.instance,
         resources=demo.resources,
