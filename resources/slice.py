@@ -45,6 +45,13 @@ class InvalidRunTagError(RevisionsError, ValueError):
     """A run tag of the revisions layer whose value cannot be used."""
 
 
+class UnknownInputError(RevisionsError, KeyError):
+    """An input name that is not one of a scoring asset's revisioned inputs."""
+
+    def __str__(self) -> str:  # KeyError quotes its message otherwise
+        return str(self.args[0]) if self.args else ""
+
+
 class ScoringRangeError(RevisionsError, ValueError):
     """A scoring run asked for partitions other than those its upstream changes cover."""
 
@@ -105,7 +112,8 @@ class DatasetSlice:
         for u in self.upstream:
             if u.ref.input_name == name:
                 return u
-        raise KeyError(f"{self.asset_key} has no revisioned input {name!r}")
+        known = [u.ref.input_name for u in self.upstream]
+        raise UnknownInputError(f"{self.asset_key} has no revisioned input {name!r}: {known}")
 
 
 def truthy(value: str | None) -> bool:
