@@ -14,7 +14,7 @@ case "$cmd" in
          ruff format --check --quiet . || { echo "ruff format: run ./dev.sh format" >&2; exit 1; }
          exec python -m pytest "$@" ;;
   ui)    export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.dagster_home}"; mkdir -p "$DAGSTER_HOME"
-         exec dagster dev -w workspace.yaml "$@" ;;
+         exec dg dev "$@" ;;  # the code location of [tool.dg] in pyproject.toml
   bench) exec python -m bench.run "$@" ;;
   lint)  ruff format --check . && exec ruff check . ;;
   format) ruff format . && exec ruff check --fix . ;;

@@ -1,23 +1,46 @@
-"""Dagster resources: the revision IO manager, the dataset location, the Spark session."""
+"""Dagster resources of revisions-assets: the revision IO manager (the one resolver from a
+run's context to a ``DatasetSlice``), the dataset location, the Spark session."""
 
 from collections.abc import Mapping
 from typing import Any
 
-from .io_manager import RevisionsIOManager
+from .address import NotRevisionedAssetError, Role, TableAddress, UpstreamRef
+from .io_manager import NothingToConsumeError, RevisionsIOManager, UnexpectedOutputError
 from .keys import IO_MANAGER_KEY, LOCATION_KEY, SPARK_KEY
 from .location import DatasetLocation
+from .slice import (
+    TAG_FORCE_MAJOR,
+    TAG_UPSTREAM_HEADS,
+    DatasetSlice,
+    InvalidRunTagError,
+    ScoringRangeError,
+    UpstreamNotReadyError,
+    UpstreamSlice,
+)
 from .spark import SparkSessionResource
-from .values import RevisionWrite, UpstreamChanges
+from .values import UpstreamChanges
 
 __all__ = [
     "IO_MANAGER_KEY",
     "LOCATION_KEY",
     "SPARK_KEY",
+    "TAG_FORCE_MAJOR",
+    "TAG_UPSTREAM_HEADS",
     "DatasetLocation",
-    "RevisionWrite",
+    "DatasetSlice",
+    "InvalidRunTagError",
+    "NotRevisionedAssetError",
+    "NothingToConsumeError",
     "RevisionsIOManager",
+    "Role",
+    "ScoringRangeError",
     "SparkSessionResource",
+    "TableAddress",
+    "UnexpectedOutputError",
     "UpstreamChanges",
+    "UpstreamNotReadyError",
+    "UpstreamRef",
+    "UpstreamSlice",
     "revisions_resources",
 ]
 

@@ -1,77 +1,81 @@
 """The revision IO manager: every materialization is one revision of a revisioned dataset.
 
-``handle_output`` only dispatches a ``RevisionWrite`` (the slice the asset body
-resolved, its DataFrame, the consumer positions) to the engine's commit and
-publishes what was committed as output metadata. ``load_input`` gives
-downstream assets the state of a table (as of the input partition's end when
-partitioned), or, for inputs marked ``revisions/read=changes``, the changes
-since the consumer's own recorded position, pinned to the upstream head.
+It is the one resolver, as Dagster's ``DbIOManager`` is: ``slice_for`` turns the
+run's context (asset key, partition range, run tags, config, code version) and
+the dataset logs into one frozen ``DatasetSlice``, once per run and asset, and
+``load_input``, the asset body and ``handle_output`` all read that same object:
+
+- ``load_input`` gives a scoring asset, per input, the changes since the position
+  its slice recorded, pinned to the slice's head; any other consumer gets the
+  state of the table as of the end of its input partitions (or the latest state);
+- the asset body asks ``slice_for`` for its window, major or minor;
+- ``handle_output`` commits the DataFrame the body returned with the slice's
+  timestamp, version, positions and precondition, and publishes the revision as
+  metadata (Dagster's table conventions included) and as the data version.
 """
 
-import json
 from typing import Any
 
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 from pyspark.sql import DataFrame
 
-from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import RevisionsError
 from revisions_assets.core.records import Revision
+from revisions_assets.core.timeutil import now_utc
 
-from .location import DatasetLocation
-from .slice import TableAddress, UpstreamNotReadyError
-from .spark import SparkSessionResource
-from .values import (
-    META_CONSUMER,
-    META_READ,
-    RevisionWrite,
-    UpstreamChanges,
-    open_dataset,
+from .address import (
+    NotRevisionedAssetError,
+    TableAddress,
+    column_descriptions,
+    role_of,
+    upstream_refs,
 )
+from .location import DatasetLocation
+from .metadata import data_version, revision_metadata, slice_metadata, table_metadata
+from .slice import (
+    TAG_FORCE_MAJOR,
+    TAG_UPSTREAM_HEADS,
+    DatasetSlice,
+    UpstreamNotReadyError,
+    check_requested_partitions,
+    compute_window,
+    decide_major,
+    parse_upstream_heads,
+    plan_consumer,
+    truthy,
+    upstream_slices,
+)
+from .spark import SparkSessionResource
+from .values import UpstreamChanges
+
+AnyContext = dg.AssetExecutionContext | dg.InputContext | dg.OutputContext
 
 
 class UnexpectedOutputError(RevisionsError, TypeError):
-    """An asset handed the revision IO manager something other than a RevisionWrite."""
+    """An asset handed the revision IO manager something other than a Spark DataFrame."""
 
 
-def revision_metadata(rev: Revision, write: RevisionWrite) -> dict[str, Any]:
-    """The metadata a materialization shows in the UI."""
-    s = write.slice
-    t = rev.tables[s.table]
-    meta: dict[str, Any] = {
-        "revision": rev.name,
-        "kind": "major" if rev.is_major else "minor",
-        "why": s.reason,
-        "sequence": rev.sequence,
-        "version": t.version or "",
-        "timestamp": rev.timestamp.isoformat(),
-        "rows": t.rows,
-        "tombstones": t.tombstones,
-        "files": len(t.files),
-        "bytes": t.bytes,
-        "dagster/row_count": t.rows - t.tombstones,
-        "dataset_root": dg.MetadataValue.path(s.root),
-        "table": s.table,
-        "upstream_positions": dg.MetadataValue.json(
-            [
-                {
-                    "dataset": p.dataset,
-                    "table": p.table,
-                    "from": write.expected_positions.get((p.dataset, p.table)),
-                    "to": p.sequence,
-                }
-                for p in rev.upstream
-            ]
-        ),
-    }
-    if not write.upstream:  # a consumer's work is given by its positions, not by a window
-        meta["compute_window"] = (
-            f"{s.compute_start.isoformat()} .. {s.compute_end.isoformat()}"
-            if s.compute_start and s.compute_end
-            else "full snapshot"
-        )
-    return meta
+class NothingToConsumeError(RevisionsError):
+    """A consumer returned output although its slice says there is nothing to consume."""
+
+
+def _step(context: AnyContext) -> Any:
+    """The step execution context behind any of the three contexts (the framework-author hook
+    Dagster documents on ``get_step_execution_context``)."""
+    if isinstance(context, dg.AssetExecutionContext):
+        return context.get_step_execution_context()
+    return context.step_context
+
+
+def _step_asset_key(step: Any) -> dg.AssetKey | None:
+    assets_def = step.assets_def
+    keys = list(assets_def.keys) if assets_def is not None else []
+    return keys[0] if len(keys) == 1 else None
+
+
+def _time_partitions(pdef: dg.PartitionsDefinition | None) -> Any:
+    return pdef if isinstance(pdef, dg.TimeWindowPartitionsDefinition) else None
 
 
 class RevisionsIOManager(dg.ConfigurableIOManager):
@@ -83,18 +87,110 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
     spark: dg.ResourceDependency[SparkSessionResource] = Field(
         description="The Spark session resource used for reads and writes."
     )
+    _slices: dict[tuple[str, str], DatasetSlice] = PrivateAttr(default_factory=dict)
 
-    def handle_output(self, context: dg.OutputContext, obj: RevisionWrite) -> None:
-        if not isinstance(obj, RevisionWrite):
+    # -- the resolver ----------------------------------------------------------------------
+
+    def slice_for(self, context: AnyContext) -> DatasetSlice:
+        """The slice of the asset being materialized in this step, resolved once per run."""
+        step = _step(context)
+        key = context.asset_key if isinstance(context, dg.OutputContext) else None
+        key = key or _step_asset_key(step)
+        if key is None:
+            raise NotRevisionedAssetError(
+                f"step {step.step.key} does not materialize exactly one asset"
+            )
+        cache_key = (step.run_id, key.to_user_string())
+        if cache_key not in self._slices:
+            self._slices[cache_key] = self._resolve(step, key)
+        return self._slices[cache_key]
+
+    def _resolve(self, step: Any, key: dg.AssetKey) -> DatasetSlice:
+        """The run's facts (definition, partitions, tags, config) and the logs -> the slice."""
+        assets_def = step.assets_def
+        metadata = assets_def.metadata_by_key[key]
+        address = TableAddress.from_metadata(metadata, key.to_user_string())
+        code_version = assets_def.code_versions_by_key.get(key)
+        config = step.op_config if isinstance(step.op_config, dict) else {}
+        forced = truthy(step.run_tags.get(TAG_FORCE_MAJOR)) or bool(config.get("force_major"))
+        pdef = _time_partitions(assets_def.partitions_def)
+        output = assets_def.get_output_name_for_asset_key(key)
+        keys = step.asset_partition_key_range_for_output(output) if pdef is not None else None
+        own = self.location.dataset(
+            address.dataset, self.spark.spark_session, {address.table: address.id_columns}
+        )
+        records = tuple(own.revisions())
+        history = [r for r in records if r.wrote(address.table)]
+        common: dict[str, Any] = {
+            "asset_key": key.to_user_string(),
+            "role": role_of(metadata),
+            "root": own.root,
+            "table": address.table,
+            "id_columns": address.id_columns,
+            "code_version": code_version,
+            "partitions": keys,
+        }
+        refs = upstream_refs(metadata)
+        if not refs:
+            is_major, reason = decide_major(
+                history[-1] if history else None, address.table, code_version, forced
+            )
+            start, end = compute_window(pdef, keys, is_major) if keys is not None else (None, None)
+            return DatasetSlice(
+                **common,
+                is_major=is_major,
+                reason=reason,
+                timestamp=end or now_utc(),
+                compute_start=start,
+                compute_end=end,
+            )
+        if keys is None:
+            raise NotRevisionedAssetError(
+                f"{key.to_user_string()}: a scoring asset needs time partitions (scoring_asset)"
+            )
+        pins = parse_upstream_heads(step.run_tags.get(TAG_UPSTREAM_HEADS))
+        upstream = upstream_slices(refs, records, address.table, self._log_of, pins)
+        plan = plan_consumer(history, address.table, code_version, forced, upstream, pdef)
+        if plan.covers is not None:
+            check_requested_partitions(key.to_user_string(), plan, keys, history, pdef)
+        end = compute_window(pdef, keys, False)[1]
+        return DatasetSlice(
+            **common,
+            is_major=plan.is_major,
+            reason=plan.reason,
+            # scores never go back in time: newer scores are never shadowed by older ones
+            timestamp=max([end, *(r.timestamp for r in history)]),
+            compute_start=None,
+            compute_end=None,
+            upstream=plan.upstream,
+            skip=None if plan.covers is not None else plan.reason,
+        )
+
+    def _log_of(self, dataset: str) -> tuple[str, tuple[Revision, ...]]:
+        ds = self.location.dataset(dataset, self.spark.spark_session)
+        return ds.root, tuple(ds.revisions())
+
+    def current_state(self, s: DatasetSlice) -> DataFrame:
+        """The slice's table as it is now (a reference minor commits only its difference)."""
+        return self.location.dataset(s.root, self.spark.spark_session).read(s.table)
+
+    # -- inputs and outputs ----------------------------------------------------------------
+
+    def handle_output(self, context: dg.OutputContext, obj: DataFrame) -> None:
+        if not isinstance(obj, DataFrame):
             raise UnexpectedOutputError(
                 f"asset {context.asset_key.to_user_string()} returned {type(obj).__name__}; the "
-                "revision IO manager stores RevisionWrite values (declare the asset with "
+                "revision IO manager stores Spark DataFrames (declare the asset with "
                 "featurized_asset, scoring_asset or reference_asset)"
             )
-        s = obj.slice
-        ds = open_dataset(self.spark.spark_session, s.root, s.table, s.id_columns)
+        s = self.slice_for(context)
+        if s.skip is not None:
+            raise NothingToConsumeError(
+                f"{s.asset_key}: {s.skip}; a consumer with nothing to consume returns no output"
+            )
+        ds = self.location.dataset(s.root, self.spark.spark_session, {s.table: s.id_columns})
         rev = ds.commit(
-            {s.table: obj.data},
+            {s.table: obj},
             timestamp=s.timestamp,
             is_major=s.is_major,
             version=s.code_version,
@@ -103,71 +199,94 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
                 "run_id": context.run_id,
                 "partition_key": s.partition or "",
             },
-            upstream=obj.upstream,
-            expected_positions=obj.expected_positions,
+            upstream=s.upstream_positions,
+            expected_positions=s.expected_positions,
             properties={"reason": s.reason},
         )
+        descriptions = column_descriptions(context.definition_metadata)
+        tables = ds.tables()
+        schema = tables[s.table].schema if s.table in tables else None
         if rev is None:
+            history = ds.revisions(s.table) if schema is not None else []
+            head = history[-1].sequence if history else None
             context.add_output_metadata(
                 {
                     "revision": "none: no rows, nothing committed",
                     "kind": "none",
-                    "why": s.reason,
-                    "dataset_root": dg.MetadataValue.path(s.root),
-                    "table": s.table,
+                    **slice_metadata(s),
+                    **table_metadata(s, schema, None, descriptions),
                 }
             )
             context.log.info(f"{s.asset_key}: no rows to write, no revision committed")
+            if head is not None:
+                self._publish_data_version(context, data_version(s.table, head))
             return
-        context.add_output_metadata(revision_metadata(rev, obj))
+        written = rev.tables[s.table]
+        entities = (
+            written.rows - written.tombstones
+            if rev.is_major  # a major is the whole state
+            else ds.read(s.table).select(*s.id_columns).count()
+        )
+        context.add_output_metadata(
+            {
+                **revision_metadata(s, rev),
+                **slice_metadata(s),
+                **table_metadata(s, schema, entities, descriptions),
+            }
+        )
+        self._publish_data_version(context, data_version(s.table, rev.sequence))
         context.log.info(
             f"{s.asset_key}: committed {'major' if rev.is_major else 'minor'} revision "
             f"{rev.name} (sequence {rev.sequence}) to {s.root}/{s.table}: {s.reason}"
         )
 
-    def load_input(self, context: dg.InputContext) -> DataFrame | UpstreamChanges:
+    @staticmethod
+    def _publish_data_version(context: dg.OutputContext, version: str) -> None:
+        """The materialization's data version is the revision's (not a hash of code + inputs)."""
+        context.step_context.set_data_version(context.asset_key, dg.DataVersion(version))
+
+    def load_input(self, context: dg.InputContext) -> DataFrame | UpstreamChanges | None:
+        consumer = self._consumer_slice(context)
+        if consumer is not None:
+            return self._load_changes(context, consumer)
         up = context.upstream_output
         assert up is not None and up.asset_key is not None
         address = TableAddress.from_metadata(up.definition_metadata, up.asset_key.to_user_string())
-        root = self.location.root_for(address.dataset)
-        spark = self.spark.spark_session
-        upstream = open_dataset(spark, root, address.table, address.id_columns)
-        if upstream.head_sequence == 0:
+        ds = self.location.dataset(address.dataset, self.spark.spark_session)
+        if not any(r.wrote(address.table) for r in ds.revisions()):
             raise UpstreamNotReadyError(
-                f"input {up.asset_key.to_user_string()} ({root}, table {address.table!r}) has no "
-                "revision yet: materialize it first"
+                f"input {up.asset_key.to_user_string()} ({ds.root}, table {address.table!r}) has "
+                "no revision yet: materialize it first"
             )
-        mode = str(context.definition_metadata.get(META_READ, "state"))
-        if mode == "changes":
-            return self._load_changes(context, upstream, root, address, up.asset_key)
-        if context.has_asset_partitions:
-            return upstream.read(address.table, as_of=context.asset_partitions_time_window.end)
-        return upstream.read(address.table)
+        pdef = (
+            _time_partitions(context.asset_partitions_def) if context.has_asset_partitions else None
+        )
+        if pdef is not None:
+            end = compute_window(pdef, context.asset_partition_key_range, False)[1]
+            return ds.read(address.table, as_of=end)
+        return ds.read(address.table)
+
+    def _consumer_slice(self, context: dg.InputContext) -> DatasetSlice | None:
+        """The consuming asset's slice when it consumes this input as changes (scoring)."""
+        step = context.step_context
+        key = _step_asset_key(step)
+        if key is None:
+            return None
+        refs = upstream_refs(step.assets_def.metadata_by_key[key])
+        if not any(ref.input_name == context.name for ref in refs):
+            return None
+        return self.slice_for(context)
 
     def _load_changes(
-        self,
-        context: dg.InputContext,
-        upstream: RevisionedDataset,
-        root: str,
-        address: TableAddress,
-        key: dg.AssetKey,
-    ) -> UpstreamChanges:
-        consumer = json.loads(str(context.definition_metadata[META_CONSUMER]))
-        own = RevisionedDataset(
-            self.location.root_for(consumer["dataset"]), spark=self.spark.spark_session
-        )
-        since = own.upstream_position(upstream.root, address.table, consumer["table"])
-        head = upstream.head_sequence
-        changes = upstream.changes(address.table, since_sequence=since, until_sequence=head)
+        self, context: dg.InputContext, consumer: DatasetSlice
+    ) -> UpstreamChanges | None:
+        if consumer.skip is not None:
+            return None  # the body commits nothing; do not plan a read
+        u = consumer.input(context.name)
+        ds = self.location.dataset(u.root, self.spark.spark_session)
+        changes = ds.changes(u.ref.table, since_sequence=u.since, until_sequence=u.head)
         context.log.info(
-            f"{key.to_user_string()}: changes since sequence {since} up to {head}"
+            f"{u.ref.asset_key}: changes since sequence {u.since} up to {u.head}"
             f"{' (reset)' if changes.is_reset else ''}"
         )
-        return UpstreamChanges(
-            upstream,
-            upstream.root,
-            address.table,
-            address.id_columns,
-            key.to_user_string(),
-            changes,
-        )
+        return UpstreamChanges(u, changes, ds)

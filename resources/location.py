@@ -1,13 +1,30 @@
-"""Where revisioned datasets live: one base URI, one dataset per name under it."""
+"""Where revisioned datasets live: one base URI, one dataset per name under it.
+
+The location also hands out the logs and dataset handles a run or a sensor tick
+needs, each opened once and cached on the resource (Dagster initializes resources
+per run, so a cache lives as long as one run or one tick):
+
+- ``read_log``: the committed revisions, read-only (sensors, checks, the resolver);
+- ``read_state``: a table's state as a Spark DataFrame, read-only (checks);
+- ``dataset``: a full handle for the IO manager, which reads and commits.
+"""
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 from dagster_aws.s3 import S3Resource
-from pydantic import Field
+from pydantic import Field, PrivateAttr
+from pyspark.sql import DataFrame, SparkSession
 
+from revisions_assets import RevisionedDataset
 from revisions_assets.core.backends import configure_storage, open_storage
+from revisions_assets.core.log import RevisionLog
+from revisions_assets.core.merge import merge_revisions
+from revisions_assets.core.records import Revision
+from revisions_assets.core.selection import state_selection, table_history
 
 
 class DatasetLocation(dg.ConfigurableResource):
@@ -33,6 +50,11 @@ class DatasetLocation(dg.ConfigurableResource):
         ),
     )
 
+    _logs: dict[str, RevisionLog] = PrivateAttr(default_factory=dict)
+    _datasets: dict[str, tuple[RevisionedDataset, dict[str, tuple[str, ...]]]] = PrivateAttr(
+        default_factory=dict
+    )
+
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         self.configure_access()
 
@@ -51,3 +73,39 @@ class DatasetLocation(dg.ConfigurableResource):
         else:
             root = str(Path(self.base_uri) / dataset)
         return open_storage(root).uri
+
+    def read_log(self, dataset: str) -> tuple[Revision, ...]:
+        """The committed revisions of a dataset, read without Spark and without writing."""
+        root = self.root_for(dataset)
+        if root not in self._logs:
+            self._logs[root] = RevisionLog(open_storage(root))
+        return self._logs[root].refresh()
+
+    def read_state(self, spark: SparkSession, dataset: str, table: str) -> DataFrame:
+        """A table's current state (SPEC §3), planned from the read-only log."""
+        root = self.root_for(dataset)
+        selection = state_selection(table_history(self.read_log(dataset), table), table)
+        return merge_revisions(spark, open_storage(root), table, selection.merge)
+
+    def dataset(
+        self,
+        dataset: str,
+        spark: SparkSession | None,
+        writes: Mapping[str, Sequence[str]] | None = None,
+    ) -> RevisionedDataset:
+        """A handle that reads and commits, opened once per dataset; ``writes`` declares the
+        tables (and their id columns) the caller commits, the only ones it may touch."""
+        root = self.root_for(dataset)
+        wanted = {t: tuple(ids) for t, ids in (writes or {}).items()}
+        cached = self._datasets.get(root)
+        if cached is not None and wanted.items() <= cached[1].items():
+            return cached[0]
+        declared = {**(cached[1] if cached else {}), **wanted}
+        handle = RevisionedDataset(root, spark=spark, id_columns=_declaration(declared))
+        self._datasets[root] = (handle, declared)
+        return handle
+
+
+def _declaration(declared: Mapping[str, tuple[str, ...]]) -> Any:
+    """No declared table: a read-only use; the engine then needs no id columns."""
+    return {t: list(ids) for t, ids in declared.items()} or None

@@ -1,129 +1,123 @@
-"""The one place where a Dagster context becomes a dataset slice.
+"""The slice of one materialization, and the pure rules that derive it from the logs.
 
-An asset of this layer is one table of one revisioned dataset (its *address*,
-kept in the asset's definition metadata so the UI shows it). At run time the
-Dagster context (asset key, partition range, run tags, config, code version)
-and the dataset's log are resolved exactly once into a frozen ``DatasetSlice``:
-which window to compute, major or minor and why, and the revision timestamp.
-Asset bodies, the IO manager, checks and sensors only read that object.
+The revision IO manager resolves a run's Dagster context and the dataset logs,
+once per run and asset, into a frozen ``DatasetSlice``: which window to compute,
+major or minor and why, the revision timestamp, and for a scoring asset the
+upstream positions it consumes from and the heads it is pinned to. Asset bodies,
+``load_input`` and ``handle_output`` only read it. The rules here are pure
+functions of the log records and the partitions definition (no Spark, no
+instance), so sensors use exactly the same ones.
 
-Revision timestamp: the *end* of the requested partition window (exclusive
-end, e.g. partition 2013-01-05 -> 2013-01-06T00:00Z). The data of a day is
-complete at the end of that day, so "state as of T" includes a partition
-exactly when the whole day is before T.
+Revision timestamp: the *end* of the requested partition window (exclusive end,
+e.g. partition 2013-01-05 -> 2013-01-06T00:00Z). The data of a day is complete
+at the end of that day, so "state as of T" includes a partition exactly when the
+whole day is before T.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 import dagster as dg
 
-from revisions_assets.core.backends import open_storage
 from revisions_assets.core.errors import RevisionsError
-from revisions_assets.core.log import RevisionLog
-from revisions_assets.core.records import Revision
-from revisions_assets.core.timeutil import now_utc, to_utc
+from revisions_assets.core.records import Revision, UpstreamPosition
+from revisions_assets.core.selection import changes_by_sequence, consumer_position
+from revisions_assets.core.timeutil import to_utc
 
-META_DATASET = "revisions/dataset"
-META_TABLE = "revisions/table"
-META_ID_COLUMNS = "revisions/id_columns"
-META_ROLE = "revisions/role"
-META_UPSTREAM = "revisions/upstream"
+from .address import Role, UpstreamRef
+
 #: run tag that forces a major revision (values true/1/yes)
 TAG_FORCE_MAJOR = "revisions/force_major"
+#: run tag pinning a scoring run's upstream heads: "<asset key>@<sequence>,…" (set by sensors)
+TAG_UPSTREAM_HEADS = "revisions/upstream_heads"
 RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
-
-ROLES = ("featurized", "scoring", "reference")
-
-
-class NotRevisionedAssetError(RevisionsError, ValueError):
-    """An asset handled by the revisions layer that does not carry a dataset address."""
 
 
 class UpstreamNotReadyError(RevisionsError):
     """A consumer ran before its upstream table had any revision."""
 
 
-@dataclass(frozen=True)
-class TableAddress:
-    """Where an asset's data lives: one table of one revisioned dataset.
+class InvalidRunTagError(RevisionsError, ValueError):
+    """A run tag of the revisions layer whose value cannot be used."""
 
-    ``dataset`` is a name under the location's base URI, or a full URI/absolute path.
-    """
 
-    dataset: str
-    table: str
-    id_columns: tuple[str, ...]
-    role: str
+class UnknownInputError(RevisionsError, KeyError):
+    """An input name that is not one of a scoring asset's revisioned inputs."""
 
-    def to_metadata(self) -> dict[str, str]:
-        return {
-            META_DATASET: self.dataset,
-            META_TABLE: self.table,
-            META_ID_COLUMNS: ",".join(self.id_columns),
-            META_ROLE: self.role,
-        }
+    def __str__(self) -> str:  # KeyError quotes its message otherwise
+        return str(self.args[0]) if self.args else ""
 
-    @classmethod
-    def from_metadata(cls, metadata: Mapping[str, Any], what: str) -> TableAddress:
-        missing = [k for k in (META_DATASET, META_TABLE, META_ID_COLUMNS) if k not in metadata]
-        if missing:
-            raise NotRevisionedAssetError(
-                f"asset {what} has no revisioned-dataset address (missing metadata {missing}); "
-                "declare it with featurized_asset, scoring_asset or reference_asset"
-            )
 
-        def text(key: str) -> str:
-            value = metadata[key]
-            return str(getattr(value, "value", value))
-
-        return cls(
-            dataset=text(META_DATASET),
-            table=text(META_TABLE),
-            id_columns=tuple(c for c in text(META_ID_COLUMNS).split(",") if c),
-            role=text(META_ROLE) if META_ROLE in metadata else "featurized",
-        )
+class ScoringRangeError(RevisionsError, ValueError):
+    """A scoring run asked for partitions other than those its upstream changes cover."""
 
 
 @dataclass(frozen=True)
-class UpstreamRef:
-    """A scoring asset's input as recorded in its metadata (for checks and sensors)."""
+class UpstreamSlice:
+    """One input of a scoring run: consumed from ``since`` (exclusive) up to the pinned ``head``."""
+
+    ref: UpstreamRef
+    root: str
+    since: int  # the position the consumer recorded (0: never consumed)
+    head: int  # the upstream dataset head the run is pinned to
+    is_reset: bool  # a major of the table in (since, head]: replace, don't merge
+    pending: tuple[Revision, ...]  # revisions of the table in (since, head]
+    newest_timestamp: datetime  # logical time of the table's newest revision up to head
+    data_version: str  # the table's data version at head: "<table>@<sequence>"
+
+    @property
+    def position(self) -> UpstreamPosition:
+        """The position to record once these changes are processed: the pinned head."""
+        return UpstreamPosition(self.root, self.ref.table, self.head)
+
+
+@dataclass(frozen=True)
+class DatasetSlice:
+    """What one materialization computes and commits, resolved once per run and asset."""
 
     asset_key: str
-    dataset: str
+    role: Role
+    root: str
     table: str
-    kind: str  # "main" or "reference"
+    id_columns: tuple[str, ...]
+    code_version: str | None
+    is_major: bool
+    reason: str
+    timestamp: datetime  # the revision's logical time (see the module docstring)
+    compute_start: datetime | None  # None for unpartitioned and scoring assets
+    compute_end: datetime | None
+    partitions: dg.PartitionKeyRange | None  # the partitions this run materializes
+    upstream: tuple[UpstreamSlice, ...] = ()  # scoring assets: one per input
+    skip: str | None = None  # scoring: nothing to consume; no revision, no materialization
+
+    @property
+    def partition(self) -> str | None:
+        """The run's partitions as recorded in the revision: ``2013-01-05`` or ``A...B``."""
+        return None if self.partitions is None else describe(self.partitions)
+
+    @property
+    def upstream_positions(self) -> tuple[UpstreamPosition, ...]:
+        return tuple(u.position for u in self.upstream)
+
+    @property
+    def expected_positions(self) -> dict[tuple[str, str], int]:
+        """The commit's precondition: the positions this run started from."""
+        return {(u.root, u.ref.table): u.since for u in self.upstream}
+
+    def input(self, name: str) -> UpstreamSlice:
+        for u in self.upstream:
+            if u.ref.input_name == name:
+                return u
+        known = [u.ref.input_name for u in self.upstream]
+        raise UnknownInputError(f"{self.asset_key} has no revisioned input {name!r}: {known}")
 
 
-def upstream_refs_to_metadata(refs: Sequence[UpstreamRef]) -> str:
-    return json.dumps([ref.__dict__ for ref in refs])
-
-
-def upstream_refs(metadata: Mapping[str, Any]) -> tuple[UpstreamRef, ...]:
-    raw = metadata.get(META_UPSTREAM)
-    if raw is None:
-        return ()
-    return tuple(UpstreamRef(**item) for item in json.loads(str(getattr(raw, "value", raw))))
-
-
-def address_of(assets_def: dg.AssetsDefinition) -> TableAddress:
-    key = assets_def.key
-    return TableAddress.from_metadata(assets_def.metadata_by_key[key], key.to_user_string())
-
-
-def read_log(root: str) -> tuple[Revision, ...]:
-    """The committed revisions of a dataset, without Spark (sensors and the resolver use it)."""
-    return RevisionLog(open_storage(root)).refresh()
-
-
-def table_history(records: Sequence[Revision], table: str) -> list[Revision]:
-    return [r for r in records if r.wrote(table)]
+def truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def decide_major(
@@ -140,84 +134,18 @@ def decide_major(
     return False, f"code version {code_version!r} unchanged since revision {head.sequence}"
 
 
-def truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+# -- partitions and windows ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class DatasetSlice:
-    """What one materialization writes: resolved once per run from the Dagster context."""
-
-    asset_key: str
-    root: str
-    table: str
-    id_columns: tuple[str, ...]
-    code_version: str | None
-    is_major: bool
-    reason: str
-    timestamp: datetime  # the revision's logical time (see the module docstring)
-    compute_start: datetime | None  # None for unpartitioned assets
-    compute_end: datetime | None
-    partition: str | None  # "2013-01-05" or "2013-01-01...2013-01-31"
-
-    def as_major(self, reason: str) -> DatasetSlice:
-        """The same slice promoted to a major (an upstream reset found while reading inputs)."""
-        return replace(self, is_major=True, reason=reason)
-
-
-def resolve_slice(
-    context: dg.AssetExecutionContext,
-    root: str,
-    address: TableAddress,
-    *,
-    forced_by_config: bool = False,
-    monotonic: bool = False,
-) -> DatasetSlice:
-    """Turn the run's context and the dataset log into the slice to compute and commit.
-
-    A major computes from the first partition's start to the requested end; a minor
-    the requested window only. ``monotonic`` (scoring assets) keeps the timestamp at
-    or after the table's head, so newer scores are never shadowed by older ones.
-    """
-    history = table_history(read_log(root), address.table)
-    head = max(history, key=lambda r: r.key) if history else None
-    code_version = context.assets_def.code_versions_by_key.get(context.asset_key)
-    forced = forced_by_config or truthy(context.run.tags.get(TAG_FORCE_MAJOR))
-    is_major, reason = decide_major(
-        history[-1] if history else None, address.table, code_version, forced
-    )
-    partitions_def = context.assets_def.partitions_def
-    if isinstance(partitions_def, dg.TimeWindowPartitionsDefinition):
-        window = context.partition_time_window
-        first_start = to_utc(partitions_def.start, "first partition start")
-        start = first_start if is_major else to_utc(window.start, "window start")
-        end = to_utc(window.end, "window end")
-        key_range = context.partition_key_range
-        partition = (
-            key_range.start
-            if key_range.start == key_range.end
-            else f"{key_range.start}...{key_range.end}"
-        )
-        timestamp = end
-    else:
-        start = end = None
-        partition = None
-        timestamp = now_utc()
-    if monotonic and head is not None and head.timestamp > timestamp:
-        timestamp = head.timestamp
-    return DatasetSlice(
-        asset_key=context.asset_key.to_user_string(),
-        root=root,
-        table=address.table,
-        id_columns=address.id_columns,
-        code_version=code_version,
-        is_major=is_major,
-        reason=reason,
-        timestamp=timestamp,
-        compute_start=start,
-        compute_end=end,
-        partition=partition,
-    )
+def compute_window(
+    partitions_def: dg.TimeWindowPartitionsDefinition, keys: dg.PartitionKeyRange, is_major: bool
+) -> tuple[datetime, datetime]:
+    """The one place where partitions become a time window: [start, end) of the requested
+    range, starting at the first partition's start for a major (SPEC §5)."""
+    first = partitions_def.time_window_for_partition_key(keys.start)
+    last = partitions_def.time_window_for_partition_key(keys.end)
+    start = partitions_def.start if is_major else first.start
+    return to_utc(start, "window start"), to_utc(last.end, "window end")
 
 
 def partition_key_for_end(partitions_def: dg.TimeWindowPartitionsDefinition, end: datetime) -> str:
@@ -231,3 +159,190 @@ def partition_key_for_end(partitions_def: dg.TimeWindowPartitionsDefinition, end
         return first
     key = partitions_def.get_partition_key_for_timestamp(instant.timestamp())
     return key if partitions_def.has_partition_key(key) else last
+
+
+def parse_partitions(text: str | None) -> dg.PartitionKeyRange | None:
+    """``A`` or ``A...B`` (as recorded in a revision's producer) as a key range."""
+    if not text:
+        return None
+    start, _, end = text.partition("...")
+    return dg.PartitionKeyRange(start, end or start)
+
+
+def revision_partitions(
+    revision: Revision, partitions_def: dg.TimeWindowPartitionsDefinition
+) -> dg.PartitionKeyRange:
+    """The partitions a revision covers: a major every partition up to its timestamp; a minor
+    those its run materialized (or, written outside Dagster, the partition of its timestamp)."""
+    end = partition_key_for_end(partitions_def, revision.timestamp)
+    if revision.is_major:
+        return dg.PartitionKeyRange(partitions_def.get_first_partition_key() or end, end)
+    produced = parse_partitions(revision.producer.get("partition_key"))
+    if produced and all(
+        partitions_def.has_partition_key(k) for k in (produced.start, produced.end)
+    ):
+        return produced
+    return dg.PartitionKeyRange(end, end)
+
+
+def keys_of(
+    partitions_def: dg.TimeWindowPartitionsDefinition, ranges: Iterable[dg.PartitionKeyRange]
+) -> set[str]:
+    return {k for r in ranges for k in partitions_def.get_partition_keys_in_range(r)}
+
+
+def span(
+    partitions_def: dg.TimeWindowPartitionsDefinition, ranges: Iterable[dg.PartitionKeyRange]
+) -> dg.PartitionKeyRange:
+    """The smallest contiguous range holding every given range."""
+    keys = [k for r in ranges for k in (r.start, r.end)]
+
+    def order(key: str) -> datetime:
+        return partitions_def.time_window_for_partition_key(key).start
+
+    return dg.PartitionKeyRange(min(keys, key=order), max(keys, key=order))
+
+
+def describe(keys: dg.PartitionKeyRange) -> str:
+    return keys.start if keys.start == keys.end else f"{keys.start}...{keys.end}"
+
+
+# -- consumers (SPEC §6) ---------------------------------------------------------------------
+
+
+def parse_upstream_heads(value: str | None) -> dict[str, int]:
+    """The ``revisions/upstream_heads`` tag: ``<asset key>@<sequence>,…`` -> {asset key: head}."""
+    heads: dict[str, int] = {}
+    for item in (value or "").split(","):
+        if not item.strip():
+            continue
+        key, _, sequence = item.strip().rpartition("@")
+        if not key or not sequence.isdigit():
+            raise InvalidRunTagError(
+                f"run tag {TAG_UPSTREAM_HEADS}={value!r}: expected '<asset key>@<sequence>,…'"
+            )
+        heads[key] = int(sequence)
+    return heads
+
+
+def format_upstream_heads(upstream: Sequence[UpstreamSlice]) -> str:
+    return ",".join(f"{u.ref.asset_key}@{u.head}" for u in upstream)
+
+
+def upstream_slice(
+    ref: UpstreamRef,
+    root: str,
+    records: Sequence[Revision],
+    consumer_records: Sequence[Revision],
+    consumer_table: str,
+    pinned_head: int | None = None,
+) -> UpstreamSlice:
+    """Where a consumer stands in one upstream table, pinned at ``pinned_head`` (default: the
+    upstream's head). A pin older than the recorded position never moves it back."""
+    since = consumer_position(consumer_records, root, ref.table, consumer_table)
+    head = len(records) if pinned_head is None else pinned_head
+    if head > len(records):
+        raise InvalidRunTagError(
+            f"{ref.asset_key}: pinned head {head} is beyond the upstream head {len(records)}"
+        )
+    head = max(head, since)
+    history = [r for r in records[:head] if r.wrote(ref.table)]
+    if not history:
+        raise UpstreamNotReadyError(
+            f"input {ref.asset_key} ({root}, table {ref.table!r}) has no revision yet: "
+            "materialize it first"
+        )
+    return UpstreamSlice(
+        ref=ref,
+        root=root,
+        since=since,
+        head=head,
+        is_reset=changes_by_sequence(history, ref.table, since, head).is_reset,
+        pending=tuple(r for r in history if r.sequence > since),
+        newest_timestamp=max(r.timestamp for r in history),
+        data_version=f"{ref.table}@{history[-1].sequence}",
+    )
+
+
+@dataclass(frozen=True)
+class ConsumerPlan:
+    """What a scoring run over ``upstream`` must do: major or minor, and which partitions
+    its revision covers (None: nothing to consume)."""
+
+    is_major: bool
+    reason: str
+    upstream: tuple[UpstreamSlice, ...]
+    covers: dg.PartitionKeyRange | None
+
+
+def plan_consumer(
+    history: Sequence[Revision],
+    table: str,
+    code_version: str | None,
+    forced: bool,
+    upstream: Sequence[UpstreamSlice],
+    partitions_def: dg.TimeWindowPartitionsDefinition,
+) -> ConsumerPlan:
+    """A scoring revision covers the partitions of the upstream revisions it consumes: every
+    partition up to the main upstream's newest one for a major (a reset or a new scoring code
+    version re-scores everything), else the span of the pending main revisions' partitions,
+    else (reference changes only) the main upstream's newest partition."""
+    is_major, reason = decide_major(history[-1] if history else None, table, code_version, forced)
+    resets = [u.ref.asset_key for u in upstream if u.is_reset]
+    if resets and not is_major:
+        is_major, reason = True, f"upstream reset in {', '.join(resets)}"
+    main = next(u for u in upstream if u.ref.kind == "main")
+    newest = partition_key_for_end(partitions_def, main.newest_timestamp)
+    if is_major:
+        covers = dg.PartitionKeyRange(partitions_def.get_first_partition_key() or newest, newest)
+    elif main.pending:
+        covers = span(
+            partitions_def, (revision_partitions(r, partitions_def) for r in main.pending)
+        )
+    elif any(u.pending for u in upstream):
+        covers = dg.PartitionKeyRange(newest, newest)
+    else:
+        consumed = ", ".join(f"{u.ref.asset_key}@{u.since}" for u in upstream)
+        reason = f"nothing new upstream (consumed up to {consumed})"
+        return ConsumerPlan(False, reason, tuple(upstream), None)
+    return ConsumerPlan(is_major, reason, tuple(upstream), covers)
+
+
+def check_requested_partitions(
+    asset_key: str,
+    plan: ConsumerPlan,
+    requested: dg.PartitionKeyRange,
+    history: Sequence[Revision],
+    partitions_def: dg.TimeWindowPartitionsDefinition,
+) -> None:
+    """A scoring run materializes the partitions its changes cover, plus at most partitions
+    already scored: never a day that looks scored but is not, never a scored day left out."""
+    assert plan.covers is not None
+    wanted = keys_of(partitions_def, [requested])
+    covers = keys_of(partitions_def, [plan.covers])
+    scored = keys_of(partitions_def, (revision_partitions(r, partitions_def) for r in history))
+    if covers <= wanted and wanted <= covers | scored:
+        return
+    consumed = ", ".join(f"{u.ref.asset_key} {u.since}->{u.head}" for u in plan.upstream)
+    raise ScoringRangeError(
+        f"{asset_key}: this run asks for partitions {describe(requested)}, but the upstream "
+        f"revisions it consumes ({consumed}) cover {describe(plan.covers)}; materialize "
+        f"{describe(plan.covers)} instead (the upstream-changes sensor requests exactly that). "
+        "A run may add only partitions that are already scored."
+    )
+
+
+def upstream_slices(
+    refs: Sequence[UpstreamRef],
+    consumer_records: Sequence[Revision],
+    consumer_table: str,
+    log_of: Callable[[str], tuple[str, Sequence[Revision]]],
+    pins: Mapping[str, int] | None = None,
+) -> tuple[UpstreamSlice, ...]:
+    """``upstream_slice`` of every input; ``log_of(dataset)`` gives an upstream's (root, log)."""
+    out = []
+    for ref in refs:
+        root, records = log_of(ref.dataset)
+        pinned = (pins or {}).get(ref.asset_key)
+        out.append(upstream_slice(ref, root, records, consumer_records, consumer_table, pinned))
+    return tuple(out)

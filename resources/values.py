@@ -1,59 +1,31 @@
-"""Values exchanged between revisioned asset bodies and the revision IO manager."""
+"""What the revision IO manager hands a scoring asset for each of its inputs."""
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
 from revisions_assets import ChangeSet, RevisionedDataset
-from revisions_assets.core.records import UpstreamPosition
 
-from .slice import DatasetSlice
-
-#: input metadata: how an input is read ("state" by default, or "changes")
-META_READ = "revisions/read"
-#: input metadata (changes inputs): JSON {"dataset", "table"} of the consuming asset
-META_CONSUMER = "revisions/consumer"
-
-
-@dataclass(frozen=True)
-class RevisionWrite:
-    """An asset's output for the IO manager: one table's rows for one revision."""
-
-    slice: DatasetSlice
-    data: DataFrame  # may carry a boolean _deleted column (tombstones)
-    upstream: tuple[UpstreamPosition, ...] = ()
-    expected_positions: Mapping[tuple[str, str], int] = field(default_factory=dict)
+from .slice import UpstreamSlice
 
 
 @dataclass(frozen=True)
 class UpstreamChanges:
-    """A consumer's view of one upstream table: the changes since its position, pinned."""
+    """One upstream table as a consumer sees it: the changes since its position, pinned."""
 
-    dataset: RevisionedDataset
-    root: str
-    table: str
-    id_columns: tuple[str, ...]
-    asset_key: str
+    slice: UpstreamSlice
     changes: ChangeSet
+    dataset: RevisionedDataset
 
     @property
     def df(self) -> DataFrame:
+        """The changed entities at the pinned head, with ``_deleted`` (all of them on a reset)."""
         return self.changes.df
 
     @property
-    def position(self) -> UpstreamPosition:
-        """The position to record once these changes are processed: the pinned head."""
-        return UpstreamPosition(self.root, self.table, self.changes.until_sequence)
+    def id_columns(self) -> tuple[str, ...]:
+        return self.slice.ref.id_columns
 
     def state(self) -> DataFrame:
         """The table's full state at the pinned head (for majors and reverse joins)."""
-        return self.dataset.read(self.table, at=self.changes.until_sequence)
-
-
-def open_dataset(
-    spark: Any, root: str, table: str, id_columns: tuple[str, ...]
-) -> RevisionedDataset:
-    """A dataset handle that declares only this table (others are not ours to touch)."""
-    return RevisionedDataset(root, spark=spark, id_columns={table: list(id_columns)})
+        return self.dataset.read(self.slice.ref.table, at=self.slice.head)

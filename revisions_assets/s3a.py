@@ -254,18 +254,6 @@ def apply_s3a_conf(spark: SparkSession, conf: Mapping[str, str], bucket: str | N
         hadoop.set(f"fs.s3a.bucket.{bucket}.{option}" if scoped else f"fs.s3a.{option}", value)
 
 
-def merge_conf(*confs: Mapping[str, str]) -> SparkConf:
-    """Merge Spark settings; jar lists and class paths are concatenated, not overwritten."""
-    out = SparkConf()
-    for conf in confs:
-        for key, value in conf.items():
-            sep = "," if key == "spark.jars" else os.pathsep if key in _CLASSPATHS else None
-            if sep and out.get(key):
-                value = sep.join(dict.fromkeys(out[key].split(sep) + value.split(sep)))
-            out[key] = value
-    return out
-
-
 if __name__ == "__main__":
     for jar in s3a_jars():
         print(jar)

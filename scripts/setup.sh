@@ -31,7 +31,11 @@ if [ ! -x .venv/bin/python ]; then
   echo "[setup] creating virtualenv .venv" >&2
   "$PY" -m venv .venv
 fi
-stamp=".venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)"
+# reinstall only when what pip installs changed: every table except the [tool.*] settings
+# (setuptools' package list included)
+install_hash=$(awk '/^\[/{skip = ($0 ~ /^\[tool\./ && $0 !~ /^\[tool\.setuptools/)} !skip' \
+  pyproject.toml | sha1sum | cut -c1-12)
+stamp=".venv/.installed-$install_hash"
 if [ ! -f "$stamp" ]; then
   echo "[setup] installing Python dependencies into .venv (first run takes a few minutes)" >&2
   if ! { .venv/bin/python -m pip install -q --upgrade pip &&

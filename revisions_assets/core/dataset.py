@@ -97,10 +97,8 @@ class ChangeSet:
     df: DataFrame
     is_reset: bool
     revisions: tuple[Revision, ...]
-    table: str = ""
     since_sequence: int | None = None
     until_sequence: int = 0
-    major: Revision | None = None
 
 
 class RevisionedDataset:
@@ -331,10 +329,8 @@ class RevisionedDataset:
             df=df,
             is_reset=selection.is_reset,
             revisions=selection.window,
-            table=table,
             since_sequence=since_sequence,
             until_sequence=selection.head_sequence,
-            major=selection.major,
         )
 
     def history(

@@ -1,25 +1,22 @@
 """The Dagster layer: revisioned featurized, reference and scoring assets, their checks,
-sensors and schedule. The IO manager and resources live in ``resources``."""
+sensors and schedule. The IO manager and resources live in the top-level ``resources``."""
 
-from resources.keys import IO_MANAGER_KEY, LOCATION_KEY, SPARK_KEY
-from resources.slice import TAG_FORCE_MAJOR, DatasetSlice, TableAddress
+from resources import TAG_FORCE_MAJOR, DatasetSlice, UpstreamChanges
 
 from .checks import revision_checks
 from .factory import RevisionRunConfig
 from .featurized import featurized_asset, reference_asset
 from .schedules import daily_featurized_schedule
-from .scoring import Reference, scoring_asset
+from .scoring import Reference, ScoringInputsError, scoring_asset
 from .sensors import code_version_sensor, upstream_changes_sensor
 
 __all__ = [
-    "IO_MANAGER_KEY",
-    "LOCATION_KEY",
-    "SPARK_KEY",
     "TAG_FORCE_MAJOR",
     "DatasetSlice",
     "Reference",
     "RevisionRunConfig",
-    "TableAddress",
+    "ScoringInputsError",
+    "UpstreamChanges",
     "code_version_sensor",
     "daily_featurized_schedule",
     "featurized_asset",

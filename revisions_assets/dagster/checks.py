@@ -1,59 +1,118 @@
-"""Asset checks of revisioned assets (SPEC §7).
+"""Asset checks of revisioned assets (SPEC §7). They read logs and data files, never write.
 
-- ``schema``: a pandera (pandera.pyspark) schema on the table's current state;
+Whole-table checks (unpartitioned):
+
 - ``ids_unique_non_null``: in the data files of every revision a default read sees;
 - ``log_integrity``: every data file the log references exists;
 - ``code_version``: the head revision was written by the asset's current code (WARN if stale);
+- ``schema``: a pandera (pandera.pyspark) schema on the table's current state;
 - ``consumer_lag`` (scoring assets): revisions/time behind each upstream within a bound.
+
+Partitioned checks (time-partitioned assets; they run with the asset's own runs, for the
+partitions the run materialized), on the revision that wrote those partitions:
+
+- ``partition_ids_unique_non_null``: its ids are non-null and unique;
+- ``partition_schema``: its live rows validate against the pandera schema.
 """
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from functools import reduce
 from typing import Any
 
 import dagster as dg
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import BooleanType, StructField, StructType
 
+from resources.address import TableAddress, address_of, upstream_refs
 from resources.keys import LOCATION_KEY, SPARK_KEY
-from resources.slice import address_of, read_log, table_history, upstream_refs
-from resources.values import open_dataset
+from resources.location import DatasetLocation
+from resources.slice import describe, keys_of, revision_partitions
 from revisions_assets.core.backends import open_storage
-from revisions_assets.core.merge import parse_schema
+from revisions_assets.core.errors import NoMajorRevisionError
+from revisions_assets.core.merge import DELETED, REVISION_COLUMNS, parse_schema
 from revisions_assets.core.records import Revision
+from revisions_assets.core.selection import state_selection
+from revisions_assets.core.timeutil import now_utc
 
-from .lag import consumer_lags
+from .lag import consumer_lags, read_consumer
 
 _RESOURCES = {LOCATION_KEY, SPARK_KEY}
+REVISION = REVISION_COLUMNS[0]  # "_revision": the name of the revision that wrote a row
 
 
-def visible_revisions(history: Sequence[Revision]) -> list[Revision]:
-    """The revisions a default (latest) read of one table merges: the latest major and after."""
-    majors = [r for r in history if r.is_major]
-    if not majors:
-        return []
-    first = max(majors, key=lambda r: r.key)
-    return sorted((r for r in history if r.key >= first.key), key=lambda r: r.key)
-
-
-def _files_frame(
-    spark: Any, root: str, table: str, revisions: Sequence[Revision], columns: Sequence[str]
-) -> DataFrame:
-    """The given columns of the data files of ``revisions``, tagged with the revision name."""
+def files_frame(
+    spark: SparkSession,
+    root: str,
+    table: str,
+    revisions: Sequence[Revision],
+    columns: Sequence[str] | None = None,
+) -> DataFrame | None:
+    """The rows of the data files of ``revisions`` (given columns, or all and ``_deleted``),
+    tagged with the revision name; None when they wrote no file."""
     storage = open_storage(root)
     frames = []
     for rev in revisions:
         written = rev.tables[table]
-        schema = StructType(
-            [f for f in parse_schema(written.schema_json).fields if f.name in columns]
-        )  # given: no footer-reading job per read
+        fields = [f for f in parse_schema(written.schema_json).fields]
+        if columns is None:
+            fields.append(StructField(DELETED, BooleanType(), True))
+        else:
+            fields = [f for f in fields if f.name in columns]
         files = [storage.spark_uri(f) for f in written.files]
-        if files:
-            frames.append(
-                spark.read.schema(schema).parquet(*files).withColumn("_revision", F.lit(rev.name))
-            )
+        if files:  # the schema is given: no footer-reading job per read
+            df = spark.read.schema(StructType(fields)).parquet(*files)
+            frames.append(df.withColumn(REVISION, F.lit(rev.name)))
+    if not frames:
+        return None
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+
+
+def id_problems(rows: DataFrame | None, ids: Sequence[str]) -> tuple[int, int]:
+    """(null ids, ids repeated within one revision) of the given data-file rows."""
+    if rows is None:
+        return 0, 0
+    null_filter = reduce(lambda a, b: a | b, [F.col(c).isNull() for c in ids])
+    nulls = rows.filter(null_filter).count()
+    duplicates = rows.groupBy(REVISION, *ids).count().filter(F.col("count") > 1).count()
+    return nulls, duplicates
+
+
+def written_revision(
+    history: Sequence[Revision],
+    partitions_def: dg.TimeWindowPartitionsDefinition,
+    keys: dg.PartitionKeyRange,
+    run_id: str,
+) -> Revision | None:
+    """The revision a run wrote, else the newest revision covering any of ``keys``."""
+    mine = [r for r in history if r.producer.get("run_id") == run_id]
+    if mine:
+        return mine[-1]
+    wanted = keys_of(partitions_def, [keys])
+    covering = [
+        r
+        for r in history
+        if wanted & keys_of(partitions_def, [revision_partitions(r, partitions_def)])
+    ]
+    return covering[-1] if covering else None
+
+
+class _Reader:
+    """What a check reads, through the check's resources: read-only logs and files."""
+
+    def __init__(self, context: dg.AssetCheckExecutionContext, address: TableAddress):
+        self.location: DatasetLocation = getattr(context.resources, LOCATION_KEY)
+        self.address = address
+
+    @property
+    def root(self) -> str:
+        return self.location.root_for(self.address.dataset)
+
+    def history(self) -> list[Revision]:
+        return [
+            r for r in self.location.read_log(self.address.dataset) if r.wrote(self.address.table)
+        ]
 
 
 def revision_checks(
@@ -67,12 +126,9 @@ def revision_checks(
     address = address_of(asset)
     key = asset.key
     code_version = asset.code_versions_by_key.get(key)
-    refs = upstream_refs(asset.metadata_by_key[key])
+    ids = list(address.id_columns)
 
-    def root(context: dg.AssetCheckExecutionContext) -> str:
-        return getattr(context.resources, LOCATION_KEY).root_for(address.dataset)
-
-    def spark(context: dg.AssetCheckExecutionContext) -> Any:
+    def spark(context: dg.AssetCheckExecutionContext) -> SparkSession:
         return getattr(context.resources, SPARK_KEY).spark_session
 
     checks = []
@@ -81,24 +137,23 @@ def revision_checks(
         asset=key,
         name="ids_unique_non_null",
         required_resource_keys=_RESOURCES,
-        description=f"Ids {list(address.id_columns)} are non-null and unique within "
-        "each revision a default read merges.",
+        description=f"Ids {ids} are non-null and unique within each revision a default read "
+        "merges.",
     )
     def ids_unique_non_null(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        history = visible_revisions(table_history(read_log(root(context)), address.table))
-        if not history:
+        read = _Reader(context, address)
+        try:
+            visible = state_selection(read.history(), address.table).merge
+        except NoMajorRevisionError:
             return dg.AssetCheckResult(passed=False, metadata={"error": "no major revision yet"})
-        ids = list(address.id_columns)
-        rows = _files_frame(spark(context), root(context), address.table, history, ids)
-        null_filter = reduce(lambda a, b: a | b, [F.col(c).isNull() for c in ids])
-        nulls = rows.filter(null_filter).count()
-        duplicates = rows.groupBy("_revision", *ids).count().filter(F.col("count") > 1).count()
+        rows = files_frame(spark(context), read.root, address.table, visible, ids)
+        nulls, duplicates = id_problems(rows, ids)
         return dg.AssetCheckResult(
             passed=nulls == 0 and duplicates == 0,
             metadata={
                 "null_ids": nulls,
                 "duplicate_ids": duplicates,
-                "revisions_checked": len(history),
+                "revisions_checked": len(visible),
             },
         )
 
@@ -111,10 +166,10 @@ def revision_checks(
         description="Every data file referenced by the dataset's log exists.",
     )
     def log_integrity(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        storage = open_storage(root(context))
-        records = read_log(root(context))
+        read = _Reader(context, address)
+        records = read.location.read_log(address.dataset)
         referenced = {f for r in records for t in r.tables.values() for f in t.files}
-        present = {info.path for info in storage.list_files("")}
+        present = {info.path for info in open_storage(read.root).list_files("")}
         missing = sorted(referenced - present)
         return dg.AssetCheckResult(
             passed=not missing,
@@ -136,7 +191,7 @@ def revision_checks(
         "code version (WARN when stale: a major is due).",
     )
     def code_version_check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        history = table_history(read_log(root(context)), address.table)
+        history = _Reader(context, address).history()
         head = history[-1].version_of(address.table) if history else None
         return dg.AssetCheckResult(
             passed=bool(history) and head == code_version,
@@ -159,16 +214,13 @@ def revision_checks(
             description=f"The table's state validates against {schema!r} (pandera).",
         )
         def schema_check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-            ds = open_dataset(spark(context), root(context), address.table, address.id_columns)
-            validated = schema.validate(ds.read(address.table))
-            errors = dict(validated.pandera.errors)
-            return dg.AssetCheckResult(
-                passed=not errors, metadata={"errors": dg.MetadataValue.json(errors)}
-            )
+            read = _Reader(context, address)
+            state = read.location.read_state(spark(context), address.dataset, address.table)
+            return _validated(schema, state)
 
         checks.append(schema_check)
 
-    if refs:
+    if upstream_refs(asset.metadata_by_key[key]):
 
         @dg.asset_check(
             asset=key,
@@ -180,8 +232,8 @@ def revision_checks(
             + ".",
         )
         def consumer_lag(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-            location = getattr(context.resources, LOCATION_KEY)
-            lags = consumer_lags(root(context), address.table, refs, location.root_for)
+            state = read_consumer(_Reader(context, address).location, asset)
+            lags = consumer_lags(state.upstream, now_utc())
             ok = all(
                 lag.revisions_behind <= max_lag_revisions
                 and (max_lag_seconds is None or lag.seconds_behind <= max_lag_seconds)
@@ -190,10 +242,10 @@ def revision_checks(
             return dg.AssetCheckResult(
                 passed=ok,
                 metadata={
-                    f"{lag.upstream.asset_key}": dg.MetadataValue.json(
+                    lag.upstream.ref.asset_key: dg.MetadataValue.json(
                         {
-                            "position": lag.position,
-                            "head": lag.head,
+                            "position": lag.upstream.since,
+                            "head": lag.upstream.head,
                             "revisions_behind": lag.revisions_behind,
                             "seconds_behind": round(lag.seconds_behind, 1),
                         }
@@ -205,4 +257,94 @@ def revision_checks(
 
         checks.append(consumer_lag)
 
+    if isinstance(asset.partitions_def, dg.TimeWindowPartitionsDefinition):
+        with warnings.catch_warnings():  # partitioned checks are a preview of Dagster 1.13
+            warnings.simplefilter("ignore", dg.PreviewWarning)
+            checks.extend(_partition_checks(asset, address, asset.partitions_def, schema))
     return checks
+
+
+def _partition_checks(
+    asset: dg.AssetsDefinition,
+    address: TableAddress,
+    pdef: dg.TimeWindowPartitionsDefinition,
+    schema: Any | None,
+) -> list[dg.AssetChecksDefinition]:
+    """Checks of the revision that wrote a run's partitions, one result per partition.
+
+    One multi-check reads that revision once; it logs an evaluation per partition of the
+    run (a range run would otherwise get one evaluation for the whole range, shown as
+    "skipped" on each of its partitions).
+    """
+    ids = list(address.id_columns)
+    specs = [
+        dg.AssetCheckSpec(
+            "partition_ids_unique_non_null",
+            asset=asset.key,
+            partitions_def=pdef,
+            description=f"Ids {ids} of the revision that wrote the partition are non-null and "
+            "unique.",
+        )
+    ]
+    if schema is not None:
+        specs.append(
+            dg.AssetCheckSpec(
+                "partition_schema",
+                asset=asset.key,
+                partitions_def=pdef,
+                description="The rows of the revision that wrote the partition validate "
+                f"against {schema!r} (pandera).",
+            )
+        )
+
+    @dg.multi_asset_check(
+        specs=specs,
+        name=f"{asset.key.to_python_identifier()}_partition_checks",
+        can_subset=True,
+        required_resource_keys=_RESOURCES,
+    )
+    def partition_checks(context: dg.AssetCheckExecutionContext) -> Iterator[dg.AssetCheckResult]:
+        read = _Reader(context, address)
+        keys = context.partition_key_range
+        rev = written_revision(read.history(), pdef, keys, context.run.run_id)
+        spark = getattr(context.resources, SPARK_KEY).spark_session
+        rows = files_frame(spark, read.root, address.table, [rev]) if rev else None
+        results: dict[str, tuple[bool, dict[str, Any]]] = {}
+        if rows is None:
+            nothing = {"revision": "none: no rows written for these partitions"}
+            results = {spec.name: (True, nothing) for spec in specs}
+        else:
+            nulls, duplicates = id_problems(rows, ids)
+            found = {"revision": rev.name, "null_ids": nulls, "duplicate_ids": duplicates}
+            results[specs[0].name] = (nulls == 0 and duplicates == 0, found)
+            if schema is not None:
+                live = rows.filter(~F.coalesce(F.col(DELETED), F.lit(False)))
+                errors = dict(schema.validate(live.drop(DELETED, REVISION)).pandera.errors)
+                results["partition_schema"] = (
+                    not errors,
+                    {"revision": rev.name, "errors": dg.MetadataValue.json(errors)},
+                )
+        selected = {k.name for k in context.selected_asset_check_keys}
+        for name, (passed, metadata) in results.items():
+            if name not in selected:
+                continue
+            for key in context.partition_keys:
+                context.op_execution_context.log_event(
+                    dg.AssetCheckEvaluation(
+                        asset_key=asset.key,
+                        check_name=name,
+                        passed=passed,
+                        metadata={**metadata, "run_partitions": describe(keys)},
+                        partition=key,
+                    )
+                )
+        yield from ()
+
+    return [partition_checks]
+
+
+def _validated(schema: Any, rows: DataFrame) -> dg.AssetCheckResult:
+    errors = dict(schema.validate(rows).pandera.errors)
+    return dg.AssetCheckResult(
+        passed=not errors, metadata={"errors": dg.MetadataValue.json(errors)}
+    )

@@ -1,4 +1,4 @@
-"""What every revisioned asset shares: resource keys, run config, the dg.asset arguments."""
+"""What every revisioned asset shares: run config, the dg.asset arguments, the resources."""
 
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -6,9 +6,11 @@ from typing import Any
 
 import dagster as dg
 from pydantic import Field
+from pyspark.sql import SparkSession
 
+from resources import RevisionsIOManager
+from resources.address import META_COLUMN_DESCRIPTIONS, Role, TableAddress
 from resources.keys import LOCATION_KEY, SPARK_KEY
-from resources.slice import TableAddress
 
 KINDS = frozenset({"spark", "parquet"})
 
@@ -26,6 +28,7 @@ def asset_kwargs(
     *,
     name: str,
     address: TableAddress,
+    role: Role,
     code_version: str,
     partitions_def: dg.PartitionsDefinition | None,
     description: str | None,
@@ -35,9 +38,15 @@ def asset_kwargs(
     tags: Mapping[str, str] | None,
     owners: Sequence[str] | None,
     metadata: Mapping[str, Any] | None,
+    column_descriptions: Mapping[str, str] | None,
     io_manager_key: str,
 ) -> dict[str, Any]:
     """Arguments of dg.asset common to featurized, scoring and reference assets."""
+    described = (
+        {META_COLUMN_DESCRIPTIONS: dg.MetadataValue.json(dict(column_descriptions))}
+        if column_descriptions
+        else {}
+    )
     return {
         "name": name,
         "key_prefix": key_prefix,
@@ -49,7 +58,7 @@ def asset_kwargs(
         "deps": list(deps),
         "tags": dict(tags or {}),
         "owners": list(owners or []),
-        "metadata": {**address.to_metadata(), **(metadata or {})},
+        "metadata": {**address.to_metadata(role), **described, **(metadata or {})},
         "io_manager_key": io_manager_key,
         "required_resource_keys": {LOCATION_KEY, SPARK_KEY},
         # a range (backfill or major) is one run, hence one revision, not one per partition
@@ -64,9 +73,10 @@ def asset_decorator(**kwargs: Any) -> Callable[[Callable[..., Any]], dg.AssetsDe
         return dg.asset(**kwargs)
 
 
-def dataset_root(context: dg.AssetExecutionContext, address: TableAddress) -> str:
-    return getattr(context.resources, LOCATION_KEY).root_for(address.dataset)
+def io_manager(context: dg.AssetExecutionContext, io_manager_key: str) -> RevisionsIOManager:
+    """The run's revision IO manager: asset bodies get their slice from it."""
+    return getattr(context.resources, io_manager_key)
 
 
-def spark_session(context: dg.AssetExecutionContext) -> Any:
+def spark_session(context: dg.AssetExecutionContext) -> SparkSession:
     return getattr(context.resources, SPARK_KEY).spark_session

@@ -18,17 +18,12 @@ import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from resources.address import Role, TableAddress
 from resources.keys import IO_MANAGER_KEY
-from resources.slice import DatasetSlice, TableAddress, resolve_slice
-from resources.values import RevisionWrite, open_dataset
+from resources.slice import DatasetSlice
+from revisions_assets.core.merge import DELETED
 
-from .factory import (
-    RevisionRunConfig,
-    asset_decorator,
-    asset_kwargs,
-    dataset_root,
-    spark_session,
-)
+from .factory import RevisionRunConfig, asset_decorator, asset_kwargs, io_manager, spark_session
 
 #: source rows of [start, end): (spark, start, end) -> DataFrame
 WindowSource = Callable[[SparkSession, datetime, datetime], DataFrame]
@@ -53,24 +48,25 @@ def featurized_asset(
     tags: Mapping[str, str] | None = None,
     owners: Sequence[str] | None = None,
     metadata: Mapping[str, Any] | None = None,
+    column_descriptions: Mapping[str, str] | None = None,
     io_manager_key: str = IO_MANAGER_KEY,
 ) -> Callable[[Featurizer], dg.AssetsDefinition]:
     """Declare a time-partitioned featurized asset stored as one table of a revisioned dataset.
 
-    The decorated function is ``fn(source_rows, window) -> DataFrame`` where
+    The decorated function is ``fn(source_rows, window) -> DataFrame`` where ``window`` is
+    the run's ``DatasetSlice`` (resolved by the IO manager) and
     ``source_rows = source(spark, window.compute_start - lookback, window.compute_end)``.
     """
 
     def decorator(fn: Featurizer) -> dg.AssetsDefinition:
         asset_name = name or fn.__name__
-        address = TableAddress(
-            dataset or asset_name, table or asset_name, tuple(id_columns), "featurized"
-        )
+        address = TableAddress(dataset or asset_name, table or asset_name, tuple(id_columns))
 
         @asset_decorator(
             **asset_kwargs(
                 name=asset_name,
                 address=address,
+                role=Role.FEATURIZED,
                 code_version=code_version,
                 partitions_def=partitions_def,
                 description=description or fn.__doc__,
@@ -80,16 +76,12 @@ def featurized_asset(
                 tags=tags,
                 owners=owners,
                 metadata=metadata,
+                column_descriptions=column_descriptions,
                 io_manager_key=io_manager_key,
             )
         )
         def _featurized(context: dg.AssetExecutionContext, config: RevisionRunConfig) -> dg.Output:
-            window = resolve_slice(
-                context,
-                dataset_root(context, address),
-                address,
-                forced_by_config=config.force_major,
-            )
+            window = io_manager(context, io_manager_key).slice_for(context)
             assert window.compute_start is not None and window.compute_end is not None
             context.log.info(
                 f"{'major' if window.is_major else 'minor'} ({window.reason}): computing "
@@ -98,7 +90,7 @@ def featurized_asset(
             rows = source(
                 spark_session(context), window.compute_start - lookback, window.compute_end
             )
-            return dg.Output(RevisionWrite(window, fn(rows, window)))
+            return dg.Output(fn(rows, window))
 
         return _featurized
 
@@ -112,8 +104,8 @@ def snapshot_changes(
     ids = list(id_columns)
     changed = snapshot.exceptAll(current.select(*snapshot.columns))
     vanished = current.select(*ids).join(snapshot.select(*ids), ids, "left_anti")
-    return changed.withColumn("_deleted", F.lit(False)).unionByName(
-        vanished.withColumn("_deleted", F.lit(True)), allowMissingColumns=True
+    return changed.withColumn(DELETED, F.lit(False)).unionByName(
+        vanished.withColumn(DELETED, F.lit(True)), allowMissingColumns=True
     )
 
 
@@ -131,6 +123,7 @@ def reference_asset(
     tags: Mapping[str, str] | None = None,
     owners: Sequence[str] | None = None,
     metadata: Mapping[str, Any] | None = None,
+    column_descriptions: Mapping[str, str] | None = None,
     io_manager_key: str = IO_MANAGER_KEY,
 ) -> Callable[[Snapshot], dg.AssetsDefinition]:
     """Declare an unpartitioned reference table: ``fn(spark) -> full snapshot DataFrame``.
@@ -141,14 +134,13 @@ def reference_asset(
 
     def decorator(fn: Snapshot) -> dg.AssetsDefinition:
         asset_name = name or fn.__name__
-        address = TableAddress(
-            dataset or asset_name, table or asset_name, tuple(id_columns), "reference"
-        )
+        address = TableAddress(dataset or asset_name, table or asset_name, tuple(id_columns))
 
         @asset_decorator(
             **asset_kwargs(
                 name=asset_name,
                 address=address,
+                role=Role.REFERENCE,
                 code_version=code_version,
                 partitions_def=None,
                 description=description or fn.__doc__,
@@ -158,20 +150,17 @@ def reference_asset(
                 tags=tags,
                 owners=owners,
                 metadata=metadata,
+                column_descriptions=column_descriptions,
                 io_manager_key=io_manager_key,
             )
         )
         def _reference(context: dg.AssetExecutionContext, config: RevisionRunConfig) -> dg.Output:
-            root = dataset_root(context, address)
-            window = resolve_slice(context, root, address, forced_by_config=config.force_major)
-            spark = spark_session(context)
-            snapshot = fn(spark)
+            io = io_manager(context, io_manager_key)
+            window = io.slice_for(context)
+            snapshot = fn(spark_session(context))
             if not window.is_major:
-                current = open_dataset(spark, root, address.table, address.id_columns)
-                snapshot = snapshot_changes(
-                    current.read(address.table), snapshot, address.id_columns
-                )
-            return dg.Output(RevisionWrite(window, snapshot))
+                snapshot = snapshot_changes(io.current_state(window), snapshot, window.id_columns)
+            return dg.Output(snapshot)
 
         return _reference
 

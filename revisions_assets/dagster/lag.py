@@ -1,57 +1,59 @@
-"""Consumer lag (SPEC §6): how far a scoring table is behind each of its upstream tables.
+"""Where a scoring asset stands in its upstream tables (SPEC §6), for checks and sensors.
 
-Read from the logs only (no Spark), shared by the lag check and the upstream-changes sensor.
+Read from the logs only, read-only and without Spark: the same pure rules as the IO
+manager's resolver (``resources.slice``), over the location's read-only logs.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from resources.slice import UpstreamRef, table_history
-from revisions_assets import RevisionedDataset
-from revisions_assets.core.timeutil import now_utc
+import dagster as dg
+
+from resources.address import address_of, upstream_refs
+from resources.location import DatasetLocation
+from resources.slice import UpstreamSlice, upstream_slices
+from revisions_assets.core.records import Revision
+
+
+@dataclass(frozen=True)
+class ConsumerState:
+    """A scoring table's own history and its position in each upstream table."""
+
+    history: tuple[Revision, ...]
+    upstream: tuple[UpstreamSlice, ...]
+
+
+def read_consumer(
+    location: DatasetLocation, asset: dg.AssetsDefinition, pins: dict[str, int] | None = None
+) -> ConsumerState:
+    address = address_of(asset)
+    records = location.read_log(address.dataset)
+    upstream = upstream_slices(
+        upstream_refs(asset.metadata_by_key[asset.key]),
+        records,
+        address.table,
+        lambda dataset: (location.root_for(dataset), location.read_log(dataset)),
+        pins,
+    )
+    return ConsumerState(tuple(r for r in records if r.wrote(address.table)), upstream)
 
 
 @dataclass(frozen=True)
 class ConsumerLag:
-    """One consumer table's lag behind one upstream table."""
+    """How far one consumer table is behind one upstream table."""
 
-    upstream: UpstreamRef
-    root: str
-    position: int  # last upstream sequence consumed (0: never)
-    head: int  # upstream dataset head sequence
-    revisions_behind: int  # upstream revisions of that table not consumed yet
+    upstream: UpstreamSlice
     seconds_behind: float  # age of the oldest unconsumed upstream revision (0 when none)
-    newest_timestamp: datetime | None  # logical time of the newest upstream revision of the table
 
     @property
-    def key(self) -> str:
-        return f"{self.upstream.asset_key}@{self.head}"
+    def revisions_behind(self) -> int:
+        return len(self.upstream.pending)
 
 
-def consumer_lags(
-    consumer_root: str, own_table: str, refs: Sequence[UpstreamRef], root_for: Callable[[str], str]
-) -> list[ConsumerLag]:
-    """The lag of one consumer table behind each of its upstream tables."""
-    consumer = RevisionedDataset(consumer_root)
-    now = now_utc()
+def consumer_lags(upstream: Sequence[UpstreamSlice], now: datetime) -> list[ConsumerLag]:
     lags = []
-    for ref in refs:
-        upstream = RevisionedDataset(root_for(ref.dataset))
-        records = upstream.refresh()
-        position = consumer.upstream_position(upstream.root, ref.table, own_table)
-        history = table_history(records, ref.table)
-        pending = [r for r in history if r.sequence > position]
-        oldest = min((r.committed_at for r in pending), default=None)
-        lags.append(
-            ConsumerLag(
-                upstream=ref,
-                root=upstream.root,
-                position=position,
-                head=len(records),
-                revisions_behind=len(pending),
-                seconds_behind=(now - oldest).total_seconds() if oldest else 0.0,
-                newest_timestamp=max((r.timestamp for r in history), default=None),
-            )
-        )
+    for u in upstream:
+        oldest = min((r.committed_at for r in u.pending), default=None)
+        lags.append(ConsumerLag(u, (now - oldest).total_seconds() if oldest else 0.0))
     return lags

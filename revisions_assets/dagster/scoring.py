@@ -1,10 +1,18 @@
 """Scoring assets: a PySpark function over the changes of upstream revisioned tables.
 
 Exactly-once (SPEC §6): each input is read as the changes since the position
-recorded in this asset's own last revision, pinned to the upstream head at
-load time; the commit records the pinned heads as the new positions and is
-guarded by the positions it started from (a concurrent duplicate gets
-ConsumerPositionConflictError, a failed run commits nothing).
+recorded in this asset's own last revision, pinned to the upstream head when
+the IO manager resolves the run's slice; the commit records the pinned heads as
+the new positions and is guarded by the positions it started from (a
+concurrent duplicate gets ConsumerPositionConflictError, a failed run commits
+nothing).
+
+Partitions: a scoring revision materializes the partitions of the upstream
+revisions it consumed (``resources.slice.plan_consumer``), so the partition bar
+shows every scored day. A run asked for other partitions fails before reading
+anything (ScoringRangeError: it names the range to run), except that it may
+re-include days already scored; a run with nothing to consume commits and
+materializes nothing.
 
 Reference inputs (reverse join): a changed reference row re-scores exactly
 the main entities that join to it. Only the reference rows those entities
@@ -12,8 +20,7 @@ need are read (a semi-join against a broadcast of their keys: a filtered join
 planned by Spark, nothing is collected).
 """
 
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
@@ -22,26 +29,27 @@ import dagster as dg
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from resources.keys import IO_MANAGER_KEY
-from resources.slice import (
+from resources.address import (
     META_UPSTREAM,
-    DatasetSlice,
+    Role,
     TableAddress,
     UpstreamRef,
     address_of,
-    resolve_slice,
-    upstream_refs_to_metadata,
+    upstream_refs_metadata,
 )
-from resources.values import META_CONSUMER, META_READ, RevisionWrite, UpstreamChanges
+from resources.keys import IO_MANAGER_KEY
+from resources.slice import DatasetSlice
+from resources.values import UpstreamChanges
+from revisions_assets.core.errors import RevisionsError
+from revisions_assets.core.merge import DELETED
 
-from .factory import (
-    RevisionRunConfig,
-    asset_decorator,
-    asset_kwargs,
-    dataset_root,
-)
+from .factory import RevisionRunConfig, asset_decorator, asset_kwargs, io_manager
 
 Scorer = Callable[..., DataFrame]
+
+
+class ScoringInputsError(RevisionsError, ValueError):
+    """A scoring asset declared with inputs that cannot be told apart."""
 
 
 @dataclass(frozen=True)
@@ -62,19 +70,19 @@ class ScoringInputs:
 
 
 def plan_inputs(
-    window: DatasetSlice,
+    s: DatasetSlice,
     main: UpstreamChanges,
     references: Mapping[str, tuple[UpstreamChanges, Mapping[str, str]]],
 ) -> ScoringInputs:
     """Select the main entities to (re)score and the reference rows they join to."""
     ids = list(main.id_columns)
-    if window.is_major:
-        rows = main.df.drop("_deleted") if main.changes.is_reset else main.state()
+    if s.is_major:
+        rows = main.df.drop(DELETED) if main.changes.is_reset else main.state()
         tombstones = None
     else:
         # the change set already holds the touched entities' state at the pinned head
-        rows = main.df.filter(~F.col("_deleted")).drop("_deleted")
-        tombstones = main.df.filter(F.col("_deleted")).select(*ids)
+        rows = main.df.filter(~F.col(DELETED)).drop(DELETED)
+        tombstones = main.df.filter(F.col(DELETED)).select(*ids)
         changed = [(ref, on) for ref, on in references.values() if ref.changes.revisions]
         if changed:
             # reverse join: main entities whose join keys match a changed reference row
@@ -96,20 +104,18 @@ def plan_inputs(
     needed = {}
     for name, (ref, on) in references.items():
         keys = rows.select(*[F.col(m).alias(r) for m, r in on.items()]).distinct()
-        ref_rows = ref.df.drop("_deleted") if ref.changes.is_reset else ref.state()
+        ref_rows = ref.df.drop(DELETED) if ref.changes.is_reset else ref.state()
         needed[name] = ref_rows.join(F.broadcast(keys), list(on.values()), "left_semi")
     return ScoringInputs(rows, needed, tombstones)
 
 
 def with_tombstones(scores: DataFrame, tombstones: DataFrame | None) -> DataFrame:
     """Scores flagged as live, plus a tombstone per deleted main entity."""
-    if "_deleted" not in scores.columns:
-        scores = scores.withColumn("_deleted", F.lit(False))
+    if DELETED not in scores.columns:
+        scores = scores.withColumn(DELETED, F.lit(False))
     if tombstones is None:
         return scores
-    return scores.unionByName(
-        tombstones.withColumn("_deleted", F.lit(True)), allowMissingColumns=True
-    )
+    return scores.unionByName(tombstones.withColumn(DELETED, F.lit(True)), allowMissingColumns=True)
 
 
 def scoring_asset(
@@ -128,6 +134,7 @@ def scoring_asset(
     tags: Mapping[str, str] | None = None,
     owners: Sequence[str] | None = None,
     metadata: Mapping[str, Any] | None = None,
+    column_descriptions: Mapping[str, str] | None = None,
     io_manager_key: str = IO_MANAGER_KEY,
 ) -> Callable[[Scorer], dg.AssetsDefinition]:
     """Declare a scoring asset: ``fn(main_rows, **reference_rows) -> scores``.
@@ -141,7 +148,9 @@ def scoring_asset(
     main_address = address_of(upstream)
     main_name = upstream.key.path[-1]
     if main_name in references:
-        raise ValueError(f"reference name {main_name!r} is also the main input's name")
+        raise ScoringInputsError(
+            f"reference name {main_name!r} is also the main input's name; rename the reference"
+        )
 
     def decorator(fn: Scorer) -> dg.AssetsDefinition:
         asset_name = name or fn.__name__
@@ -149,38 +158,19 @@ def scoring_asset(
             dataset or asset_name,
             table or asset_name,
             tuple(id_columns or main_address.id_columns),
-            "scoring",
         )
-        consumer = json.dumps({"dataset": address.dataset, "table": address.table})
-        refs = [
-            UpstreamRef(
-                upstream.key.to_user_string(), main_address.dataset, main_address.table, "main"
-            )
-        ]
-        ins = {
-            main_name: dg.AssetIn(
-                upstream.key, metadata={META_READ: "changes", META_CONSUMER: consumer}
-            )
-        }
-        for ref_name, ref in references.items():
-            ref_address = address_of(ref.asset)
-            refs.append(
-                UpstreamRef(
-                    ref.asset.key.to_user_string(),
-                    ref_address.dataset,
-                    ref_address.table,
-                    "reference",
-                )
-            )
-            ins[ref_name] = dg.AssetIn(
-                ref.asset.key, metadata={META_READ: "changes", META_CONSUMER: consumer}
-            )
+        sources = {main_name: upstream, **{n: r.asset for n, r in references.items()}}
+        refs = [_ref(n, a, "main" if n == main_name else "reference") for n, a in sources.items()]
+        ins = {n: dg.AssetIn(a.key) for n, a in sources.items()}
 
         @asset_decorator(
             ins=ins,
+            # a run with nothing to consume materializes nothing (no day looks scored twice)
+            output_required=False,
             **asset_kwargs(
                 name=asset_name,
                 address=address,
+                role=Role.SCORING,
                 code_version=code_version,
                 partitions_def=partitions_def,
                 description=description or fn.__doc__,
@@ -189,41 +179,40 @@ def scoring_asset(
                 deps=(),
                 tags=tags,
                 owners=owners,
-                metadata={META_UPSTREAM: upstream_refs_to_metadata(refs), **(metadata or {})},
+                metadata={META_UPSTREAM: upstream_refs_metadata(refs), **(metadata or {})},
+                column_descriptions=column_descriptions,
                 io_manager_key=io_manager_key,
             ),
         )
         def _scoring(
-            context: dg.AssetExecutionContext, config: RevisionRunConfig, **inputs: UpstreamChanges
-        ) -> dg.Output:
-            window = resolve_slice(
-                context,
-                dataset_root(context, address),
-                address,
-                forced_by_config=config.force_major,
-                monotonic=True,
-            )
-            resets = [u.asset_key for u in inputs.values() if u.changes.is_reset]
-            if resets and not window.is_major:
-                window = window.as_major(f"upstream reset in {', '.join(resets)}")
+            context: dg.AssetExecutionContext,
+            config: RevisionRunConfig,  # force_major: read by the IO manager's resolver
+            **inputs: UpstreamChanges,
+        ) -> Iterator[dg.Output]:
+            s = io_manager(context, io_manager_key).slice_for(context)
+            if s.skip is not None:
+                context.log.info(f"{s.asset_key}: {s.skip}: no revision, no materialization")
+                return
             plan = plan_inputs(
-                window,
+                s,
                 inputs[main_name],
                 {n: (inputs[n], r.on) for n, r in references.items()},
             )
-            context.log.info(f"{'major' if window.is_major else 'minor'}: {window.reason}")
-            scores = with_tombstones(fn(plan.main, **plan.references), plan.tombstones)
-            return dg.Output(
-                RevisionWrite(
-                    window,
-                    scores,
-                    upstream=tuple(u.position for u in inputs.values()),
-                    expected_positions={
-                        (u.root, u.table): u.changes.since_sequence for u in inputs.values()
-                    },
-                )
-            )
+            context.log.info(f"{'major' if s.is_major else 'minor'}: {s.reason}")
+            yield dg.Output(with_tombstones(fn(plan.main, **plan.references), plan.tombstones))
 
         return _scoring
 
     return decorator
+
+
+def _ref(input_name: str, asset: dg.AssetsDefinition, kind: str) -> UpstreamRef:
+    address = address_of(asset)
+    return UpstreamRef(
+        input_name,
+        asset.key.to_user_string(),
+        address.dataset,
+        address.table,
+        address.id_columns,
+        kind,
+    )

@@ -1,14 +1,19 @@
-"""Sensors of the revisions layer (SPEC §7). Both are idempotent: a cursor remembers
-what was requested and every request carries a run key derived from the log state
-it answers, so the same change never yields two runs.
+"""Sensors of the revisions layer (SPEC §7). They read logs read-only, never write.
 
-- ``code_version_sensor``: an asset whose code version differs from the version of
-  its table's head revision gets ONE major run over its materialized range (first
-  partition .. the partition of the head's timestamp), as a single-run backfill.
-  (Dagster's ``AutomationCondition.code_version_changed`` compares definitions tick to
-  tick and knows nothing of the log, hence this sensor.)
-- ``upstream_changes_sensor``: a scoring asset behind any upstream table gets a minor
-  run for the partition of the newest main-upstream revision.
+Both are idempotent: a cursor remembers what was requested and every request carries a
+run key derived from the log state it answers, so the same change never yields two runs.
+
+- ``code_version_sensor``: an asset whose code version differs from the version of its
+  table's head revision gets ONE major run over its materialized range, as a single-run
+  backfill: first partition .. the partition of the head's timestamp (for a scoring
+  asset: the partitions its major will cover, with the upstream heads pinned).
+  Dagster's own staleness does not mark partitioned assets stale after a code version
+  bump (dagster#22553, #18921) and ``AutomationCondition.code_version_changed`` knows
+  nothing of the log, hence this sensor.
+- ``upstream_changes_sensor``: a scoring asset with unconsumed upstream revisions gets
+  one run over exactly the partitions those revisions cover, pinned to the upstream
+  heads it saw (run tag ``revisions/upstream_heads``), so the run scores what the
+  sensor saw and its revision materializes every scored day.
 """
 
 import json
@@ -16,23 +21,28 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from resources.address import address_of, upstream_refs
 from resources.location import DatasetLocation
 from resources.slice import (
     RANGE_END_TAG,
     RANGE_START_TAG,
-    address_of,
+    TAG_UPSTREAM_HEADS,
+    UpstreamNotReadyError,
+    format_upstream_heads,
     partition_key_for_end,
-    read_log,
-    table_history,
-    upstream_refs,
+    plan_consumer,
 )
 
-from .lag import consumer_lags
+from .lag import read_consumer
 
 
 def _time_partitions(asset: dg.AssetsDefinition) -> dg.TimeWindowPartitionsDefinition | None:
     pdef = asset.partitions_def
     return pdef if isinstance(pdef, dg.TimeWindowPartitionsDefinition) else None
+
+
+def _partition_tags(keys: dg.PartitionKeyRange) -> dict[str, str]:
+    return {RANGE_START_TAG: keys.start, RANGE_END_TAG: keys.end}
 
 
 def code_version_sensor(
@@ -62,20 +72,33 @@ def code_version_sensor(
         for asset in assets:
             key = asset.key.to_user_string()
             address = address_of(asset)
-            history = table_history(read_log(location.root_for(address.dataset)), address.table)
+            records = location.read_log(address.dataset)
+            history = [r for r in records if r.wrote(address.table)]
             if not history:
                 continue  # never materialized: its first run is a major anyway
-            head = history[-1]
             code_version = asset.code_versions_by_key.get(asset.key)
-            recorded = head.version_of(address.table)
-            marker = f"{code_version}@{head.sequence}"
+            recorded = history[-1].version_of(address.table)
+            marker = f"{code_version}@{history[-1].sequence}"
             if recorded == code_version or cursor.get(key) == marker:
                 continue
             tags = {"revisions/reason": f"code version {recorded!r} -> {code_version!r}"}
             pdef = _time_partitions(asset)
-            if pdef is not None:
-                tags[RANGE_START_TAG] = pdef.get_first_partition_key() or ""
-                tags[RANGE_END_TAG] = partition_key_for_end(pdef, max(r.timestamp for r in history))
+            if pdef is not None and upstream_refs(asset.metadata_by_key[asset.key]):
+                try:
+                    state = read_consumer(location, asset)
+                except UpstreamNotReadyError:
+                    continue
+                plan = plan_consumer(
+                    history, address.table, code_version, False, state.upstream, pdef
+                )
+                assert plan.covers is not None  # a new code version: a major covers everything
+                tags |= _partition_tags(plan.covers)
+                tags[TAG_UPSTREAM_HEADS] = format_upstream_heads(plan.upstream)
+            elif pdef is not None:
+                newest = partition_key_for_end(pdef, max(r.timestamp for r in history))
+                tags |= _partition_tags(
+                    dg.PartitionKeyRange(pdef.get_first_partition_key() or newest, newest)
+                )
             requests.append(
                 dg.RunRequest(
                     run_key=f"major:{key}:{marker}", asset_selection=[asset.key], tags=tags
@@ -98,7 +121,8 @@ def upstream_changes_sensor(
     minimum_interval_seconds: int = 60,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
 ) -> dg.SensorDefinition:
-    """Request a minor run of each scoring asset that has unconsumed upstream revisions."""
+    """Request a run of each scoring asset that has unconsumed upstream revisions, over the
+    partitions those revisions cover."""
 
     @dg.sensor(
         name=name,
@@ -106,38 +130,44 @@ def upstream_changes_sensor(
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
         description="Requests the incremental runs of scoring assets whose upstream tables have "
-        "revisions they have not consumed yet.",
+        "revisions they have not consumed yet, over the partitions those revisions cover.",
     )
     def _sensor(
         context: dg.SensorEvaluationContext, revisions_location: DatasetLocation
     ) -> dg.SensorResult:
-        location = revisions_location
         cursor = json.loads(context.cursor or "{}")
         requests = []
         for asset in scoring_assets:
             key = asset.key.to_user_string()
-            address = address_of(asset)
-            lags = consumer_lags(
-                location.root_for(address.dataset),
-                address.table,
-                upstream_refs(asset.metadata_by_key[asset.key]),
-                location.root_for,
-            )
-            main = next(lag for lag in lags if lag.upstream.kind == "main")
-            marker = ",".join(lag.key for lag in lags)
-            behind = sum(lag.revisions_behind for lag in lags)
-            if main.newest_timestamp is None or behind == 0 or cursor.get(key) == marker:
-                continue
-            partition = None
             pdef = _time_partitions(asset)
-            if pdef is not None:
-                partition = partition_key_for_end(pdef, main.newest_timestamp)
+            try:
+                state = read_consumer(revisions_location, asset)
+            except UpstreamNotReadyError:
+                continue
+            behind = sum(len(u.pending) for u in state.upstream)
+            marker = format_upstream_heads(state.upstream)
+            if pdef is None or behind == 0 or cursor.get(key) == marker:
+                continue
+            plan = plan_consumer(
+                state.history,
+                address_of(asset).table,
+                asset.code_versions_by_key.get(asset.key),
+                False,
+                state.upstream,
+                pdef,
+            )
+            assert plan.covers is not None  # something is pending
+            single = plan.covers.start == plan.covers.end
             requests.append(
                 dg.RunRequest(
                     run_key=f"score:{key}:{marker}",
                     asset_selection=[asset.key],
-                    partition_key=partition,
-                    tags={"revisions/reason": f"{behind} upstream revision(s) not consumed"},
+                    partition_key=plan.covers.start if single else None,
+                    tags={
+                        "revisions/reason": f"{behind} upstream revision(s) not consumed",
+                        TAG_UPSTREAM_HEADS: marker,
+                        **({} if single else _partition_tags(plan.covers)),
+                    },
                 )
             )
             cursor[key] = marker

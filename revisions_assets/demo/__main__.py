@@ -2,9 +2,10 @@
 
 Local files (demo_data/), local Spark, a repo-local DAGSTER_HOME (.dagster_home/),
 so ``./dev.sh ui`` afterwards shows the same materializations. Steps:
-references, daily features as minors, scores driven by the upstream sensor, a
-no-change round where nothing is recomputed, a simulated code version change
-(one major over the range, then the scores' reset), the checks, a summary.
+references, daily features as minors, scores driven by the upstream sensor (one
+run over the days it consumes), a no-change round where nothing is recomputed,
+a simulated code version change (one major over the range, then the scores'
+reset), the checks, a summary.
 """
 
 import argparse
@@ -22,7 +23,8 @@ from resources import SparkSessionResource, revisions_resources
 from revisions_assets import RevisionedDataset
 from revisions_assets.dagster import code_version_sensor, upstream_changes_sensor
 
-from .assets import FLIGHTS, DemoVersions, build_demo_assets, build_demo_checks
+from .assets import FLIGHTS, PREVIOUS_RELEASE, DemoVersions, build_demo_assets
+from .checks import build_demo_checks, is_partitioned
 
 REPO = Path(__file__).resolve().parents[2]
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -42,7 +44,7 @@ class Demo:
         self.instance = instance
         self.spark = SparkSessionResource(app_name="revisions-assets-demo")
         self.resources = dict(revisions_resources(str(base), self.spark))
-        self.use(DemoVersions())
+        self.use(PREVIOUS_RELEASE)
 
     def use(self, versions: DemoVersions) -> None:
         self.assets = build_demo_assets(versions)
@@ -50,31 +52,42 @@ class Demo:
 
     def materialize(
         self, name: str, partition: str | None = None, tags: dict[str, str] | None = None
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | None:
+        """One run of one asset, with its partitioned checks (as the UI runs it)."""
         asset = self.assets[name]
+        checks = [
+            c
+            for c in self.checks
+            if is_partitioned(c) and any(k.asset_key == asset.key for k in c.check_keys)
+        ]
         result = dg.materialize(
-            [FLIGHTS, *self.assets.values()],
-            selection=[asset.key],
+            [FLIGHTS, *self.assets.values(), *checks],
+            selection=dg.AssetSelection.assets(asset),
             partition_key=partition,
             tags=tags,
             instance=self.instance,
             resources=self.resources,
             run_config=QUIET,
         )
-        mats = result.asset_materializations_for_node(asset.node_def.name)
-        meta = {k: v.value for k, v in mats[0].metadata.items()}
         what = partition or (
             f"{tags['dagster/asset_partition_range_start']}..."
             f"{tags['dagster/asset_partition_range_end']}"
-            if tags
+            if tags and "dagster/asset_partition_range_start" in tags
             else "snapshot"
         )
+        failed = [e.check_name for e in result.get_asset_check_evaluations() if not e.passed]
+        mats = result.asset_materializations_for_node(asset.node_def.name)
+        if not mats:
+            print(f"  {name:<22} {what:<24} nothing to consume: no revision, nothing materialized")
+            return None
+        meta = {k: v.value for k, v in mats[0].metadata.items()}
         if meta["kind"] == "none":
             print(f"  {name:<22} {what:<24} nothing changed: no revision committed")
         else:
             print(
                 f"  {name:<22} {what:<24} {meta['kind']:<5} seq {meta['sequence']:<3} "
                 f"rows {meta['rows']:<5} tombstones {meta['tombstones']:<3} ({meta['why']})"
+                + (f" FAILED checks {failed}" if failed else "")
             )
         return meta
 
@@ -98,9 +111,11 @@ class Demo:
         )
 
     def run_checks(self) -> None:
+        """The whole-table checks (the partitioned ones ran with each materialization)."""
+        whole = [c for c in self.checks if not is_partitioned(c)]
         result = dg.materialize(
-            [FLIGHTS, *self.assets.values(), *self.checks],
-            selection=dg.AssetSelection.checks(*self.checks),
+            [FLIGHTS, *self.assets.values(), *whole],
+            selection=dg.AssetSelection.checks(*whole),
             instance=self.instance,
             resources=self.resources,
             run_config=QUIET,
@@ -172,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     demo.materialize("airlines")
     for day in days[:half]:
         demo.materialize("plane_delay_features", day)
-    print("2. The upstream-changes sensor requests the scores")
+    print("2. The upstream-changes sensor requests the scores of the days it has not scored")
     upstream = upstream_changes_sensor([demo.assets["plane_delay_risk"]])
     demo.run_requests(demo.sense(upstream))
     print(f"3. {len(days) - half} more days as minors, then the scores consume only those")
@@ -188,8 +203,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     demo.materialize("plane_delay_risk", days[-1])
     print(f"  revisions before/after: {before}/{demo.revisions()}")
 
-    print("5. Code version change of plane_delay_features (1 -> 2): one major over the range")
-    demo.use(DemoVersions(features="2"))
+    print("5. The current code (plane_delay_features 1 -> 2) is deployed: one major over the range")
+    demo.use(DemoVersions())
     demo.run_requests(demo.sense(code_version_sensor(list(demo.assets.values()))))
     demo.run_requests(demo.sense(upstream_changes_sensor([demo.assets["plane_delay_risk"]])))
 

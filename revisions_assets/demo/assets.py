@@ -8,17 +8,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import dagster as dg
-import pandera.pyspark as pa
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from revisions_assets.dagster import (
     DatasetSlice,
     Reference,
     featurized_asset,
     reference_asset,
-    revision_checks,
     scoring_asset,
 )
 
@@ -36,24 +33,6 @@ FLIGHTS = dg.AssetSpec(
     kinds={"pandas"},
     partitions_def=DAILY,
 )
-
-
-class DelayFeaturesSchema(pa.DataFrameModel):
-    """Schema of plane_delay_features (checked with pandera on Spark)."""
-
-    tailnum: T.StringType() = pa.Field(nullable=False)
-    carrier: T.StringType() = pa.Field(nullable=False)
-    last_flight_date: T.DateType() = pa.Field(nullable=False)
-    flights_28d: T.LongType() = pa.Field(ge=1)
-    late_arrival_share_28d: T.DoubleType() = pa.Field(ge=0.0, le=1.0, nullable=True)
-
-
-class DelayRiskSchema(pa.DataFrameModel):
-    """Schema of plane_delay_risk."""
-
-    tailnum: T.StringType() = pa.Field(nullable=False)
-    risk: T.DoubleType() = pa.Field(ge=0.0, le=1.0)
-    risk_band: T.StringType() = pa.Field(isin=["low", "medium", "high"])
 
 
 def delay_features(flights: DataFrame, window: DatasetSlice) -> DataFrame:
@@ -124,13 +103,39 @@ def delay_risk(
     )
 
 
+FEATURE_COLUMNS = {
+    "tailnum": "Tail number of the plane (the entity)",
+    "carrier": "The airline the plane flew most for in the 28 days",
+    "last_flight_date": "The plane's last flight day in the computed window",
+    "flights_28d": "Flights in the 28 days ending on last_flight_date",
+    "cancelled_28d": "Cancelled flights in those 28 days",
+    "mean_dep_delay_28d": "Mean departure delay in minutes",
+    "mean_arr_delay_28d": "Mean arrival delay in minutes",
+    "late_arrival_share_28d": "Share of flights arriving more than 15 minutes late",
+    "distance_28d": "Miles flown",
+}
+RISK_COLUMNS = {
+    "tailnum": "Tail number of the plane (the entity)",
+    "airline": "Airline name (from the airlines reference)",
+    "manufacturer": "Manufacturer (from the planes reference)",
+    "built": "Year the plane was built (from the planes reference)",
+    "risk": "Delay risk in [0, 1]",
+    "risk_band": "low (< 0.2), medium (< 0.4) or high",
+}
+
+
 @dataclass(frozen=True)
 class DemoVersions:
-    """The code versions of the demo assets (change one to see a major)."""
+    """The code versions of the demo assets: the defaults are the current code, the one the
+    default code location serves (change one to see a major)."""
 
-    features: str = "1"
+    features: str = "2"
     scores: str = "1"
     references: str = "1"
+
+
+#: the demo starts from the previous release of the features code, then deploys the current one
+PREVIOUS_RELEASE = DemoVersions(features="1")
 
 
 def build_demo_assets(versions: DemoVersions | None = None) -> dict[str, dg.AssetsDefinition]:
@@ -148,6 +153,7 @@ def build_demo_assets(versions: DemoVersions | None = None) -> dict[str, dg.Asse
         group_name="features",
         deps=[FLIGHTS],
         owners=["team:ml-platform"],
+        column_descriptions=FEATURE_COLUMNS,
     )(delay_features)
     planes = reference_asset(
         name="planes",
@@ -177,15 +183,6 @@ def build_demo_assets(versions: DemoVersions | None = None) -> dict[str, dg.Asse
         dataset="scores",
         table="delay_risk",
         group_name="scores",
+        column_descriptions=RISK_COLUMNS,
     )(delay_risk)
     return {a.key.path[-1]: a for a in (features, planes, airlines, scores)}
-
-
-def build_demo_checks(assets: dict[str, dg.AssetsDefinition]) -> list[dg.AssetChecksDefinition]:
-    """The checks of every demo asset (schemas on the features and the scores)."""
-    return [
-        *revision_checks(assets["plane_delay_features"], schema=DelayFeaturesSchema),
-        *revision_checks(assets["planes"]),
-        *revision_checks(assets["airlines"]),
-        *revision_checks(assets["plane_delay_risk"], schema=DelayRiskSchema, max_lag_revisions=3),
-    ]

@@ -1,17 +1,15 @@
-"""The demo's Definitions, parameterized by location, Spark resource and code versions."""
+"""The demo's Definitions: its assets, checks, sensors and schedule, and the resources,
+parameterized by location, Spark resource and code versions."""
 
 from pathlib import Path
 
 import dagster as dg
 
 from resources import SparkSessionResource, revisions_resources
-from revisions_assets.dagster import (
-    code_version_sensor,
-    daily_featurized_schedule,
-    upstream_changes_sensor,
-)
 
-from .assets import DAILY, FLIGHTS, DemoVersions, build_demo_assets, build_demo_checks
+from .assets import FLIGHTS, DemoVersions, build_demo_assets
+from .automation import build_demo_schedules, build_demo_sensors
+from .checks import build_demo_checks
 
 #: the demo's datasets, inside the repository (git-ignored)
 DEFAULT_BASE_URI = str(Path(__file__).resolve().parents[2] / "demo_data" / "datasets")
@@ -24,15 +22,11 @@ def build_definitions(
 ) -> dg.Definitions:
     """Assets, checks, sensors, the daily schedule and resources of the demo location."""
     assets = build_demo_assets(versions or DemoVersions())
-    revisioned = list(assets.values())
     return dg.Definitions(
-        assets=[FLIGHTS, *revisioned],
+        assets=[FLIGHTS, *assets.values()],
         asset_checks=build_demo_checks(assets),
-        sensors=[
-            code_version_sensor(revisioned),
-            upstream_changes_sensor([assets["plane_delay_risk"]]),
-        ],
-        schedules=[daily_featurized_schedule([assets["plane_delay_features"]], DAILY)],
+        sensors=build_demo_sensors(assets),
+        schedules=build_demo_schedules(assets),
         resources=dict(revisions_resources(base_uri, spark)),
         # one process, one JVM: Spark work must not be split across step processes
         executor=dg.in_process_executor,

@@ -1,7 +1,8 @@
 """The demo pipeline's featurization and scoring, materialized through Dagster on any Spark.
 
 References (planes, airlines), two daily partitions of plane delay features (a major,
-then a minor) and the delay-risk scores of the second day, with ``dg.materialize`` on an
+then a minor) and the delay-risk scores of both days (one run: the days the scores
+consume), with ``dg.materialize`` on an
 ephemeral instance. The Spark session comes from the demo's ``SparkSessionResource``, so
 ``SPARK_MASTER`` decides where it runs. Returns a fingerprint of every table's state
 (row count and an order-independent hash computed by Spark, doubles rounded so that a
@@ -21,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType
 
 from resources import SparkSessionResource, revisions_resources
+from resources.slice import RANGE_END_TAG, RANGE_START_TAG
 from revisions_assets import RevisionedDataset
 from revisions_assets.demo.assets import FLIGHTS, build_demo_assets
 
@@ -29,7 +31,7 @@ STEPS = [
     ("airlines", None),
     ("plane_delay_features", "2013-01-01"),
     ("plane_delay_features", "2013-01-02"),
-    ("plane_delay_risk", "2013-01-02"),
+    ("plane_delay_risk", "2013-01-01...2013-01-02"),
 ]
 TABLES = [
     ("reference", "planes"),
@@ -59,14 +61,16 @@ def run_demo(base: str, spark: SparkSessionResource) -> dict:
     resources = dict(revisions_resources(base, spark))
     kinds = []
     for name, partition in STEPS:
+        first, _, last = (partition or "").partition("...")
         result = dg.materialize(
             [FLIGHTS, *assets.values()],
             selection=[assets[name].key],
-            partition_key=partition,
+            partition_key=None if last else partition,
+            tags={RANGE_START_TAG: first, RANGE_END_TAG: last} if last else None,
             resources=resources,
             raise_on_error=True,
         )
-        (mat,) = result.asset_materializations_for_node(assets[name].node_def.name)
+        mat, *_ = result.asset_materializations_for_node(assets[name].node_def.name)
         kinds.append([name, partition, mat.metadata["kind"].value, mat.metadata["rows"].value])
     out: dict = {"materializations": kinds, "tables": {}}
     session = spark.spark_session

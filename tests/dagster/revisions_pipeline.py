@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from resources import SparkSessionResource, revisions_resources
+from resources.slice import RANGE_END_TAG, RANGE_START_TAG
 from revisions_assets import RevisionedDataset
 from revisions_assets.dagster import (
     Reference,
@@ -32,6 +33,16 @@ from revisions_assets.dagster import (
 
 DAILY = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-02-01")
 P1, P2, P3, P4 = "2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"
+
+
+def range_tags(first: str, last: str) -> dict[str, str]:
+    """The run tags of a single-run backfill of [first, last]."""
+    return {RANGE_START_TAG: first, RANGE_END_TAG: last}
+
+
+def is_partitioned(check: dg.AssetChecksDefinition) -> bool:
+    return any(spec.partitions_def is not None for spec in check.check_specs)
+
 
 EVENT_SCHEMA = T.StructType(
     [
@@ -136,6 +147,7 @@ class Pipeline:
             dataset="main",
             table="features",
             group_name="test",
+            column_descriptions={"entity": "The entity the events are about"},
         )(featurize)
         self.groups_asset = reference_asset(
             name="groups",
@@ -174,13 +186,24 @@ class Pipeline:
         asset: dg.AssetsDefinition,
         partition: str | None = None,
         *,
+        partitions: tuple[str, str] | None = None,
         tags: dict[str, str] | None = None,
         run_config: Any = None,
         raise_on_error: bool = True,
+        with_checks: bool = False,
     ) -> dg.ExecuteInProcessResult:
+        """One run of ``asset`` for a partition, a range (one run, one revision) or none;
+        ``with_checks``: with its partitioned checks, as the UI runs it."""
+        if partitions is not None:
+            tags = {**(tags or {}), **range_tags(*partitions)}
+        checks = [
+            c
+            for c in (self.checks() if with_checks else [])
+            if is_partitioned(c) and any(k.asset_key == asset.key for k in c.check_keys)
+        ]
         return dg.materialize(
-            self.assets,
-            selection=[asset.key],
+            [*self.assets, *checks],
+            selection=dg.AssetSelection.assets(asset),
             partition_key=partition,
             tags=tags,
             run_config=run_config,
@@ -190,17 +213,28 @@ class Pipeline:
         )
 
     def run_checks(self, checks: list[dg.AssetChecksDefinition]) -> dict[str, Any]:
-        """Run checks alone; returns {"asset:check": AssetCheckEvaluation}."""
+        """Run whole-table checks alone; returns {"asset:check": AssetCheckEvaluation}."""
+        checks = [c for c in checks if not is_partitioned(c)]
         result = dg.materialize(
             [*self.assets, *checks],
             selection=dg.AssetSelection.checks(*checks),
             instance=self.instance,
             resources=self.resources,
         )
+        return self.evaluations(result)
+
+    @staticmethod
+    def evaluations(result: dg.ExecuteInProcessResult) -> dict[str, Any]:
+        """The run's check evaluations as {"asset:check": AssetCheckEvaluation}."""
         return {
             f"{e.asset_key.to_user_string()}:{e.check_name}": e
             for e in result.get_asset_check_evaluations()
         }
+
+    @staticmethod
+    def partitions(result: dg.ExecuteInProcessResult, asset: dg.AssetsDefinition) -> list[str]:
+        """The partitions the run materialized (none when a consumer had nothing to consume)."""
+        return [m.partition for m in result.asset_materializations_for_node(asset.node_def.name)]
 
     @staticmethod
     def meta(result: dg.ExecuteInProcessResult, asset: dg.AssetsDefinition) -> dict[str, Any]:

@@ -1,24 +1,37 @@
-"""Asset checks pass on good data and fail on crafted bad datasets."""
+"""Asset checks pass on good data and fail on crafted bad datasets; checks and sensors never
+write to storage."""
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 
 import dagster as dg
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from revisions_pipeline import P1, P2, P3, Versions
+from revisions_pipeline import P1, P2, P3, P4, Versions
+
+from revisions_assets.dagster import code_version_sensor, upstream_changes_sensor
 
 pytestmark = pytest.mark.dagster
 
 
-def test_checks_pass_on_good_data_and_fail_on_crafted_bad_data(pipe, spark):
+def files_under(base: str) -> dict[str, tuple[int, int]]:
+    """Every file below ``base`` with its size and modification time."""
+    out = {}
+    for folder, _, names in os.walk(base):
+        for name in names:
+            st = os.stat(os.path.join(folder, name))
+            out[os.path.join(folder, name)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def test_checks_pass_on_good_data_and_fail_on_crafted_bad_data(pipe):
     pipe.run(pipe.groups_asset)
     pipe.run(pipe.features, P1)
     pipe.run(pipe.features, P2)
-    pipe.run(pipe.scores, P2)
+    pipe.run(pipe.scores, partitions=(P1, P2))
     good = pipe.run_checks(pipe.checks(max_lag_revisions=1))
     assert sorted(good) == sorted(
         [
@@ -38,17 +51,20 @@ def test_checks_pass_on_good_data_and_fail_on_crafted_bad_data(pipe, spark):
     assert {name: e.passed for name, e in good.items() if not e.passed} == {}
     assert good["scores:consumer_lag"].metadata["max_revisions_behind"].value == 0
 
-    # two upstream revisions the scores have not consumed, one of them with a negative total
-    pipe.run(pipe.features, P3)
-    bad_row = spark.createDataFrame(
-        [("z", "g1", -5, 1)], "entity string, grp string, total long, events long"
-    )
-    pipe.dataset("main").commit(
-        {"features": bad_row},
-        timestamp=dt.datetime(2024, 1, 5, tzinfo=dt.UTC),
-        is_major=False,
-        version="1",
-    )
+    # two upstream revisions the scores have not consumed, one of them with a negative total;
+    # the partitioned checks run with each run, on the revision it wrote
+    day3 = pipe.evaluations(pipe.run(pipe.features, P3, with_checks=True))
+    assert {name: e.passed for name, e in day3.items()} == {
+        "features:partition_ids_unique_non_null": True,
+        "features:partition_schema": True,
+    }
+    negative = pd.DataFrame([(P4, "z", "g1", -5, False)], columns=pipe.events.columns)
+    negative["day"] = pd.to_datetime(negative["day"]).dt.date
+    pipe.events = pd.concat([pipe.events, negative], ignore_index=True)
+    day4 = pipe.evaluations(pipe.run(pipe.features, P4, with_checks=True))
+    assert not day4["features:partition_schema"].passed  # z's total is -5 in this revision
+    assert "total" in str(day4["features:partition_schema"].metadata["errors"].value)
+    assert day4["features:partition_ids_unique_non_null"].passed
     # and a data file of a visible revision rewritten with every id twice
     main = pipe.dataset("main")
     first = main.revisions("features")[0].tables["features"].files[0]
@@ -59,7 +75,15 @@ def test_checks_pass_on_good_data_and_fail_on_crafted_bad_data(pipe, spark):
     if os.path.exists(crc):  # Hadoop's checksum of the old content
         os.remove(crc)
 
+    # a stale description.parquet (a writer died before rewriting it): checks and sensors read
+    # the logs and leave storage exactly as it is, even the file a writer would heal
+    os.remove(os.path.join(main.root, "description.parquet"))
+    before = files_under(pipe.base)
+    for sensor in (code_version_sensor(pipe.assets), upstream_changes_sensor([pipe.scores])):
+        with dg.build_sensor_context(instance=pipe.instance, resources=pipe.resources) as ctx:
+            sensor(ctx)
     bad = pipe.run_checks(pipe.checks(max_lag_revisions=1))
+    assert files_under(pipe.base) == before
     failed = {name for name, e in bad.items() if not e.passed}
     assert failed == {"features:schema", "features:ids_unique_non_null", "scores:consumer_lag"}
     assert bad["features:ids_unique_non_null"].metadata["duplicate_ids"].value == table.num_rows

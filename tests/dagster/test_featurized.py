@@ -15,15 +15,33 @@ RANGE = "dagster/asset_partition_range_{}"
 
 
 def test_first_run_major_then_minor_then_code_change_major(pipe):
-    first = pipe.meta(pipe.run(pipe.features, P1), pipe.features)
+    run = pipe.run(pipe.features, P1)
+    first = pipe.meta(run, pipe.features)
     assert first["kind"] == "major" and first["why"] == "first revision of the table"
     assert (first["sequence"], first["rows"], first["version"]) == (1, 3, "1")
     assert first["timestamp"] == "2024-01-02T00:00:00+00:00"  # the end of the partition
+    # Dagster's own conventions: table, URI, counts, the Columns tab, the data version
+    assert first["dagster/table_name"] == "main.features"
+    assert first["dagster/uri"] == pipe.dataset("main").root
+    assert (first["dagster/row_count"], first["dagster/partition_row_count"]) == (3, 3)
+    columns = {c.name: c for c in first["dagster/column_schema"].columns}
+    assert {n: c.type for n, c in columns.items()} == {
+        "entity": "string",
+        "grp": "string",
+        "total": "bigint",
+        "events": "bigint",
+    }
+    entity = columns["entity"].constraints
+    assert (entity.nullable, entity.unique, entity.other) == (False, True, ["id column"])
+    assert columns["entity"].description == "The entity the events are about"
+    (mat,) = run.asset_materializations_for_node(pipe.features.node_def.name)
+    assert first["data_version"] == mat.tags["dagster/data_version"] == "features@1"
 
     second = pipe.meta(pipe.run(pipe.features, P2), pipe.features)
     assert second["kind"] == "minor" and second["sequence"] == 2
     assert second["rows"] == 2  # only the entities of 2024-01-02 (a, d)
     assert second["compute_window"].startswith("2024-01-02")
+    assert (second["dagster/row_count"], second["dagster/partition_row_count"]) == (4, 2)
     assert set(pipe.state("main", "features")) == {"a", "b", "c", "d"}
 
     pipe.build(Versions(features="2"))
@@ -32,6 +50,7 @@ def test_first_run_major_then_minor_then_code_change_major(pipe):
     assert third["why"] == "code version changed: '1' -> '2'"
     assert third["compute_window"].startswith("2024-01-01")  # from the first partition
     assert (third["rows"], third["tombstones"], third["version"]) == (5, 1, "2")
+    assert third["dagster/row_count"] == 4 and third["data_version"] == "features@3"
     state = pipe.state("main", "features")
     assert set(state) == {"a", "c", "d", "e"}  # every entity re-evaluated; b deleted on day 3
     assert state["a"]["total"] == 11 and state["a"]["events"] == 2  # over the whole window

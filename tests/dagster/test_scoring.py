@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import dagster as dg
 import pytest
 from revisions_pipeline import P1, P2, P3, Versions
 
 from revisions_assets.core.errors import ConsumerPositionConflictError
+from revisions_assets.core.log import RevisionLog
 
 pytestmark = pytest.mark.dagster
 
@@ -15,6 +18,16 @@ def positions(pipe) -> dict[str, int]:
     """The scoring table's recorded positions, by upstream table."""
     head = pipe.dataset("out").revisions("scores")[-1]
     return {p.table: p.sequence for p in head.upstream}
+
+
+def counting_opens(opened: Counter[str]):
+    original = RevisionLog.__init__
+
+    def init(self: RevisionLog, storage) -> None:
+        opened[storage.uri] += 1
+        original(self, storage)
+
+    return init
 
 
 def failure_of(result: dg.ExecuteInProcessResult) -> str:
@@ -37,15 +50,25 @@ def test_consumes_only_new_revisions_exactly_once(pipe):
     assert positions(pipe) == {"features": 1, "groups": 1}
 
     pipe.fail_scoring = False
-    retry = pipe.meta(pipe.run(pipe.scores, P2), pipe.scores)
+    opened: Counter[str] = Counter()  # each log is opened once per run, the consumer's included
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RevisionLog, "__init__", counting_opens(opened))
+        retry = pipe.meta(pipe.run(pipe.scores, P2), pipe.scores)
+    roots = {pipe.dataset(name).root for name in ("out", "main", "ref")}
+    assert opened == dict.fromkeys(roots, 1)
     assert retry["kind"] == "minor" and retry["rows"] == 2  # a and d, processed once
     assert positions(pipe) == {"features": 2, "groups": 1}
     consumed = {p["table"]: (p["from"], p["to"]) for p in retry["upstream_positions"]}
     assert consumed == {"features": (1, 2), "groups": (1, 1)}  # shown in the UI
+    assert retry["upstream_data_versions"] == {"features": "features@2", "groups": "groups@1"}
+    assert retry["data_version"] == "scores@2" and retry["partitions"] == P2
     assert pipe.state("out", "scores")["a"]["score"] == 10.0  # the day-2 total of a, weight 1
 
-    again = pipe.meta(pipe.run(pipe.scores, P2), pipe.scores)
-    assert again["kind"] == "none"  # nothing new upstream: nothing recomputed or committed
+    # nothing new upstream: a run of a scored day, or of a day without upstream data, neither
+    # recomputes nor commits anything, and does not mark the day as materialized
+    for day in (P2, "2024-01-20"):
+        again = pipe.run(pipe.scores, day)
+        assert again.success and pipe.partitions(again, pipe.scores) == []
     assert len(pipe.dataset("out").revisions()) == 2
 
     # a concurrent duplicate: another run consumes the same changes between our read and
@@ -65,7 +88,15 @@ def test_upstream_reset_reference_change_and_deletions(pipe):
     pipe.run(pipe.scores, P1)
     pipe.run(pipe.features, P2)
     pipe.run(pipe.features, P3)  # e appears, b is deleted upstream
-    minor = pipe.meta(pipe.run(pipe.scores, P3), pipe.scores)
+    # a run must materialize the days its changes cover: asked for P3 alone, it refuses
+    # before reading anything, and nothing is committed or consumed
+    partial = pipe.run(pipe.scores, P3, raise_on_error=False)
+    assert not partial.success and "ScoringRangeError" in failure_of(partial)
+    assert "materialize 2024-01-02...2024-01-03 instead" in failure_of(partial)
+    assert positions(pipe) == {"features": 1, "groups": 1}
+    both = pipe.run(pipe.scores, partitions=(P2, P3))  # the days the changes cover: one run
+    assert pipe.partitions(both, pipe.scores) == [P2, P3]
+    minor = pipe.meta(both, pipe.scores)
     assert minor["kind"] == "minor"
     assert (minor["rows"], minor["tombstones"]) == (4, 1)  # a, d, e scored; b's score deleted
     scores = pipe.state("out", "scores")
@@ -90,13 +121,13 @@ def test_upstream_reset_reference_change_and_deletions(pipe):
     # an upstream major (code version change) resets the consumer: a major score revision
     pipe.build(Versions(features="2"))
     pipe.run(pipe.features, P3)
-    reset = pipe.meta(pipe.run(pipe.scores, P3), pipe.scores)
+    reset = pipe.meta(pipe.run(pipe.scores, partitions=(P1, P3)), pipe.scores)
     assert reset["kind"] == "major" and reset["why"] == "upstream reset in features"
     assert reset["rows"] == 4 and set(pipe.state("out", "scores")) == {"a", "c", "d", "e"}
     assert pipe.state("out", "scores")["a"]["score"] == 11.0  # recomputed from the new major
 
     # and a scoring code version change makes the scores major on their own
     pipe.build(Versions(features="2", scores="2"))
-    own = pipe.meta(pipe.run(pipe.scores, P3), pipe.scores)
+    own = pipe.meta(pipe.run(pipe.scores, partitions=(P1, P3)), pipe.scores)
     assert own["kind"] == "major" and own["why"] == "code version changed: '1' -> '2'"
     assert own["rows"] == 4

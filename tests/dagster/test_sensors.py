@@ -25,7 +25,7 @@ def test_sensors_request_the_right_runs_once(pipe):
     pipe.run(pipe.groups_asset)
     pipe.run(pipe.features, P1)
     pipe.run(pipe.features, P2)
-    pipe.run(pipe.scores, P2)
+    pipe.run(pipe.scores, partitions=(P1, P2))
 
     code = code_version_sensor(pipe.assets)
     upstream = upstream_changes_sensor([pipe.scores])
@@ -39,7 +39,7 @@ def test_sensors_request_the_right_runs_once(pipe):
     assert request.asset_selection == [pipe.scores.key] and request.partition_key == P3
     assert evaluate(pipe, upstream, first.cursor).run_requests == []  # cursor: not twice
     assert evaluate(pipe, upstream).run_requests[0].run_key == request.run_key  # run key too
-    scored = pipe.meta(pipe.run(pipe.scores, request.partition_key), pipe.scores)
+    scored = pipe.meta(pipe.run(pipe.scores, P3, tags=dict(request.tags)), pipe.scores)
     assert (scored["rows"], scored["tombstones"]) == (2, 1)  # e scored, b's score deleted
     assert evaluate(pipe, upstream).run_requests == []  # consumed: nothing to do
 
@@ -57,6 +57,11 @@ def test_sensors_request_the_right_runs_once(pipe):
     assert len(pipe.dataset("main").revisions()) == 4  # one revision for the whole range
     assert evaluate(pipe, code).run_requests == []
 
-    # the scores see the upstream reset
+    # the scores see the upstream reset: a major over every day the upstream major covers
     (after_major,) = evaluate(pipe, upstream_changes_sensor([pipe.scores])).run_requests
-    assert after_major.partition_key == P3
+    assert after_major.partition_key is None
+    assert after_major.tags["dagster/asset_partition_range_start"] == P1
+    assert after_major.tags["dagster/asset_partition_range_end"] == P3
+    rescored = pipe.run(pipe.scores, tags=dict(after_major.tags))
+    assert pipe.partitions(rescored, pipe.scores) == [P1, P2, P3]
+    assert pipe.meta(rescored, pipe.scores)["kind"] == "major"

@@ -1,0 +1,128 @@
+"""The metadata a materialization shows in the UI: the revision, and Dagster's own conventions.
+
+Dagster's standard keys (``dagster/column_schema``, ``dagster/uri``,
+``dagster/table_name``, ``dagster/row_count``, ``dagster/partition_row_count``)
+are what the UI's Columns tab, row count plots and catalog read; the data version of a
+materialization is ``<table>@<sequence>`` of the revision it committed (or of the
+table's head when nothing was committed), so it changes exactly when the data does.
+"""
+
+from collections.abc import Mapping
+from pathlib import PurePosixPath
+from typing import Any
+
+import dagster as dg
+from pyspark.sql.types import StructType
+
+from revisions_assets.core.records import Revision
+
+from .slice import DatasetSlice
+
+
+def data_version(table: str, sequence: int) -> str:
+    """The data version of a table whose newest revision is ``sequence``."""
+    return f"{table}@{sequence}"
+
+
+def column_schema(
+    schema: StructType, id_columns: tuple[str, ...], descriptions: Mapping[str, str]
+) -> dg.TableSchema:
+    """A TableSchema from a Spark schema: id columns marked, descriptions from the asset (or
+    from a Spark column comment)."""
+    columns = []
+    for field in schema.fields:
+        is_id = field.name in id_columns
+        description = descriptions.get(field.name) or field.metadata.get("comment")
+        columns.append(
+            dg.TableColumn(
+                name=field.name,
+                type=field.dataType.simpleString(),
+                description=description,
+                constraints=dg.TableColumnConstraints(
+                    nullable=field.nullable and not is_id,
+                    unique=is_id and len(id_columns) == 1,
+                    other=["id column"] if is_id else None,
+                ),
+            )
+        )
+    return dg.TableSchema(columns=columns)
+
+
+def table_metadata(
+    s: DatasetSlice,
+    schema: StructType | None,
+    entities: int | None,
+    descriptions: Mapping[str, str],
+) -> dict[str, Any]:
+    """Dagster's table and URI metadata of the slice's table."""
+    meta: dict[str, Any] = {
+        "dagster/uri": s.root,
+        "dagster/table_name": f"{PurePosixPath(s.root).name}.{s.table}",
+    }
+    if schema is not None:
+        meta["dagster/column_schema"] = column_schema(schema, s.id_columns, descriptions)
+    if entities is not None:
+        meta["dagster/row_count"] = entities
+    return meta
+
+
+def upstream_metadata(s: DatasetSlice) -> dict[str, Any]:
+    """A consumer's positions per input: consumed from -> to, and the data version consumed."""
+    return {
+        "upstream_positions": dg.MetadataValue.json(
+            [
+                {
+                    "asset": u.ref.asset_key,
+                    "dataset": u.root,
+                    "table": u.ref.table,
+                    "from": u.since,
+                    "to": u.head,
+                    "data_version": u.data_version,
+                }
+                for u in s.upstream
+            ]
+        ),
+        "upstream_data_versions": dg.MetadataValue.json(
+            {u.ref.asset_key: u.data_version for u in s.upstream}
+        ),
+    }
+
+
+def slice_metadata(s: DatasetSlice) -> dict[str, Any]:
+    """What every materialization shows about its slice, committed or not."""
+    meta: dict[str, Any] = {
+        "why": s.reason,
+        "dataset_root": dg.MetadataValue.path(s.root),
+        "table": s.table,
+    }
+    if s.partitions is not None:
+        meta["partitions"] = s.partition
+    if s.upstream:  # a consumer's work is given by its positions, not by a window
+        meta.update(upstream_metadata(s))
+    else:
+        meta["compute_window"] = (
+            f"{s.compute_start.isoformat()} .. {s.compute_end.isoformat()}"
+            if s.compute_start and s.compute_end
+            else "full snapshot"
+        )
+    return meta
+
+
+def revision_metadata(s: DatasetSlice, rev: Revision) -> dict[str, Any]:
+    """The committed revision: name, kind, sequence, version, counts, data version."""
+    t = rev.tables[s.table]
+    meta: dict[str, Any] = {
+        "revision": rev.name,
+        "kind": "major" if rev.is_major else "minor",
+        "sequence": rev.sequence,
+        "version": t.version or "",
+        "timestamp": rev.timestamp.isoformat(),
+        "rows": t.rows,
+        "tombstones": t.tombstones,
+        "files": len(t.files),
+        "bytes": t.bytes,
+        "data_version": data_version(s.table, rev.sequence),
+    }
+    if s.partitions is not None:  # the live rows this run wrote for its partitions
+        meta["dagster/partition_row_count"] = t.rows - t.tombstones
+    return meta
