@@ -71,3 +71,8 @@ class CorruptLogError(RevisionsError):
 
 class StorageError(RevisionsError):
     """The storage backend refused an operation (permissions, missing bucket, ...)."""
+
+
+class RetentionError(RevisionsError):
+    """A read, time-travel read or change read that needs files a vacuum removed (SPEC §8),
+    or a major stamped before data a vacuum removed. Never partial data instead."""

@@ -6,7 +6,8 @@ fails if the target exists); object stores give it by conditional PUT
 (``If-None-Match: *``). Everything else is plain read/write/list.
 
 Data files are written and read by Spark; this layer only lists them (to record
-what a revision wrote) and deletes the files of failed writes.
+what a revision wrote, with their modification times for vacuum) and deletes them
+(failed writes, vacuumed revisions).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import os
 import shutil
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -27,6 +30,7 @@ from .errors import StorageError
 class FileInfo:
     path: str  # relative to the dataset root, '/'-separated
     size: int
+    modified: datetime | None = None  # last modification (local mtime, S3 LastModified), UTC
 
 
 class Storage(ABC):
@@ -61,6 +65,11 @@ class Storage(ABC):
     @abstractmethod
     def delete_tree(self, rel_prefix: str) -> None:
         """Delete everything below ``rel_prefix``; missing is fine."""
+
+    def delete_files(self, rels: Sequence[str]) -> None:
+        """Delete these files; missing ones are fine."""
+        for rel in rels:
+            self.delete_tree(rel)
 
 
 class LocalStorage(Storage):
@@ -135,7 +144,12 @@ class LocalStorage(Storage):
         for dirpath, _dirs, files in os.walk(top):
             for name in files:
                 full = Path(dirpath) / name
-                out.append(FileInfo(full.relative_to(self.base).as_posix(), full.stat().st_size))
+                try:
+                    stat = full.stat()
+                except FileNotFoundError:  # removed meanwhile (a temporary file)
+                    continue
+                modified = datetime.fromtimestamp(stat.st_mtime, UTC)
+                out.append(FileInfo(full.relative_to(self.base).as_posix(), stat.st_size, modified))
         return sorted(out, key=lambda f: f.path)
 
     def exists(self, rel: str) -> bool:
