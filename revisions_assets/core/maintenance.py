@@ -375,14 +375,20 @@ class Vacuum:
     def _files_of(
         gone: Sequence[Revision], view: LogView, listing: _Listing
     ) -> tuple[list[FileInfo], list[str]]:
-        """The stored files of removed entries, and their folders no live entry uses."""
-        live = {f.split("/", 1)[0] for f in view.live_files()}
+        """The stored files of removed entries, and their folders no remaining entry uses."""
+        leaving = {r.sequence for r in gone} | set(view.removed)
+        staying = {
+            folder
+            for r in view.records
+            if r.sequence not in leaving
+            for folder in {r.name, *_folders_of(r)}
+        }
         files, folders = [], []
         for record in gone:
             referenced = {f for write in record.tables.values() for f in write.files}
-            for folder in {record.name, *_folders_of(record)}:
+            for folder in sorted({record.name, *_folders_of(record)}):
                 stored = listing.by_folder.get(folder, [])
-                if folder in live:
+                if folder in staying:
                     files += [f for f in stored if f.path in referenced]
                 elif stored:
                     files += stored

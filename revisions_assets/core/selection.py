@@ -229,12 +229,13 @@ def plan_read(view: LogView, selection: Selection, what: str) -> ReadPlan:
     state part from a compaction. ``what`` describes the read in the error message.
     """
     merge = selection.merge
-    restrict = selection.restrict
+    changes = not selection.is_reset
     base = None
-    if not restrict or any(view.is_removed(r.sequence) for r in merge):
+    if not changes or any(view.is_removed(r.sequence) for r in merge):
         base = best_compaction(view, selection)
     direct = tuple(r for r in merge if base is None or not base.contains(r))
-    only = selection.window if restrict else None
+    # a change read reports the entities of its window only: a base holds all of them
+    only = selection.window if selection.restrict or (changes and base is not None) else None
     for revision in (*direct, *(only or ())):
         vacuum = view.removed_by(revision.sequence)
         if vacuum is not None:
