@@ -309,14 +309,21 @@ class Vacuum:
             )
             view = self.log.view()
             marked = [view.records[s - 1] for s in entry.vacuum.removed] if entry else []
-        now_marked = {r.sequence for r in marked}
+        marked_now = {r.sequence for r in marked}
+        leaving = set(view.removed) | marked_now
+        staying = {  # folders an entry that keeps its files uses
+            folder
+            for r in view.records
+            if r.sequence not in leaving
+            for folder in {r.name, *_folders_of(r)}
+        }
         pending = [  # marked by an earlier vacuum that died before deleting everything
             view.records[s - 1]
             for s in sorted(view.removed)
-            if s not in now_marked and self._files_of([view.records[s - 1]], view, listing)[0]
+            if s not in marked_now and _stored([view.records[s - 1]], staying, listing)[0]
         ]
         gone = [*marked, *pending]
-        files, folders = self._files_of(gone, view, listing)
+        files, folders = _stored(gone, staying, listing)
         orphans = self._orphans(view, listing, now - grace)
         temporary = [f for f in listing.temporary if _older(f, now - grace)]
         orphan_files = [f for o in orphans for f in listing.by_folder[o]]
@@ -333,7 +340,7 @@ class Vacuum:
             entry=entry,
         )
         if not dry_run:
-            self._delete(report, files, folders, orphans, temporary)
+            self._delete(files, folders, orphans, temporary)
             if entry is not None:
                 upkeep(self.log, entry)
         log.info(
@@ -372,30 +379,6 @@ class Vacuum:
         )
 
     @staticmethod
-    def _files_of(
-        gone: Sequence[Revision], view: LogView, listing: _Listing
-    ) -> tuple[list[FileInfo], list[str]]:
-        """The stored files of removed entries, and their folders no remaining entry uses."""
-        leaving = {r.sequence for r in gone} | set(view.removed)
-        staying = {
-            folder
-            for r in view.records
-            if r.sequence not in leaving
-            for folder in {r.name, *_folders_of(r)}
-        }
-        files, folders = [], []
-        for record in gone:
-            referenced = {f for write in record.tables.values() for f in write.files}
-            for folder in sorted({record.name, *_folders_of(record)}):
-                stored = listing.by_folder.get(folder, [])
-                if folder in staying:
-                    files += [f for f in stored if f.path in referenced]
-                elif stored:
-                    files += stored
-                    folders.append(folder)
-        return files, folders
-
-    @staticmethod
     def _orphans(view: LogView, listing: _Listing, cutoff: datetime) -> list[str]:
         """Folders no entry references that a writer left (a claim marker or Parquet files),
         untouched since ``cutoff``: their names become usable again."""
@@ -415,7 +398,6 @@ class Vacuum:
 
     def _delete(
         self,
-        report: VacuumReport,
         files: Sequence[FileInfo],
         folders: Sequence[str],
         orphans: Sequence[str],
@@ -430,6 +412,23 @@ class Vacuum:
             if n % 100 == 0:
                 log.info("%s: vacuum: %d folders deleted", self.storage.uri, n)
         self.storage.delete_files([f.path for f in temporary])
+
+
+def _stored(
+    gone: Sequence[Revision], staying: set[str], listing: _Listing
+) -> tuple[list[FileInfo], list[str]]:
+    """The stored files of removed entries, and their folders no staying entry uses."""
+    files, folders = [], []
+    for record in gone:
+        referenced = {f for write in record.tables.values() for f in write.files}
+        for folder in sorted({record.name, *_folders_of(record)}):
+            stored = listing.by_folder.get(folder, [])
+            if folder in staying:
+                files += [f for f in stored if f.path in referenced]
+            elif stored:
+                files += stored
+                folders.append(folder)
+    return files, folders
 
 
 def _folders_of(record: Revision) -> set[str]:

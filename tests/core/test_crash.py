@@ -29,28 +29,19 @@ BEFORE_ENTRY = ("spark_write", "before_log_entry", "inside_log_entry")
 AFTER_ENTRY = ("before_description", "inside_description")
 
 WRITER = r"""
-import os, sys, time
+import os, sys
 from datetime import datetime, timezone
 from pathlib import Path
 from pyspark.sql import functions as F
+from harness.kill_points import stop_at, stop_here
 from revisions_assets import RevisionedDataset
 from revisions_assets.core import storage
 from revisions_assets.spark import build_spark_session
 
 root, marker, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
 
-def stop_here():
-    marker.write_text(mode)
-    while True:  # the test kills us here
-        time.sleep(1)
-
 def patch(owner, attr, hit):
-    original = getattr(owner, attr)
-    def wrapper(*args, **kwargs):
-        if hit(*args, **kwargs):
-            stop_here()
-        return original(*args, **kwargs)
-    setattr(owner, attr, wrapper)
+    stop_at(owner, attr, hit, marker, mode)
 
 spark = build_spark_session(master="local[1]", app_name=f"crash-{mode}", conf={
     "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",
@@ -62,7 +53,7 @@ if mode == "spark_write":
     @F.udf("long")
     def value(part):  # runs inside the write job; blocks once Spark created the output dir
         if part == 1 and os.path.isdir(revision_dir):
-            stop_here()
+            stop_here(marker, mode)
         return 100 + part
     df = spark.range(0, 4, 1, 2).select("id", value(F.spark_partition_id()).alias("v"))
 else:

@@ -24,27 +24,18 @@ from .helpers import day, frame, input_files, top_dirs
 MODES = ("compaction_before_entry", "compaction_after_entry", "vacuum_marked", "vacuum_deleting")
 
 WORKER = r"""
-import sys, time
+import sys
 from datetime import timedelta
 from pathlib import Path
+from harness.kill_points import stop_at
 from revisions_assets import RevisionedDataset
-from revisions_assets.core import storage
+from revisions_assets.core.storage import LocalStorage
 from revisions_assets.spark import build_spark_session
 
 root, marker, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
 
-def stop_here():
-    marker.write_text(mode)
-    while True:  # the test kills us here
-        time.sleep(1)
-
 def patch(attr, hit):
-    original = getattr(storage.LocalStorage, attr)
-    def wrapper(self, *args, **kwargs):
-        if hit(*args):
-            stop_here()
-        return original(self, *args, **kwargs)
-    setattr(storage.LocalStorage, attr, wrapper)
+    stop_at(LocalStorage, attr, lambda self, *args: hit(*args), marker, mode)
 
 spark = build_spark_session(master="local[1]", app_name=f"crash-{mode}", conf={
     "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",

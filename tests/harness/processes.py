@@ -61,15 +61,22 @@ class Victim:
     output: Path
 
 
+#: tests/, so a victim can import harness.kill_points
+TESTS = str(Path(__file__).resolve().parents[1])
+
+
 def start_victim(
     command: Sequence[str], marker: Path, output: Path, env: Mapping[str, str] | None = None
 ) -> Victim:
+    environment = dict(env if env is not None else os.environ)
+    path = environment.get("PYTHONPATH", "")
+    environment["PYTHONPATH"] = os.pathsep.join(p for p in (TESTS, path) if p)
     with open(output, "w") as out:
         proc = subprocess.Popen(
             list(command),
             stdout=out,
             stderr=subprocess.STDOUT,
-            env=dict(env) if env is not None else None,
+            env=environment,
             start_new_session=True,  # its own process group: the kill takes the JVM too
         )
     return Victim(proc, marker, output)
