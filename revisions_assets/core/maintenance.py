@@ -325,7 +325,13 @@ class Vacuum:
         gone = [*marked, *pending]
         files, folders = _stored(gone, staying, listing)
         orphans = self._orphans(view, listing, now - grace)
-        temporary = [f for f in listing.temporary if _older(f, now - grace)]
+        left_inside = [  # e.g. a claim's temporary file in a committed revision's folder
+            f
+            for folder in staying & set(listing.by_folder)
+            for f in listing.by_folder[folder]
+            if _TEMPORARY.match(f.path.rsplit("/", 1)[-1])
+        ]
+        temporary = [f for f in [*listing.temporary, *left_inside] if _older(f, now - grace)]
         orphan_files = [f for o in orphans for f in listing.by_folder[o]]
         every = [*files, *orphan_files, *temporary]
         report = VacuumReport(

@@ -17,6 +17,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from .timeutil import from_micros, to_micros
@@ -297,9 +298,14 @@ class Revision:
         data_change: bool,
         record: str,
     ) -> Revision:
-        """A data revision from a checkpoint row; its details are parsed on first use."""
+        """A data revision from a checkpoint row; its details are parsed on first use.
+
+        Built without ``__init__`` (its values come from our own checkpoint, already
+        typed): opening a long log creates thousands of these.
+        """
         source = _StoredJson(record)
-        return cls(
+        revision = object.__new__(cls)
+        revision.__dict__.update(
             name=name,
             timestamp=from_micros(timestamp_us),
             is_major=is_major,
@@ -312,8 +318,15 @@ class Revision:
             data_change=data_change,
             properties=_LazyStrings(source, "properties"),
             kind=kind,
+            replaces=_NO_REPLACES,
+            vacuum=None,
             raw=record,
         )
+        return revision
+
+
+#: the shared empty ``replaces`` of data revisions built from checkpoints (never mutated)
+_NO_REPLACES: Mapping[str, CompactedRange] = MappingProxyType({})
 
 
 def upstream_doc(upstream: Sequence[UpstreamPosition]) -> list[dict[str, Any]]:

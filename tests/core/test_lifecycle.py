@@ -186,6 +186,7 @@ def test_vacuum_reclaims_what_failed_writers_leave(spark, root):
     (base / "claimed-only" / "._claimed.abc.tmp").write_bytes(b"")
     (base / "_log" / ".00000000000000000002.json.abc.tmp").write_bytes(b"{}")
     (base / ".description.parquet.abc.tmp").write_bytes(b"x")
+    (base / "m" / "._claimed.def.tmp").write_bytes(b"")  # died between link and unlink
     (base / "notes").mkdir()
     (base / "notes" / "readme.txt").write_text("not written by a writer: left alone")
     report = ds.vacuum(dry_run=True)
@@ -198,12 +199,13 @@ def test_vacuum_reclaims_what_failed_writers_leave(spark, root):
     assert sorted(report.temporary_files) == [
         ".description.parquet.abc.tmp",
         "_log/.00000000000000000002.json.abc.tmp",
+        "m/._claimed.def.tmp",
     ]
-    assert report.revisions == () and (report.files, report.bytes) == (5, 18)
+    assert report.revisions == () and (report.files, report.bytes) == (6, 18)
     ds.vacuum()
     assert not (base / "killed").exists() and not (base / "claimed-only").exists()
     assert (base / "notes" / "readme.txt").exists()
-    assert [p for p in tree(root, "_log") if "/." in p] == []
+    assert [p for p in tree(root) if p.endswith(".tmp")] == []
     # the orphan's name is usable again, and the dataset reads as before
     commit(ds, spark, "killed", 1, False, [5])
     assert by_id(ds.read("t"), "day") == {0: (0,), 1: (0,), 5: (1,)}
