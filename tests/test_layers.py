@@ -163,6 +163,7 @@ def test_a_back_edge_is_reported(module, target, expected):
 def test_a_cycle_is_reported():
     edges = graph()
     edges["revisions_assets.core.records"] = set(edges["revisions_assets.core.records"]) | {
-        "revisions_assets.core.logview"
+        "revisions_assets.core.log"
     }
-    assert ["revisions_assets.core.logview", "revisions_assets.core.records"] in cycles(edges)
+    pair = {"revisions_assets.core.log", "revisions_assets.core.records"}
+    assert any(pair <= set(cycle) for cycle in cycles(edges))
