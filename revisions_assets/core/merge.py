@@ -11,9 +11,9 @@ revision that wrote them in a ``_revision_sequence`` column.
 
 Two plans, for the base (the major, or a compaction) and the rows on top of it:
 
-* ``broadcast``: the base anti-joined with a broadcast of the newer rows' ids, unioned
-  with the newer rows deduplicated among themselves. Reads the base once, no shuffle of
-  it: about the cost of a plain read when the updates are small.
+* ``broadcast``: one broadcast of the newer rows' ids and order; the base anti-joined with
+  it, unioned with the newer rows anti-joined with the later ones among them. No shuffle
+  at all: the base is read once, the newer rows twice (for the broadcast, and as rows).
 * ``window``: ``row_number()`` over all rows, partitioned by the ids. Shuffles
   everything; right when the updates are as big as the base, or when some revision read
   on top of a compaction is older than rows the compaction holds (an out-of-order
@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Literal
 
+import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
@@ -45,6 +46,7 @@ SYSTEM_COLUMNS = (DELETED, *REVISION_COLUMNS)
 #: the column of compaction files naming the revision that wrote each row
 SOURCE_SEQUENCE = "_revision_sequence"
 _SEQ, _ORDER, _FILE, _STAMP = "__sequence", "__revision_order", "__file", "__timestamp_us"
+_LATER = "__later_order"
 
 MergeStrategy = Literal["auto", "broadcast", "window"]
 #: ``auto`` broadcasts the ids of newer revisions up to this many rows
@@ -157,18 +159,28 @@ class _Scanner:
             if not annotate:
                 return rows
             return rows.withColumns(
-                {_ORDER: F.lit(order), "_revision": F.lit(name), _STAMP: F.lit(stamp).cast("long")}
+                {
+                    _ORDER: F.lit(order).cast("long"),
+                    "_revision": F.lit(name),
+                    _STAMP: F.lit(stamp).cast("long"),
+                }
             )
-        lookup = self.spark.createDataFrame(
+        lookup = self._lookup(
             [
                 (file_key(f), *(self._about(r) if annotate else (r.sequence,)))
                 for r in revisions
                 for f in r.tables[table].files
             ],
-            f"{_FILE} string, {_SEQ} long"
-            + (f", {_ORDER} int, _revision string, {_STAMP} long" if annotate else ""),
+            [_FILE, _SEQ, *([_ORDER, "_revision", _STAMP] if annotate else [])],
         )
         return rows.join(F.broadcast(lookup), on=_FILE).drop(_FILE)
+
+    def _lookup(self, rows: list[tuple], names: list[str]) -> DataFrame:
+        """A small table built on the driver, as a local relation: no Python worker runs to
+        read it (a list of tuples would become an RDD of pickled rows)."""
+        types = {_FILE: "string", _SEQ: "bigint", _ORDER: "bigint", "_revision": "string"}
+        schema = StructType.fromDDL(", ".join(f"{n} {types.get(n, 'bigint')}" for n in names))
+        return self.spark.createDataFrame(pd.DataFrame(rows, columns=names), schema)
 
     def compaction(self, annotate: bool) -> DataFrame:
         """The rows of the plan's base compaction, tombstones included."""
@@ -197,14 +209,13 @@ class _Scanner:
             rows = self.spark.createDataFrame([], StructType(fields))
         if not annotate:
             return rows
-        lookup = self.spark.createDataFrame(
-            [self._about(r) for r in self.plan.merge],
-            f"{_SEQ} long, {_ORDER} int, _revision string, {_STAMP} long",
+        lookup = self._lookup(
+            [self._about(r) for r in self.plan.merge], [_SEQ, _ORDER, "_revision", _STAMP]
         )
         # rows older than the plan's merge (the state part of a change read) never win
         # against the merge's rows for the ids the read reports: order -1
         rows = rows.join(F.broadcast(lookup), on=_SEQ, how="left")
-        return rows.withColumn(_ORDER, F.coalesce(F.col(_ORDER), F.lit(-1)))
+        return rows.withColumn(_ORDER, F.coalesce(F.col(_ORDER), F.lit(-1).cast("long")))
 
     def ids_of(self, revisions: Sequence[Revision], ids: Sequence[str]) -> DataFrame:
         """The distinct ids written by ``revisions``: one relation over their files."""
@@ -282,9 +293,19 @@ def merge_plan(
         merged = base
     elif kind == "broadcast":
         rows = scan.revisions(newer, annotate_newer)
-        # repeated ids are harmless to an anti-join: no dedup needed on the broadcast side
-        kept = base.join(F.broadcast(rows.select(*ids)), on=ids, how="left_anti")
-        top = _latest_per_entity(rows, ids) if len(newer) > 1 else rows
+        # one broadcast of the newer rows' ids (and order): the base rows they replace and
+        # the newer rows a later one replaces drop out by anti-joins, with no shuffle
+        keys = rows.select(
+            *[F.col(c).alias(f"__key_{c}") for c in ids],
+            *([F.col(_ORDER).alias(_LATER)] if len(newer) > 1 else []),
+        )
+        keys = F.broadcast(keys)
+        same = [base[c] == keys[f"__key_{c}"] for c in ids]
+        kept = base.join(keys, on=same, how="left_anti")
+        top = rows
+        if len(newer) > 1:
+            replaced = [rows[c] == keys[f"__key_{c}"] for c in ids]
+            top = rows.join(keys, on=[*replaced, rows[_ORDER] < keys[_LATER]], how="left_anti")
         merged = kept.unionByName(top, allowMissingColumns=True)
     else:
         rows = scan.revisions(newer, True)
