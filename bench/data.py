@@ -15,13 +15,20 @@ TABLE = "entities"
 ID = "id"
 
 
-def _h(generation: int, salt: int) -> Column:
+Generation = int | Column
+
+
+def _h(generation: Generation, salt: int) -> Column:
     """A non-negative 63-bit hash of (id, generation, salt)."""
     return F.abs(F.xxhash64(F.col(ID), F.lit(generation), F.lit(salt)))
 
 
-def features(ids: DataFrame, generation: int) -> DataFrame:
-    """The 11 columns of the entities whose ids are in ``ids`` (a single ``id`` column)."""
+def features(ids: DataFrame, generation: Generation, keep: tuple[str, ...] = ()) -> DataFrame:
+    """The 11 columns of the entities whose ids are in ``ids`` (an ``id`` column).
+
+    ``generation``: a number, or a column of ``ids`` (many generations in one job);
+    ``keep``: other columns of ``ids`` to keep.
+    """
     return ids.select(
         F.col(ID),
         (_h(generation, 0) % 1_000_000 / 1000.0).alias("f_amount"),
@@ -29,7 +36,9 @@ def features(ids: DataFrame, generation: int) -> DataFrame:
         (_h(generation, 2) % 1_000_000_000).alias("f_count"),
         (_h(generation, 3) % 120).cast("int").alias("f_age"),
         F.concat(F.lit("segment_"), (_h(generation, 4) % 500).cast("string")).alias("f_segment"),
-        F.substring(F.sha2(F.col(ID).cast("string"), 256), 1, 16 + generation % 8).alias("f_code"),
+        F.substring(
+            F.sha2(F.col(ID).cast("string"), 256), F.lit(1), F.lit(generation) % 8 + 16
+        ).alias("f_code"),
         (_h(generation, 6) % 2 == 0).alias("f_active"),
         F.date_add(F.lit("2020-01-01").cast("date"), (_h(generation, 7) % 1500).cast("int")).alias(
             "f_since"
@@ -38,6 +47,7 @@ def features(ids: DataFrame, generation: int) -> DataFrame:
             "f_seen_at"
         ),
         (F.log1p(_h(generation, 9) % 100_000)).alias("f_log_value"),
+        *keep,
     )
 
 
@@ -57,6 +67,21 @@ def update_ids(spark: SparkSession, n: int, p: float, generation: int) -> DataFr
 def updates(spark: SparkSession, n: int, p: float, generation: int) -> DataFrame:
     """The new values of a fraction ``p`` of the entities: the input of a minor."""
     return features(update_ids(spark, n, p, generation), generation)
+
+
+def many_updates(spark: SparkSession, n: int, p: float, first: int, last: int) -> DataFrame:
+    """``updates`` of generations ``first..last`` in one DataFrame, with a ``_generation``
+    column: the same rows, without a union of one plan per generation."""
+    count = max(1, int(n * p))
+    stride = max(1, n // count)
+    gen = F.col("_generation")
+    ids = (
+        spark.range(first, last + 1)
+        .toDF("_generation")
+        .crossJoin(spark.range(count).toDF("_k"))
+        .select((F.col("_k") * stride + (gen * 7919) % stride).alias(ID), gen)
+    )
+    return features(ids, gen, keep=("_generation",))
 
 
 def score(features_df: DataFrame) -> DataFrame:

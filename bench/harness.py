@@ -39,8 +39,12 @@ class Config:
     p: float = 0.01
     reps: int = 3
     warmup: int = 1
-    ks: tuple[int, ...] = (1, 10, 100)
+    ks: tuple[int, ...] = (1, 10, 100, 1_000)
     real_minors: int = 10  # minors committed through ds.commit in scenario 2; the rest are staged
+    policy_from_k: int = 100  # scenario 2 reads from here on with the default compact_after
+    time_travel_back: int = 50  # scenario 2: time travel this many minors back in the last k
+    compaction_minors: int = 21  # scenario 8: minors a compaction takes (the policy's number)
+    vacuum_revisions: int = 1_000  # scenario 8: revisions a vacuum dry run judges
     log_sizes: tuple[int, ...] = (10, 100, 1_000, 10_000)
     history_sizes: tuple[int, ...] = (10, 1_000)
     memory_scales: tuple[int, ...] = (1, 4)
@@ -58,8 +62,12 @@ class Config:
             n=n,
             reps=1,
             warmup=0,
-            ks=(1, 3),
+            ks=(1, 3, 30),
             real_minors=2,
+            policy_from_k=30,
+            time_travel_back=5,
+            compaction_minors=3,
+            vacuum_revisions=40,
             log_sizes=(10, 40),
             history_sizes=(10, 30),
             memory_scales=(1, 2),

@@ -22,6 +22,7 @@ from pyspark.sql import SparkSession
 from .delta import against_delta
 from .harness import BASE_N, Config, Context, Outcome
 from .history import changes_of_last, commit_latency
+from .lifecycle import maintenance
 from .memory import driver_memory
 from .plot import plot
 from .results import RunInfo, load_average, summary, write
@@ -38,6 +39,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("5", "incremental_scoring"): incremental_scoring,
     ("6", "delta"): against_delta,
     ("7", "memory"): driver_memory,
+    ("8", "maintenance"): maintenance,
 }
 
 BENCH = Path(__file__).resolve().parent

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.spark import build_spark_session
@@ -49,6 +49,14 @@ def main(root: str) -> None:
     changes = ds.changes("features", since=day(2), until=day(6))
     print(f"Changes in (2020-01-02, 2020-01-06] (reset={changes.is_reset}: r4 is a major):")
     changes.df.orderBy("id").show()
+
+    compaction = ds.compact()  # the state in a few files; later reads start from it
+    print(f"Compaction {compaction.name}: {compaction.replaces['features'].revisions} revisions")
+    print("The same latest state, read from the compaction:")
+    ds.read("features").orderBy("id").show()
+    report = ds.vacuum(retain=timedelta(0), dry_run=True)
+    print(f"A vacuum would remove revisions {sorted(report.revisions)} ({report.bytes} bytes)")
+    print(ds.log()[["sequence", "name", "kind", "vacuumed"]])
     print(f"Dataset root: {ds.root}")
 
 

@@ -22,9 +22,9 @@ from pyspark.sql import DataFrame, SparkSession
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.backends import configure_storage, open_storage
 from revisions_assets.core.log import RevisionLog
-from revisions_assets.core.merge import merge_revisions
+from revisions_assets.core.merge import merge_plan
 from revisions_assets.core.records import Revision
-from revisions_assets.core.selection import state_selection, table_history
+from revisions_assets.core.selection import plan_read, state_selection
 
 
 class DatasetLocation(dg.ConfigurableResource):
@@ -76,16 +76,26 @@ class DatasetLocation(dg.ConfigurableResource):
 
     def read_log(self, dataset: str) -> tuple[Revision, ...]:
         """The committed revisions of a dataset, read without Spark and without writing."""
+        return self._log(dataset).refresh()
+
+    def read_state(self, spark: SparkSession, dataset: str, table: str) -> DataFrame:
+        """A table's current state (SPEC §3), planned from the read-only log (on the newest
+        compaction, like every default read)."""
+        log = self._log(dataset)
+        log.refresh()
+        view = log.view()
+        plan = plan_read(
+            view,
+            state_selection(view.history(table), table),
+            f"{log.storage.uri}: read of table {table!r}",
+        )
+        return merge_plan(spark, log.storage, plan)
+
+    def _log(self, dataset: str) -> RevisionLog:
         root = self.root_for(dataset)
         if root not in self._logs:
             self._logs[root] = RevisionLog(open_storage(root))
-        return self._logs[root].refresh()
-
-    def read_state(self, spark: SparkSession, dataset: str, table: str) -> DataFrame:
-        """A table's current state (SPEC §3), planned from the read-only log."""
-        root = self.root_for(dataset)
-        selection = state_selection(table_history(self.read_log(dataset), table), table)
-        return merge_revisions(spark, open_storage(root), table, selection.merge)
+        return self._logs[root]
 
     def dataset(
         self,

@@ -1,6 +1,6 @@
 """revisions-assets: incremental, revisioned datasets on Spark, as Dagster assets."""
 
-from .core.dataset import ChangeSet, RevisionedDataset, TableInfo
+from .core.dataset import ChangeSet, RevisionedDataset, TableInfo, VacuumReport
 from .core.errors import RevisionsError
 from .core.records import Revision, TableWrite, UpstreamPosition
 
@@ -12,4 +12,5 @@ __all__ = [
     "TableInfo",
     "TableWrite",
     "UpstreamPosition",
+    "VacuumReport",
 ]

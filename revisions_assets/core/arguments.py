@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 import sys
 from collections.abc import Collection, Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -51,6 +52,26 @@ def check_sequence_number(value: Any, what: str, *, optional: bool = False) -> i
             "(0 is before the first revision)"
         )
     return int(value)
+
+
+def check_count(value: Any, what: str, *, minimum: int, optional: bool = False) -> int | None:
+    """An int >= ``minimum`` (a policy threshold, a file size)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        expected = "an int" + (" or None" if optional else "")
+        raise ArgumentTypeError(f"{what} must be {expected}, got {describe(value)}")
+    if value < minimum:
+        raise InvalidArgumentError(f"{what} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def check_duration(value: Any, what: str) -> timedelta:
+    """A non-negative ``datetime.timedelta`` (a retention, a grace period)."""
+    check_type(value, timedelta, what, "a datetime.timedelta")
+    if value < timedelta(0):
+        raise InvalidArgumentError(f"{what} must not be negative, got {value}")
+    return value
 
 
 def check_choice(value: Any, choices: Collection[str], what: str) -> str:

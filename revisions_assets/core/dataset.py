@@ -1,4 +1,4 @@
-"""RevisionedDataset: commit revisions, read any state, read changes."""
+"""RevisionedDataset: commit revisions, read any state, read changes, maintain (SPEC §8)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from os import PathLike
 from typing import get_args
 
@@ -17,6 +18,8 @@ from pyspark.sql.types import StructType
 from .arguments import (
     check_bool,
     check_choice,
+    check_count,
+    check_duration,
     check_expected_positions,
     check_options,
     check_sequence_number,
@@ -29,41 +32,52 @@ from .arguments import (
 )
 from .backends import open_storage
 from .errors import (
+    CommitConflictError,
     InvalidArgumentError,
     MissingFileError,
     NoMajorRevisionError,
     ReadOnlyDatasetError,
+    RetentionError,
     RevisionsError,
     StorageError,
     UnknownRevisionError,
 )
 from .history import table_history_frame
 from .legacy import LegacyRevision, plan_import
-from .log import RevisionLog, log_frame
+from .log import RevisionLog
+from .maintenance import (
+    DEFAULT_GRACE,
+    DEFAULT_TARGET_FILE_BYTES,
+    Compactor,
+    Vacuum,
+    VacuumReport,
+)
 from .merge import (
     DELETED,
     REVISION_COLUMNS,
     MergeStrategy,
     blank_deletions,
-    merge_revisions,
+    merge_plan,
+    state_schemas,
     table_schema,
 )
 from .records import Revision, UpstreamPosition
 from .selection import (
     HEAD_PATTERN,
     Position,
+    ReadPlan,
     Selection,
     changes_by_sequence,
     changes_by_time,
     consumer_position,
     live_spans,
+    plan_read,
     resolve_position,
     state_selection,
-    table_history,
 )
 from .spark_errors import storage_cause
 from .storage import Storage
-from .timeutil import TimeLike, to_utc
+from .timeutil import TimeLike, now_utc, to_utc
 from .transaction import (
     CommitRequest,
     CommitTransaction,
@@ -101,6 +115,10 @@ class ChangeSet:
     until_sequence: int = 0
 
 
+#: the default policy: compact a table once more than this many revisions sit on its base
+DEFAULT_COMPACT_AFTER = 20
+
+
 class RevisionedDataset:
     """A revisioned dataset at ``root``: opens it, or creates it on the first commit.
 
@@ -109,6 +127,8 @@ class RevisionedDataset:
     and commit first catches up with revisions committed by others. ``read_only=True``
     never writes to the root (a stale ``description.parquet`` is left as it is) and
     refuses commits and maintenance with ``ReadOnlyDatasetError``.
+    ``compact_after``: after a commit that leaves more than this many revisions on top of
+    a table's base (its major or compaction), compact it (``None``: never on its own).
 
     Opening checks the log (no gap, nothing lost, every entry well formed) and raises
     CorruptLogError on damage, writing nothing; ``revisions_assets.core.verify.verify(root)``
@@ -124,6 +144,7 @@ class RevisionedDataset:
         merge_strategy: MergeStrategy = "auto",
         storage_options: Mapping[str, object] | None = None,
         read_only: bool = False,
+        compact_after: int | None = DEFAULT_COMPACT_AFTER,
     ):
         options = check_options(storage_options, "storage_options")
         self._spark = check_spark(spark)
@@ -134,6 +155,8 @@ class RevisionedDataset:
         self.storage = open_storage(root, **options)
         self.root = self.storage.uri
         self.read_only = check_bool(read_only, "read_only")
+        self.compact_after = check_count(compact_after, "compact_after", minimum=0, optional=True)
+        self._last_compactions: tuple[Revision, ...] = ()
         self._log = RevisionLog(self.storage)
         self._log.refresh()
         if not read_only:
@@ -203,41 +226,51 @@ class RevisionedDataset:
         return self._log.head
 
     def log(self) -> pd.DataFrame:
-        """One row per committed revision, in sequence order (the SPEC §2 columns)."""
-        return log_frame(self.refresh())
+        """One row per log entry, in sequence order: the SPEC §2 columns, the ``kind`` of each
+        entry and whether a vacuum removed its files (``vacuumed``, ``vacuumed_by``)."""
+        self.refresh()
+        frame = self._log.description().to_pandas()
+        frame["vacuumed_by"] = frame["vacuumed_by"].astype("Int64")  # <NA>, not NaN, when not
+        return frame
 
     def revisions(self, table: str | None = None) -> list[Revision]:
+        """Every log entry (maintenance entries included), or the data revisions of a table."""
         check_text(table, "table", optional=True)
         records = self.refresh()
         if table is None:
             return list(records)
-        return table_history(records, table)
+        return self._log.view().history(table)
 
     def revision(self, ref: Position) -> Revision:
-        """A revision by name, sequence, ``HEAD`` or ``HEAD~n`` (n back in the whole log)."""
+        """An entry by name or sequence, or a data revision by ``HEAD`` or ``HEAD~n`` (n data
+        revisions back in the whole log; maintenance entries are not counted)."""
         records = self.refresh()
         match = HEAD_PATTERN.match(ref) if isinstance(ref, str) else None
         if match:
-            index = len(records) - 1 - int(match.group(1) or 0)
-        else:
-            index = resolve_position(records, "", ref) - 1
+            data = [r for r in records if r.is_data]
+            back = int(match.group(1) or 0)
+            if not 0 <= back < len(data):
+                raise UnknownRevisionError(
+                    f"{ref!r}: no such revision (the log has {len(data)} data revisions)"
+                )
+            return data[-1 - back]
+        index = resolve_position(records, "", ref) - 1
         if not 0 <= index < len(records):
             raise UnknownRevisionError(f"{ref!r}: no such revision (the log has {len(records)})")
         return records[index]
 
     def tables(self) -> dict[str, TableInfo]:
         """Every table with its id columns and its current schema (latest major + additions)."""
-        records = self.refresh()
+        self.refresh()
+        view = self._log.view()
         out = {}
-        for name in sorted({t for r in records for t in r.tables}):
-            history = table_history(records, name)
+        for name in view.tables():
+            history = view.history(name)
             try:
-                current = state_selection(history, name).merge
+                schema = state_schemas(view, name)[1]
             except NoMajorRevisionError:
-                current = tuple(history)
-            out[name] = TableInfo(
-                name, history[-1].tables[name].id_columns, table_schema(current, name)
-            )
+                schema = table_schema(history, name)
+            out[name] = TableInfo(name, history[-1].tables[name].id_columns, schema)
         return out
 
     def upstream_position(self, dataset: str, table: str, consumer_table: str | None = None) -> int:
@@ -266,9 +299,13 @@ class RevisionedDataset:
         check_bool(with_revision, "with_revision")
         as_of_utc = to_utc(as_of, "as_of") if as_of is not None else None
         records = self.refresh()
-        history = table_history(records, table)
-        selection = state_selection(history, table, as_of_utc, resolve_position(records, table, at))
-        return self._merge(selection, keep_deleted=False, with_revision=with_revision)
+        view = self._log.view()
+        pinned = resolve_position(records, table, at)
+        selection = state_selection(view.history(table), table, as_of_utc, pinned)
+        what = f"read of table {table!r}"
+        what += f" as of {as_of_utc.isoformat()}" if as_of_utc is not None else ""
+        what += f" at sequence {pinned}" if at is not None else ""
+        return self._merge(selection, what, keep_deleted=False, with_revision=with_revision)
 
     def changes(
         self,
@@ -306,22 +343,26 @@ class RevisionedDataset:
                 f"{until_sequence}; swap them"
             )
         records = self.refresh()
-        history = table_history(records, table)
+        history = self._log.view().history(table)
         if by_sequence:
             head = until_sequence if until_sequence is not None else self._log.head
             head = resolve_position(records, table, head)
             selection = changes_by_sequence(history, table, since_sequence, head)
+            what = f"changes of table {table!r} since sequence {since_sequence}"
         else:
             at_sequence = resolve_position(records, table, at)
             selection = changes_by_time(history, table, since_utc, until_utc, at_sequence)
+            what = f"changes of table {table!r} since "
+            what += since_utc.isoformat() if since_utc else "the start"
+            what += f" until {until_utc.isoformat()}" if until_utc is not None else ""
         ids = list(history[-1].tables[table].id_columns)
         if not selection.window:
             df = self._empty_changes(table_schema(selection.merge, table), with_revision)
         elif selection.is_reset:
-            df = self._merge(selection, keep_deleted=False, with_revision=with_revision)
+            df = self._merge(selection, what, keep_deleted=False, with_revision=with_revision)
             df = df.withColumn(DELETED, F.lit(False))
         else:
-            df = self._merge(selection, keep_deleted=True, with_revision=with_revision)
+            df = self._merge(selection, what, keep_deleted=True, with_revision=with_revision)
             df = blank_deletions(df, ids)
         system = [c for c in (DELETED, *REVISION_COLUMNS) if c in df.columns]
         df = df.select(*[c for c in df.columns if c not in system], *system)
@@ -343,7 +384,8 @@ class RevisionedDataset:
         ``until``: the history as known at that logical time (like ``read(as_of=until)``);
         ``since``: only the versions still valid after it.
         """
-        history = table_history(self.refresh(), table)
+        self.refresh()
+        history = self._log.view().history(table)
         return table_history_frame(
             self.spark,
             self.storage,
@@ -353,39 +395,35 @@ class RevisionedDataset:
             since=to_utc(since, "since") if since is not None else None,
         )
 
-    def _merge(self, selection: Selection, *, keep_deleted: bool, with_revision: bool):
+    def _merge(self, selection: Selection, what: str, *, keep_deleted: bool, with_revision: bool):
+        plan = plan_read(self._log.view(), selection, f"{self.root}: {what}")
         try:
-            return merge_revisions(
+            return merge_plan(
                 self.spark,
                 self.storage,
-                selection.table,
-                selection.merge,
+                plan,
                 keep_deleted=keep_deleted,
                 with_revision=with_revision,
-                only_ids_of=selection.window if selection.restrict else None,
                 strategy=self.merge_strategy,
             )
         except RevisionsError:
             raise
         except Exception as exc:
-            failure = self._read_failure(selection, exc)
+            failure = self._read_failure(plan, exc)
             if failure is None:
                 raise
             raise failure from exc
 
-    def _read_failure(self, selection: Selection, exc: Exception) -> StorageError | None:
+    def _read_failure(self, plan: ReadPlan, exc: Exception) -> StorageError | None:
         """A storage failure of a read, naming the missing data files when files are gone."""
         cause = storage_cause(exc)
         if cause is None:
             return None
-        table = selection.table
-        revisions = {r.sequence: r for r in (*selection.merge, *selection.window)}.values()
-        missing = [
-            (r.name, f)
-            for r in revisions
-            for f in r.tables[table].files
-            if not self.storage.exists(f)
-        ]
+        table = plan.table
+        files = [(r.name, f) for r in plan.direct for f in r.tables[table].files]
+        if plan.base is not None:
+            files += [(plan.base.record.name, f) for f in plan.base.write.files]
+        missing = [(name, f) for name, f in files if not self.storage.exists(f)]
         if not missing:
             return StorageError(f"read table {table!r} of {self.root}: {cause}")
         name, path = missing[0]
@@ -429,7 +467,8 @@ class RevisionedDataset:
         committed) — unless ``upstream`` moves a consumer position: then an empty revision
         records the position, so a consumer whose new input yields no output is not left
         lagging. Raises a RevisionsError subclass on bad input; a failed commit leaves
-        the dataset exactly as it was.
+        the dataset exactly as it was. Then applies the ``compact_after`` policy to the
+        tables written: what it compacted is in ``last_compactions``.
         """
         self._require_writable("commit")
         tables = check_tables(tables)
@@ -444,7 +483,9 @@ class RevisionedDataset:
             expected_positions,
             properties,
         )
-        return CommitTransaction(self.storage, self._log, self.spark, request).run(tables)
+        record = CommitTransaction(self.storage, self._log, self.spark, request).run(tables)
+        self._last_compactions = self._apply_policy(record) if record is not None else ()
+        return record
 
     def _prepare(
         self,
@@ -475,16 +516,120 @@ class RevisionedDataset:
             properties=check_string_map(properties, "properties"),
         )
         records = self.refresh()
+        view = self._log.view()
         for table, df in tables.items():
             ids = table_id_columns(records, table, self._declared, self._default_ids, self.root)
             schema = data_schema(table, df.schema, ids)
             table_version = version.get(table) if isinstance(version, Mapping) else version
             staged = StagedTable(table, ids, schema, table_version)
             if not request.is_major and DELETED in df.columns:
-                complete_for_tombstones(records, staged)
+                complete_for_tombstones(view, staged)
             request.staged.append(staged)
-        check_against_log(records, request, self.root)
+        check_against_log(view, request, self.root)
         return request
 
+    # -- maintenance (SPEC §8) ------------------------------------------------------------
 
-__all__ = ["ChangeSet", "RevisionedDataset", "TableInfo"]
+    @property
+    def last_compactions(self) -> tuple[Revision, ...]:
+        """The compaction entries the ``compact_after`` policy committed after this handle's
+        last commit (empty when it compacted nothing)."""
+        return self._last_compactions
+
+    def revisions_on_base(self, table: str) -> int:
+        """How many revisions a default read of ``table`` merges on top of its base (the
+        governing major, or the compaction it uses): what ``compact_after`` bounds."""
+        self.refresh()
+        view = self._log.view()
+        selection = state_selection(view.history(table), table)
+        return plan_read(view, selection, f"{self.root}: read of table {table!r}").on_base
+
+    def compaction_due(self, table: str) -> bool:
+        """Whether ``table`` is past the ``compact_after`` policy (never when it is None)."""
+        return self.compact_after is not None and self.revisions_on_base(table) > self.compact_after
+
+    def compact(
+        self, table: str | None = None, *, target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES
+    ) -> Revision | None:
+        """Write the state of ``table`` (None: every table) as a compaction revision.
+
+        It holds the state a default read returns now, in files of about
+        ``target_file_bytes``; reads that include every revision it replaces use it as
+        their base and return the same rows. None, committing nothing, when no table has
+        anything on top of its base. Concurrent commits are neither lost nor blocked: the
+        entry is appended like any revision. Raises CommitConflictError, committing
+        nothing, when a concurrent vacuum removed files it was reading.
+        """
+        self._require_writable("compact")
+        check_text(table, "table", optional=True)
+        check_count(target_file_bytes, "target_file_bytes", minimum=1)
+        if table is not None:
+            self._log.refresh()
+            self._log.view().history(table)  # UnknownTableError for a table with no revisions
+        compactor = Compactor(self.storage, self._log, self.spark, self.merge_strategy)
+        return compactor.run([table] if table is not None else None, target_file_bytes)
+
+    def vacuum(
+        self,
+        *,
+        retain: timedelta = timedelta(days=7),
+        keep_majors: bool = True,
+        dry_run: bool = False,
+        consumers: Sequence[RevisionedDataset] = (),
+        keep_after_sequence: int | None = None,
+        grace: timedelta = DEFAULT_GRACE,
+        now: datetime | None = None,
+    ) -> VacuumReport:
+        """Remove the files no read at or after the retention horizon needs (SPEC §8).
+
+        The horizon is the newest commit at or before ``now - retain`` (its sequence and
+        the newest logical time up to it). Kept: everything a read pinned at or after it
+        and as of a time at or after it can touch, the newest base of every table, every
+        major with ``keep_majors``, and what the next change read of each consumer needs:
+        ``consumers`` are datasets whose recorded positions in this dataset's tables count,
+        ``keep_after_sequence`` a position to keep for every table. Also removes folders no
+        log entry references (failed or killed writers) and temporary files, when untouched
+        for ``grace``. First commits a ``vacuum`` entry marking the revisions, then deletes;
+        log entries stay. ``dry_run``: deletes and commits nothing, same report.
+        """
+        if not check_bool(dry_run, "dry_run"):
+            self._require_writable("vacuum")
+        check_duration(retain, "retain")
+        check_duration(grace, "grace")
+        check_bool(keep_majors, "keep_majors")
+        check_sequence_number(keep_after_sequence, "keep_after_sequence", optional=True)
+        now = to_utc(now, "now") if now is not None else now_utc()
+        self.refresh()
+        positions: dict[str, list[int]] = {}
+        for table in self._log.view().tables():
+            found = [c.upstream_position(self.root, table) for c in consumers]
+            if keep_after_sequence is not None:
+                found.append(keep_after_sequence)
+            positions[table] = found
+        return Vacuum(self.storage, self._log).run(
+            retain=retain,
+            keep_majors=keep_majors,
+            dry_run=dry_run,
+            consumer_positions=positions,
+            grace=grace,
+            now=now,
+        )
+
+    def _apply_policy(self, record: Revision) -> tuple[Revision, ...]:
+        """Compact the tables ``record`` wrote that are past ``compact_after``. The commit
+        already succeeded: a failed compaction is logged, never raised."""
+        if self.compact_after is None:
+            return ()
+        try:
+            due = [t for t in record.tables if self.compaction_due(t)]
+            if not due:
+                return ()
+            compactor = Compactor(self.storage, self._log, self.spark, self.merge_strategy)
+            compaction = compactor.run(due)
+        except (CommitConflictError, RetentionError, OSError) as exc:
+            log.warning("%s: compaction after revision %s failed: %s", self.root, record.name, exc)
+            return ()
+        return (compaction,) if compaction is not None else ()
+
+
+__all__ = ["ChangeSet", "RevisionedDataset", "TableInfo", "VacuumReport"]

@@ -126,3 +126,8 @@ class LegacyLayoutError(DatasetNotFoundError):
 
 class DatasetNotEmptyError(RevisionsError):
     """A target that already has revisions, where an empty one is required (an import)."""
+
+
+class RetentionError(RevisionsError):
+    """A read, time-travel read or change read that needs files a vacuum removed (SPEC §8),
+    or a major stamped before data a vacuum removed. Never partial data instead."""

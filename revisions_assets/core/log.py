@@ -3,7 +3,8 @@
 Layout under the dataset root::
 
     _log/00000000000000000001.json   one immutable entry per commit (the truth)
-    _log/checkpoint-…0100.parquet    every CHECKPOINT_INTERVAL commits: all entries so far
+    _log/checkpoint-…0100.parquet    every CHECKPOINT_INTERVAL commits: all entries so far,
+                                     with their small fields as columns
     _log/_last_checkpoint            a hint: the newest checkpoint's sequence
     description.parquet              the log as a flat table, rewritten after every commit
 
@@ -14,9 +15,11 @@ gap-free, and nothing is ever lost or overwritten.
 
 Opening a log reads the newest checkpoint and then probes forward entry by
 entry, so both opening and committing cost O(CHECKPOINT_INTERVAL) reads,
-whatever the length of the log. ``description.parquet`` is derived: it is
-rewritten after each commit (and healed on open if a writer died before
-rewriting it); the engine itself never trusts it.
+whatever the length of the log. A checkpoint's data revisions are materialized
+from its columns; their details (files, schemas) are parsed only when a read
+needs them. ``description.parquet`` is derived: it is rewritten after each commit
+(appending to what the previous one holds, and healed on open if a writer died
+before rewriting it); the engine itself never trusts it.
 
 The file names are spelled in ``layout``; ``loghealth`` parses entries strictly and
 checks, on the first refresh, that the log is whole (no gap, not lost).
@@ -35,8 +38,10 @@ import pyarrow.parquet as pq
 from .errors import InvalidArgumentError
 from .layout import DESCRIPTION, LAST_CHECKPOINT, LOG_DIR, checkpoint_path, entry_path
 from .loghealth import check_log_health, parse_entry
-from .records import Revision
+from .logview import LogView
+from .records import DATA_KINDS, Revision, upstream_doc
 from .storage import Storage
+from .timeutil import to_micros
 
 CHECKPOINT_INTERVAL = 100
 __all__ = [
@@ -59,6 +64,7 @@ class RevisionLog:
         self._records: list[Revision] = []
         self._loaded = False
         self._description: pa.Table | None = None  # rows for the first records, appended to
+        self._view: LogView | None = None
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -70,6 +76,12 @@ class RevisionLog:
     @property
     def head(self) -> int:
         return len(self._records)
+
+    def view(self) -> LogView:
+        """The cached log with its maintenance entries applied (call refresh() first)."""
+        if self._view is None or self._view.head != self.head:
+            self._view = LogView(self._records)
+        return self._view
 
     def refresh(self) -> tuple[Revision, ...]:
         """Bring the cached log up to date with storage and return it.
@@ -105,8 +117,7 @@ class RevisionLog:
             raw = self.storage.read(checkpoint_path(sequence))
             if raw is None:
                 return []
-            table = pq.read_table(io.BytesIO(raw))
-            records = [Revision.from_json(text) for text in table.column("record").to_pylist()]
+            records = records_of_checkpoint(pq.read_table(io.BytesIO(raw)))
         except (ValueError, KeyError, TypeError, pa.ArrowException):
             return []  # a damaged hint or checkpoint only costs a longer probe
         if [r.sequence for r in records] != list(range(1, len(records) + 1)):
@@ -134,13 +145,7 @@ class RevisionLog:
         self.publish_description()
 
     def write_checkpoint(self, sequence: int) -> None:
-        records = self._records[:sequence]
-        table = pa.table(
-            {
-                "sequence": pa.array([r.sequence for r in records], pa.int64()),
-                "record": pa.array([r.to_json() for r in records], pa.string()),
-            }
-        )
+        table = checkpoint_table(self._records[:sequence])
         buf = io.BytesIO()
         pq.write_table(table, buf, compression="zstd")
         self.storage.create_exclusive(checkpoint_path(sequence), buf.getvalue())
@@ -162,18 +167,42 @@ class RevisionLog:
 
     def _description_parquet(self) -> bytes:
         """description.parquet for the cached log, appending only rows not yet tabulated."""
-        done = 0 if self._description is None else self._description.num_rows
-        new_rows = description_table(self._records[done:])
-        self._description = (
-            new_rows
-            if self._description is None
-            else pa.concat_tables([self._description, new_rows])
-        )
+        buf = io.BytesIO()
+        pq.write_table(self.description(), buf)
+        return buf.getvalue()
+
+    def description(self) -> pa.Table:
+        """The log as a flat table (call refresh() first): the rows of entries, tabulated
+        once and appended to, plus the vacuum marks, which later entries may change."""
+        if self._description is None:
+            self._description = self._stored_description()
+        done = self._description.num_rows
+        if done < self.head:
+            new_rows = description_table(self._records[done:])
+            self._description = pa.concat_tables([self._description, new_rows])
         if self._description.column(0).num_chunks > 64:  # one chunk per commit otherwise
             self._description = self._description.combine_chunks()
-        buf = io.BytesIO()
-        pq.write_table(self._description, buf)
-        return buf.getvalue()
+        return with_vacuum_marks(self._description, self.view())
+
+    def _stored_description(self) -> pa.Table:
+        """The rows description.parquet already holds for this log, so a fresh handle
+        appends to them instead of tabulating every record (empty if unusable)."""
+        empty = description_table([])
+        raw = self.storage.read(DESCRIPTION)
+        if raw is None:
+            return empty
+        try:
+            stored = pq.read_table(io.BytesIO(raw), columns=empty.column_names)
+        except (pa.ArrowException, ValueError, KeyError):
+            return empty  # damaged or from an older version: tabulate again
+        names = stored.column("name").to_pylist()
+        if (
+            stored.schema != empty.schema
+            or len(names) > self.head
+            or names != [r.name for r in self._records[: len(names)]]
+        ):
+            return empty
+        return stored
 
     def description_is_current(self) -> bool:
         raw = self.storage.read(DESCRIPTION)
@@ -185,8 +214,77 @@ class RevisionLog:
             return False  # damaged: rewrite it
 
 
+#: the small fields of an entry, stored as columns in checkpoints (plus the full JSON)
+CHECKPOINT_COLUMNS = (
+    "sequence",
+    "name",
+    "kind",
+    "is_major",
+    "timestamp_us",
+    "committed_at_us",
+    "version",
+    "tables",
+    "upstream",
+    "data_change",
+)
+
+
+def checkpoint_table(records: Sequence[Revision]) -> pa.Table:
+    """A checkpoint: every entry's JSON, and its small fields as columns."""
+    return pa.table(
+        {
+            "sequence": pa.array([r.sequence for r in records], pa.int64()),
+            "name": pa.array([r.name for r in records], pa.string()),
+            "kind": pa.array([r.kind for r in records], pa.string()),
+            "is_major": pa.array([r.is_major for r in records], pa.bool_()),
+            "timestamp_us": pa.array([to_micros(r.timestamp) for r in records], pa.int64()),
+            "committed_at_us": pa.array([to_micros(r.committed_at) for r in records], pa.int64()),
+            "version": pa.array([r.version for r in records], pa.string()),
+            "tables": pa.array([list(r.tables) for r in records], pa.list_(pa.string())),
+            "upstream": pa.array(
+                [json.dumps(upstream_doc(r.upstream)) if r.upstream else None for r in records],
+                pa.string(),
+            ),
+            "data_change": pa.array([r.data_change for r in records], pa.bool_()),
+            "record": pa.array([r.to_json() for r in records], pa.string()),
+        }
+    )
+
+
+def records_of_checkpoint(table: pa.Table) -> list[Revision]:
+    """The entries of a checkpoint. Data revisions are materialized from the columns and
+    parse their JSON only when a detail is needed; maintenance entries (few) are parsed.
+    A checkpoint of the first format (sequence and JSON only) is parsed in full."""
+    texts = table.column("record").to_pylist()
+    if not set(CHECKPOINT_COLUMNS) <= set(table.column_names):
+        return [Revision.from_json(text) for text in texts]
+    columns = {c: table.column(c).to_pylist() for c in CHECKPOINT_COLUMNS}
+    records = []
+    for i, text in enumerate(texts):
+        if columns["kind"][i] not in DATA_KINDS:
+            records.append(Revision.from_json(text))
+            continue
+        records.append(
+            Revision.from_columns(**{c: columns[c][i] for c in CHECKPOINT_COLUMNS}, record=text)
+        )
+    return records
+
+
+def with_vacuum_marks(description: pa.Table, view: LogView) -> pa.Table:
+    """The description with, per entry, whether a vacuum removed its files and which."""
+    removed = view.removed
+    by = [
+        removed[seq].sequence if seq in removed else None
+        for seq in description.column("sequence").to_pylist()
+    ]
+    return description.append_column(
+        "vacuumed", pa.array([b is not None for b in by], pa.bool_())
+    ).append_column("vacuumed_by", pa.array(by, pa.int64()))
+
+
 def log_frame(records: Sequence[Revision]) -> pd.DataFrame:
-    """The log as a pandas DataFrame, one row per revision, in sequence order."""
+    """Some entries of the log as a pandas DataFrame, one row per entry, in sequence order
+    (without the vacuum marks, which need the whole log: see ``RevisionLog.description``)."""
     return description_table(records).to_pandas()
 
 
@@ -202,6 +300,7 @@ def description_table(records: Sequence[Revision]) -> pa.Table:
             "name": pa.array([r.name for r in records], pa.string()),
             "timestamp": pa.array([r.timestamp for r in records], ts),
             "is_major": pa.array([r.is_major for r in records], pa.bool_()),
+            "kind": pa.array([r.kind for r in records], pa.string()),
             "version": pa.array([version(r) for r in records], pa.string()),
             "sequence": pa.array([r.sequence for r in records], pa.int64()),
             "committed_at": pa.array([r.committed_at for r in records], ts),

@@ -34,7 +34,7 @@ from .layout import (
     entry_path,
     entry_sequence,
 )
-from .records import Revision
+from .records import KINDS, Revision
 from .storage import Storage, check_relative
 
 REPAIR_HINT = (
@@ -112,6 +112,12 @@ _TOP_FIELDS: tuple[tuple[str, Callable[[Any], bool], str, bool], ...] = (
     ("producer", lambda v: isinstance(v, dict), "an object", False),
     ("upstream", lambda v: isinstance(v, list), "a list", False),
     ("data_change", _is_bool, "true or false", False),
+    (
+        "kind",
+        lambda v: v in KINDS,
+        f"one of {sorted(KINDS)} (an entry of a newer revisions-assets?)",
+        False,
+    ),
     ("properties", lambda v: isinstance(v, dict), "an object", False),
 )
 _TABLE_FIELDS: tuple[tuple[str, Callable[[Any], bool], str, bool], ...] = (

@@ -1,15 +1,37 @@
-"""Immutable revision records: one committed entry of the description log."""
+"""Immutable revision records: one committed entry of the description log.
+
+Every entry has a ``kind``. Data revisions (``major``, ``minor``) are what reads, change
+reads, ``HEAD~n`` and consumers see. Maintenance entries (``compaction``, ``vacuum``;
+later ``purge``) take a sequence like any entry but never change what a read returns:
+``core/logview.py`` applies them in one place.
+
+Records loaded from a checkpoint are materialized lazily: their small fields come from
+the checkpoint's columns, and their per-table details (files, schemas, counts), producer
+and properties are parsed from the stored JSON only when something asks for them. So
+opening a handle on a long log does not parse every record.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from .timeutil import from_micros, to_micros
 
-LOG_FORMAT = 1
+#: 1: data revisions only (``kind`` derived from ``is_major``); 2: entries carry ``kind``
+LOG_FORMAT = 2
+
+MAJOR = "major"
+MINOR = "minor"
+COMPACTION = "compaction"
+VACUUM = "vacuum"
+DATA_KINDS = frozenset({MAJOR, MINOR})
+MAINTENANCE_KINDS = frozenset({COMPACTION, VACUUM})
+KINDS = DATA_KINDS | MAINTENANCE_KINDS
 
 
 def canonical_json(value: Any) -> str:
@@ -22,12 +44,35 @@ class TableWrite:
     """What one revision wrote to one table."""
 
     id_columns: tuple[str, ...]
-    schema_json: str  # Spark StructType as JSON, without the system column _deleted
+    schema_json: str  # Spark StructType as JSON, without the system columns
     version: str | None
     rows: int  # rows written, tombstones included
     tombstones: int
     files: tuple[str, ...]  # data files, relative to the dataset root
     bytes: int
+
+    def to_doc(self) -> dict[str, Any]:
+        return {
+            "id_columns": list(self.id_columns),
+            "schema": json.loads(self.schema_json),
+            "version": self.version,
+            "rows": self.rows,
+            "tombstones": self.tombstones,
+            "files": list(self.files),
+            "bytes": self.bytes,
+        }
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any]) -> TableWrite:
+        return cls(
+            id_columns=tuple(doc["id_columns"]),
+            schema_json=canonical_json(doc["schema"]),
+            version=doc.get("version"),
+            rows=int(doc["rows"]),
+            tombstones=int(doc["tombstones"]),
+            files=tuple(doc["files"]),
+            bytes=int(doc["bytes"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -44,28 +89,125 @@ class UpstreamPosition:
 
 
 @dataclass(frozen=True)
+class CompactedRange:
+    """The data revisions of one table whose state a compaction holds.
+
+    Exactly the merge set of a default read pinned at ``through``: every data revision of
+    the table committed at or before ``through`` and ordered at or after the major
+    ``major`` (by ``(timestamp, sequence)``). ``through`` is the newest sequence in the
+    set, ``timestamp`` its newest timestamp, ``revisions`` its size.
+    """
+
+    major: int
+    through: int
+    revisions: int
+    timestamp: datetime
+
+    def to_doc(self) -> dict[str, Any]:
+        return {
+            "major": self.major,
+            "through": self.through,
+            "revisions": self.revisions,
+            "timestamp_us": to_micros(self.timestamp),
+        }
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any]) -> CompactedRange:
+        return cls(
+            major=int(doc["major"]),
+            through=int(doc["through"]),
+            revisions=int(doc["revisions"]),
+            timestamp=from_micros(int(doc["timestamp_us"])),
+        )
+
+
+@dataclass(frozen=True)
+class VacuumMark:
+    """What a vacuum entry removes: the sequences of the revisions whose files it deletes,
+    and the retention horizon it judged them by (SPEC §8)."""
+
+    removed: tuple[int, ...]
+    horizon_sequence: int
+    horizon_timestamp: datetime | None  # None: no data revision at or before the horizon
+    retain_seconds: float
+
+    def to_doc(self) -> dict[str, Any]:
+        return {
+            "removed": to_ranges(self.removed),
+            "horizon_sequence": self.horizon_sequence,
+            "horizon_timestamp_us": (
+                None if self.horizon_timestamp is None else to_micros(self.horizon_timestamp)
+            ),
+            "retain_seconds": self.retain_seconds,
+        }
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any]) -> VacuumMark:
+        stamp = doc.get("horizon_timestamp_us")
+        return cls(
+            removed=from_ranges(doc["removed"]),
+            horizon_sequence=int(doc["horizon_sequence"]),
+            horizon_timestamp=None if stamp is None else from_micros(int(stamp)),
+            retain_seconds=float(doc["retain_seconds"]),
+        )
+
+
+def to_ranges(sequences: Sequence[int]) -> list[list[int]]:
+    """Sorted sequences as inclusive ``[first, last]`` runs of consecutive numbers."""
+    runs: list[list[int]] = []
+    for seq in sorted(set(sequences)):
+        if runs and runs[-1][1] == seq - 1:
+            runs[-1][1] = seq
+        else:
+            runs.append([seq, seq])
+    return runs
+
+
+def from_ranges(runs: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    return tuple(seq for first, last in runs for seq in range(int(first), int(last) + 1))
+
+
+@dataclass(frozen=True)
 class Revision:
-    """One revision of a dataset, as committed to the log."""
+    """One entry of a dataset's log: a data revision or a maintenance entry."""
 
     name: str
     timestamp: datetime  # logical "as of" time, UTC
     is_major: bool
     sequence: int  # commit order, 1, 2, 3 … gap-free
     committed_at: datetime  # wall-clock UTC time of the commit
-    tables: dict[str, TableWrite]
+    tables: Mapping[str, TableWrite]
     version: str | None = None  # the code version when all tables share one
-    producer: dict[str, str] = field(default_factory=dict)
+    producer: Mapping[str, str] = field(default_factory=dict)
     upstream: tuple[UpstreamPosition, ...] = ()
     data_change: bool = True
-    properties: dict[str, str] = field(default_factory=dict)
+    properties: Mapping[str, str] = field(default_factory=dict)
+    #: major | minor | compaction | vacuum; "" derives major/minor from is_major
+    kind: str = ""
+    #: compaction: per table, the data revisions whose state it holds
+    replaces: Mapping[str, CompactedRange] = field(default_factory=dict)
+    #: vacuum: what it removes and the horizon it used
+    vacuum: VacuumMark | None = None
+    #: the stored JSON this record was read from (to_json() returns it unchanged)
+    raw: str | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            object.__setattr__(self, "kind", MAJOR if self.is_major else MINOR)
 
     @property
     def key(self) -> tuple[datetime, int]:
         """Order of revisions for reads: (timestamp, sequence)."""
         return (self.timestamp, self.sequence)
 
+    @property
+    def is_data(self) -> bool:
+        """A major or minor: the revisions reads, change reads and consumers see."""
+        return self.kind in DATA_KINDS
+
     def wrote(self, table: str) -> bool:
-        return table in self.tables
+        """Whether this is a data revision of ``table`` (maintenance entries never are)."""
+        return self.is_data and table in self.tables
 
     def version_of(self, table: str) -> str | None:
         return self.tables[table].version if table in self.tables else self.version
@@ -95,34 +237,27 @@ class Revision:
     # -- serialization -------------------------------------------------------------------
 
     def to_json(self) -> str:
+        if self.raw is not None:
+            return self.raw
         doc: dict[str, Any] = {
             "format": LOG_FORMAT,
+            "kind": self.kind,
             "name": self.name,
             "timestamp_us": to_micros(self.timestamp),
             "is_major": self.is_major,
             "version": self.version,
             "sequence": self.sequence,
             "committed_at_us": to_micros(self.committed_at),
-            "tables": {
-                name: {
-                    "id_columns": list(t.id_columns),
-                    "schema": json.loads(t.schema_json),
-                    "version": t.version,
-                    "rows": t.rows,
-                    "tombstones": t.tombstones,
-                    "files": list(t.files),
-                    "bytes": t.bytes,
-                }
-                for name, t in self.tables.items()
-            },
+            "tables": {name: t.to_doc() for name, t in self.tables.items()},
             "producer": dict(self.producer),
-            "upstream": [
-                {"dataset": p.dataset, "table": p.table, "sequence": p.sequence}
-                for p in self.upstream
-            ],
+            "upstream": upstream_doc(self.upstream),
             "data_change": self.data_change,
             "properties": dict(self.properties),
         }
+        if self.replaces:
+            doc["replaces"] = {t: r.to_doc() for t, r in self.replaces.items()}
+        if self.vacuum is not None:
+            doc["vacuum"] = self.vacuum.to_doc()
         return canonical_json(doc)
 
     @classmethod
@@ -135,23 +270,132 @@ class Revision:
             version=doc.get("version"),
             sequence=int(doc["sequence"]),
             committed_at=from_micros(doc["committed_at_us"]),
-            tables={
-                name: TableWrite(
-                    id_columns=tuple(t["id_columns"]),
-                    schema_json=canonical_json(t["schema"]),
-                    version=t.get("version"),
-                    rows=int(t["rows"]),
-                    tombstones=int(t["tombstones"]),
-                    files=tuple(t["files"]),
-                    bytes=int(t["bytes"]),
-                )
-                for name, t in doc["tables"].items()
-            },
+            tables={name: TableWrite.from_doc(t) for name, t in doc["tables"].items()},
             producer=dict(doc.get("producer") or {}),
-            upstream=tuple(
-                UpstreamPosition(p["dataset"], p["table"], int(p["sequence"]))
-                for p in doc.get("upstream") or []
-            ),
+            upstream=upstream_from_doc(doc.get("upstream")),
             data_change=bool(doc.get("data_change", True)),
             properties=dict(doc.get("properties") or {}),
+            kind=doc.get("kind") or "",
+            replaces={
+                t: CompactedRange.from_doc(r) for t, r in (doc.get("replaces") or {}).items()
+            },
+            vacuum=VacuumMark.from_doc(doc["vacuum"]) if doc.get("vacuum") else None,
         )
+
+    @classmethod
+    def from_columns(
+        cls,
+        *,
+        name: str,
+        timestamp_us: int,
+        is_major: bool,
+        kind: str,
+        sequence: int,
+        committed_at_us: int,
+        version: str | None,
+        tables: Sequence[str],
+        upstream: str | None,
+        data_change: bool,
+        record: str,
+    ) -> Revision:
+        """A data revision from a checkpoint row; its details are parsed on first use.
+
+        Built without ``__init__`` (its values come from our own checkpoint, already
+        typed): opening a long log creates thousands of these.
+        """
+        source = _StoredJson(record)
+        revision = object.__new__(cls)
+        revision.__dict__.update(
+            name=name,
+            timestamp=from_micros(timestamp_us),
+            is_major=is_major,
+            sequence=sequence,
+            committed_at=from_micros(committed_at_us),
+            tables=_LazyTables(tuple(tables), source),
+            version=version,
+            producer=_LazyStrings(source, "producer"),
+            upstream=upstream_from_doc(json.loads(upstream)) if upstream else (),
+            data_change=data_change,
+            properties=_LazyStrings(source, "properties"),
+            kind=kind,
+            replaces=_NO_REPLACES,
+            vacuum=None,
+            raw=record,
+        )
+        return revision
+
+
+#: the shared empty ``replaces`` of data revisions built from checkpoints (never mutated)
+_NO_REPLACES: Mapping[str, CompactedRange] = MappingProxyType({})
+
+
+def upstream_doc(upstream: Sequence[UpstreamPosition]) -> list[dict[str, Any]]:
+    return [{"dataset": p.dataset, "table": p.table, "sequence": p.sequence} for p in upstream]
+
+
+def upstream_from_doc(doc: Sequence[Mapping[str, Any]] | None) -> tuple[UpstreamPosition, ...]:
+    return tuple(UpstreamPosition(p["dataset"], p["table"], int(p["sequence"])) for p in doc or [])
+
+
+class _StoredJson:
+    """The stored JSON of one record, parsed once, the first time a detail is needed."""
+
+    __slots__ = ("_doc", "text")
+
+    def __init__(self, text: str):
+        self.text = text
+        self._doc: dict[str, Any] | None = None
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        if self._doc is None:
+            self._doc = json.loads(self.text)
+        return self._doc
+
+
+class _LazyTables(Mapping[str, TableWrite]):
+    """A record's tables: the names are known up front, the details parsed on demand."""
+
+    __slots__ = ("_names", "_parsed", "_source")
+
+    def __init__(self, names: tuple[str, ...], source: _StoredJson):
+        self._names = names
+        self._source = source
+        self._parsed: dict[str, TableWrite] | None = None
+
+    def __contains__(self, table: object) -> bool:
+        return table in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __getitem__(self, table: str) -> TableWrite:
+        if self._parsed is None:
+            docs = self._source.doc["tables"]
+            self._parsed = {t: TableWrite.from_doc(docs[t]) for t in self._names}
+        return self._parsed[table]
+
+
+class _LazyStrings(Mapping[str, str]):
+    """A string mapping of a record (producer, properties), parsed on demand."""
+
+    __slots__ = ("_key", "_source")
+
+    def __init__(self, source: _StoredJson, key: str):
+        self._source = source
+        self._key = key
+
+    def _values(self) -> dict[str, str]:
+        return self._source.doc.get(self._key) or {}
+
+    def __getitem__(self, key: str) -> str:
+        return self._values()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values())
+
+    def __len__(self) -> int:
+        return len(self._values())

@@ -22,7 +22,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
@@ -262,7 +262,8 @@ class S3Storage(Storage):
             for page in pages:
                 for obj in page.get("Contents", []):
                     if not obj["Key"].endswith("/"):  # skip "directory" markers
-                        out.append(FileInfo(obj["Key"][strip:], int(obj["Size"])))
+                        path, size = obj["Key"][strip:], int(obj["Size"])
+                        out.append(FileInfo(path, size, obj.get("LastModified")))
             return out
 
         return sorted(self._call("ListObjectsV2", start, listing), key=lambda f: f.path)
@@ -310,6 +311,13 @@ class S3Storage(Storage):
         keys = [self.key(f.path) for f in self.list_files(rel_prefix)]
         if rel_prefix.strip("/"):
             keys.append(self.key(rel_prefix))  # it may name one object, like a file; absent is fine
+        self._delete_keys(keys)
+
+    def delete_files(self, rels: Sequence[str]) -> None:
+        """Delete these objects in batches of 1,000 (one DeleteObjects call each)."""
+        self._delete_keys([self.key(rel) for rel in rels])
+
+    def _delete_keys(self, keys: list[str]) -> None:
         for start in range(0, len(keys), 1000):
             batch = keys[start : start + 1000]
 

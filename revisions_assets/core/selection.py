@@ -1,7 +1,14 @@
-"""Which revisions a read merges: pure functions of the log (SPEC §3), no Spark.
+"""Which revisions a read merges: pure functions of the log (SPEC §3, §8), no Spark.
 
-Every rule works on the *history of one table*: the revisions that wrote it.
-Revisions are ordered by ``Revision.key == (timestamp, sequence)``; "later wins".
+Every rule works on the *history of one table*: the data revisions that wrote it
+(maintenance entries never enter a history). Revisions are ordered by
+``Revision.key == (timestamp, sequence)``; "later wins".
+
+A read first selects its revisions from the history alone (``state_selection``,
+``changes_by_*``): compactions and vacuums never change *which* revisions a read means.
+``plan_read`` then decides *how* to read them: from a compaction that holds the state of
+some of them, and from the files of the others; a revision whose files a vacuum removed
+makes the read fail with ``RetentionError`` instead of returning partial data.
 """
 
 from __future__ import annotations
@@ -16,9 +23,11 @@ from .errors import (
     ConsumerPositionConflictError,
     InvalidArgumentError,
     NoMajorRevisionError,
+    RetentionError,
     UnknownRevisionError,
     UnknownTableError,
 )
+from .logview import Compaction, LogView
 from .records import Revision, UpstreamPosition
 from .uris import describe, redact
 
@@ -42,6 +51,7 @@ class Selection:
     window: tuple[Revision, ...]
     is_reset: bool
     head_sequence: int
+    as_of: datetime | None = None  # the time limit of the state the read is based on
 
     @property
     def restrict(self) -> bool:
@@ -49,10 +59,10 @@ class Selection:
 
 
 def table_history(records: Sequence[Revision], table: str) -> list[Revision]:
-    """The revisions that wrote ``table``, in sequence order; UnknownTableError if none."""
-    history = [r for r in records if table in r.tables]
+    """The data revisions of ``table``, in sequence order; UnknownTableError if none."""
+    history = [r for r in records if r.wrote(table)]
     if not history:
-        known = sorted({t for r in records for t in r.tables})
+        known = sorted({t for r in records if r.is_data for t in r.tables})
         raise UnknownTableError(
             f"table {table!r} has no revisions in this dataset; known tables: {known or 'none'}"
         )
@@ -122,7 +132,7 @@ def state_selection(
     visible = _visible(history, as_of, max_seq)
     major = _latest_major(visible, table, as_of)
     merge = tuple(sorted((r for r in visible if r.key >= major.key), key=lambda r: r.key))
-    return Selection(table, major, merge, merge, is_reset=True, head_sequence=max_seq)
+    return Selection(table, major, merge, merge, True, max_seq, as_of)
 
 
 def changes_by_time(
@@ -139,7 +149,7 @@ def changes_by_time(
     window = tuple(r for r in state.merge if r.timestamp > since)
     # the window is the tail of the state in key order: its rows are the latest ones
     merge = window or state.merge  # an empty window keeps the state (for its schema)
-    return Selection(table, state.major, merge, window, False, state.head_sequence)
+    return Selection(table, state.major, merge, window, False, state.head_sequence, until)
 
 
 def changes_by_sequence(
@@ -169,6 +179,90 @@ def changes_by_sequence(
 
 def _max_seq(history: Sequence[Revision]) -> int:
     return max((r.sequence for r in history), default=0)
+
+
+# -- how a read is served: compactions and retention (SPEC §8) --------------------------------
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """How to read a selection: an optional compaction as the base, then the files of the
+    other revisions of the merge.
+
+    ``merge``: every revision whose rows compete, in key order (rows of the base carry the
+    sequence of the revision that wrote them, so their order and revision columns follow).
+    ``direct``: the revisions read from their own files, in key order.
+    ``only_ids_of``: for change reads, report only the entities these revisions wrote.
+    """
+
+    table: str
+    merge: tuple[Revision, ...]
+    base: Compaction | None
+    direct: tuple[Revision, ...]
+    only_ids_of: tuple[Revision, ...] | None = None
+
+    @property
+    def base_is_prefix(self) -> bool:
+        """Every row of the base is older than every directly read revision, so "the base
+        loses against any newer row" holds (what the broadcast merge relies on)."""
+        if self.base is None:
+            return True
+        newest = self.base.covers.timestamp
+        return all(r.timestamp >= newest for r in self.direct)
+
+    @property
+    def on_base(self) -> int:
+        """How many revisions are merged on top of the base (major or compaction)."""
+        return len(self.direct) if self.base is not None else max(len(self.direct) - 1, 0)
+
+
+def best_compaction(view: LogView, selection: Selection) -> Compaction | None:
+    """The compaction (with its files) replacing the most revisions of the selection's
+    state; None if no compaction of the table fits it (SPEC §8: reads use it)."""
+    usable = [
+        c
+        for c in view.compactions(selection.table)
+        if not view.is_removed(c.sequence)
+        and c.usable_for(selection.major, selection.head_sequence, selection.as_of)
+    ]
+    return max(usable, key=lambda c: (c.covers.revisions, c.sequence), default=None)
+
+
+def plan_read(view: LogView, selection: Selection, what: str) -> ReadPlan:
+    """How to read ``selection``; RetentionError when it needs files a vacuum removed.
+
+    A state read (or a reset) uses the best compaction as its base and reads the rest of
+    its merge directly. A change read reads its revisions directly (they are few, and
+    their ids are the ones it reports); only when some of them are gone does it take its
+    state part from a compaction. ``what`` describes the read in the error message.
+    """
+    merge = selection.merge
+    changes = not selection.is_reset
+    base = None
+    if not changes or any(view.is_removed(r.sequence) for r in merge):
+        base = best_compaction(view, selection)
+    direct = tuple(r for r in merge if base is None or not base.contains(r))
+    # a change read reports the entities of its window only: a base holds all of them
+    only = selection.window if selection.restrict or (changes and base is not None) else None
+    for revision in (*direct, *(only or ())):
+        vacuum = view.removed_by(revision.sequence)
+        if vacuum is not None:
+            raise RetentionError(retention_message(what, revision, vacuum))
+    return ReadPlan(selection.table, merge, base, direct, only)
+
+
+def retention_message(what: str, revision: Revision, vacuum: Revision) -> str:
+    mark = vacuum.vacuum
+    assert mark is not None
+    horizon = f"sequence {mark.horizon_sequence}"
+    if mark.horizon_timestamp is not None:
+        horizon += f", time {mark.horizon_timestamp.isoformat()}"
+    return (
+        f"{what} needs revision {revision.name!r} (sequence {revision.sequence}, "
+        f"{revision.timestamp.isoformat()}), whose files vacuum {vacuum.name!r} "
+        f"(sequence {vacuum.sequence}) removed; its retention horizon was {horizon}: "
+        "read at or after the horizon"
+    )
 
 
 # -- consumer positions (SPEC §6) -------------------------------------------------------------

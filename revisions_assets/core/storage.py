@@ -6,7 +6,8 @@ fails if the target exists); object stores give it by conditional PUT
 (``If-None-Match: *``). Everything else is plain read/write/list.
 
 Data files are written and read by Spark; this layer only lists them (to record
-what a revision wrote) and deletes the files of failed writes.
+what a revision wrote, with their modification times for vacuum) and deletes them
+(failed writes, vacuumed revisions).
 
 Paths are confined to the root: a relative path with ``..``, an absolute path, or
 (on a local filesystem) a symbolic link resolving outside the root raises
@@ -21,9 +22,10 @@ import os
 import shutil
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -34,6 +36,7 @@ from .errors import InvalidArgumentError, PathEscapeError, StorageError
 class FileInfo:
     path: str  # relative to the dataset root, '/'-separated
     size: int
+    modified: datetime | None = None  # last modification (local mtime, S3 LastModified), UTC
 
 
 def check_relative(rel: str) -> str:
@@ -99,6 +102,11 @@ class Storage(ABC):
     def check_inside(self, rel: str) -> None:
         """Raise PathEscapeError unless ``rel`` stays inside the root."""
         check_relative(rel)
+
+    def delete_files(self, rels: Sequence[str]) -> None:
+        """Delete these files; missing ones are fine."""
+        for rel in rels:
+            self.delete_tree(rel)
 
 
 class LocalStorage(Storage):
@@ -256,10 +264,12 @@ class LocalStorage(Storage):
                 for name in files:
                     full = Path(dirpath) / name
                     try:
-                        size = full.stat().st_size
+                        stat = full.stat()
                     except FileNotFoundError:
                         continue  # removed while we listed (or a dangling link)
-                    out.append(FileInfo(full.relative_to(self.base).as_posix(), size))
+                    modified = datetime.fromtimestamp(stat.st_mtime, UTC)
+                    rel = full.relative_to(self.base).as_posix()
+                    out.append(FileInfo(rel, stat.st_size, modified))
         return sorted(out, key=lambda f: f.path)
 
     def list_names(self, rel_prefix: str, start_after: str | None = None) -> list[str]:

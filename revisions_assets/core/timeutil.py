@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 import pandas as pd
 
@@ -59,16 +59,18 @@ def to_utc(value: TimeLike, what: str = "timestamp") -> datetime:
     )
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def to_micros(value: datetime) -> int:
     """Microseconds since the epoch of an aware datetime (the log's time unit)."""
-    delta = value - datetime(1970, 1, 1, tzinfo=UTC)
+    delta = value - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def from_micros(micros: int) -> datetime:
-    return datetime.fromtimestamp(micros // 1_000_000, tz=UTC).replace(
-        microsecond=micros % 1_000_000
-    )
+    """The aware UTC datetime of ``micros`` (exact: integer arithmetic, no float)."""
+    return _EPOCH + timedelta(microseconds=micros)
 
 
 def now_utc() -> datetime:

@@ -5,9 +5,12 @@ session, the prepared ``CommitRequest`` and the DataFrames) and runs one commit:
 
 1. claim the revision folder exclusively (two writers of one name never share it);
 2. write each table with Spark into ``<revision>/<table>/``;
-3. check the written files (row and tombstone counts, null and duplicate ids);
+3. check what was written: row and tombstone counts and null ids are observed by the
+   write job itself (``DataFrame.observe``); duplicate ids take one job over the id
+   columns of the written files;
 4. append the log entry ``head + 1`` put-if-absent, re-validating against the log and
-   retrying with jittered backoff when another writer took the sequence;
+   retrying with jittered backoff when another writer took the sequence (``append_entry``,
+   which compactions and vacuums use too);
 5. upkeep (checkpoint, ``description.parquet``), which never fails the commit.
 
 A failure before step 4 deletes the claimed folder; nothing is committed.
@@ -19,13 +22,13 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, StructField, StructType
+from pyspark.sql.types import StructType
 
 from .errors import (
     CommitConflictError,
@@ -40,9 +43,11 @@ from .errors import (
 from .layout import CLAIM_FILE
 from .log import RevisionLog
 from .loghealth import mark_dataset
-from .merge import DELETED, table_schema
+from .logview import LogView
+from .merge import DELETED, state_schemas
 from .records import Revision, TableWrite, UpstreamPosition, canonical_json
-from .selection import check_positions, moves_positions, state_selection
+from .retention import check_major_after_vacuum
+from .selection import check_positions, moves_positions
 from .spark_errors import spark_storage_errors
 from .storage import Storage
 from .timeutil import now_utc
@@ -132,12 +137,13 @@ def table_id_columns(
     return tuple(ids)
 
 
-def complete_for_tombstones(records: Sequence[Revision], staged: StagedTable) -> None:
+def complete_for_tombstones(view: LogView, staged: StagedTable) -> None:
     """Tombstone rows need only ids: fill the current columns the data lacks with nulls."""
-    history = [r for r in records if staged.table in r.tables]
-    if not any(r.is_major for r in history):
+    if staged.table not in view.tables():
+        return
+    if not any(r.is_major for r in view.history(staged.table)):
         return  # reported by check_against_log
-    current = table_schema(state_selection(history, staged.table).merge, staged.table)
+    _major, current = state_schemas(view, staged.table)
     given = set(staged.schema.fieldNames())
     staged.filled = tuple(f.name for f in current.fields if f.name not in given)
     if staged.filled:
@@ -146,27 +152,25 @@ def complete_for_tombstones(records: Sequence[Revision], staged: StagedTable) ->
         staged.schema = StructType([mine.get(f.name, f) for f in current.fields] + extra)
 
 
-def check_against_log(records: Sequence[Revision], request: CommitRequest, root: str) -> None:
+def check_against_log(view: LogView, request: CommitRequest, root: str) -> None:
     """The rules that depend on the log; re-checked on every commit attempt."""
+    records = view.records
     if request.custom_name and any(r.name == request.name for r in records):
         raise DuplicateRevisionNameError(
             f"revision name {request.name!r} is already taken in {root}"
         )
-    if not request.is_major:
-        for staged in request.staged:
-            history = [r for r in records if staged.table in r.tables]
-            if not any(r.is_major for r in history):
-                raise NoMajorRevisionError(
-                    f"table {staged.table!r} has no major revision: commit a major first "
-                    "(is_major=True)"
-                )
-            current = state_selection(history, staged.table)
-            check_compatible(
-                staged.table,
-                major=table_schema((current.major,), staged.table),
-                current=table_schema(current.merge, staged.table),
-                new=staged.schema,
+    for staged in request.staged:
+        if request.is_major:
+            check_major_after_vacuum(view, staged.table, request.timestamp)
+            continue
+        known = staged.table in view.tables()
+        if not known or not any(r.is_major for r in view.history(staged.table)):
+            raise NoMajorRevisionError(
+                f"table {staged.table!r} has no major revision: commit a major first "
+                "(is_major=True)"
             )
+        major, current = state_schemas(view, staged.table)
+        check_compatible(staged.table, major=major, current=current, new=staged.schema)
     check_positions(
         records,
         root,
@@ -217,28 +221,17 @@ class CommitTransaction:
         except BaseException:
             self.storage.delete_tree(request.name)
             raise
-        try:
-            self.log.after_commit()
-        except Exception as exc:  # the revision is committed; upkeep is retried on the next commit
-            log.warning(
-                "%s: revision %s committed, but log upkeep failed: %s", self.root, record.name, exc
-            )
+        upkeep(self.log, record)
         return record
 
     def claim_folder(self) -> None:
-        """Take the revision folder atomically: two writers of one custom name never share it."""
-        name = self.request.name
         if self.log.head == 0:
             mark_dataset(self.storage)  # before any folder: see layout.LOG_MARKER
-        token = uuid.uuid4().hex.encode()  # unique: a retried PUT recognizes only its own claim
-        if not self.storage.create_exclusive(f"{name}/{CLAIM_FILE}", token):
-            raise DuplicateRevisionNameError(
-                f"revision folder {name!r} already exists under {self.root} (another writer "
-                "uses this name, or an uncommitted attempt left it): pick another name"
-            )
+        claim_folder(self.storage, self.request.name)
 
     def write_table(self, staged: StagedTable, df: DataFrame) -> None:
-        """Write one table's files with Spark, then validate and count them from the files."""
+        """Write one table's files with Spark, counting rows, tombstones and null ids in the
+        same job; then check the ids are unique."""
         staged.prefix = f"{self.request.name}/{staged.table}"
         deleted = (
             F.coalesce(F.col(DELETED), F.lit(False)) if DELETED in df.columns else F.lit(False)
@@ -248,8 +241,12 @@ class CommitTransaction:
             for f in staged.schema.fields
         ]
         out = df.select(*columns, deleted.alias(DELETED))
-        # "error" (= errorifexists): a fresh folder; the Spark Connect client knows only "error"
-        out.write.mode("error").parquet(self.storage.spark_uri(staged.prefix))
+        nulls = {c: F.sum(F.col(c).isNull().cast("long")) for c in staged.id_columns}
+        stats = write_observed(
+            out,
+            self.storage.spark_uri(staged.prefix),
+            {f"null_{i}": e for i, e in enumerate(nulls.values())},
+        )
         files = [
             f
             for f in self.storage.list_files(staged.prefix)
@@ -257,42 +254,15 @@ class CommitTransaction:
         ]
         staged.files = tuple(f.path for f in files)
         staged.bytes = sum(f.size for f in files)
-        self.validate_written(staged)
-
-    def validate_written(self, staged: StagedTable) -> None:
-        """One Spark job over the written files: counts, null ids, duplicate ids."""
-        if not staged.files:
-            return
-        ids = list(staged.id_columns)
-        file_schema = StructType([*staged.schema.fields, StructField(DELETED, BooleanType())])
-        written = self.spark.read.schema(file_schema).parquet(
-            *[self.storage.spark_uri(f) for f in staged.files]
-        )
-        per_entity = written.groupBy(*ids).agg(
-            F.count(F.lit(1)).alias("n"), F.sum(F.col(DELETED).cast("long")).alias("t")
-        )
-        null_of = {c: F.sum(F.when(F.col(c).isNull(), F.col("n")).otherwise(0)) for c in ids}
-        stats = per_entity.agg(
-            F.coalesce(F.sum("n"), F.lit(0)).alias("rows"),
-            F.coalesce(F.sum("t"), F.lit(0)).alias("tombstones"),
-            F.coalesce(F.max("n"), F.lit(0)).alias("max_n"),
-            *[expr.alias(f"null_{i}") for i, expr in enumerate(null_of.values())],
-        ).collect()[0]
-        nulls = {c: stats[f"null_{i}"] or 0 for i, c in enumerate(ids)}
-        if any(nulls.values()):
-            bad = {c: n for c, n in nulls.items() if n}
+        bad = {c: stats[f"null_{i}"] for i, c in enumerate(nulls) if stats[f"null_{i}"]}
+        if bad:
             raise NullIdError(
                 f"table {staged.table!r}: null values in id column(s) "
                 + ", ".join(f"{c!r} ({n} rows)" for c, n in bad.items())
             )
-        if stats["max_n"] > 1:
-            example = per_entity.where(F.col("n") > 1).limit(1).collect()[0]
-            key = {c: example[c] for c in ids}
-            raise DuplicateIdError(
-                f"table {staged.table!r}: id {key} appears {example['n']} times in one revision; "
-                "each entity may appear once per revision"
-            )
-        staged.rows, staged.tombstones = int(stats["rows"]), int(stats["tombstones"])
+        staged.rows, staged.tombstones = stats["rows"], stats["tombstones"]
+        if staged.rows > 1:
+            self.check_unique_ids(staged)
         if staged.filled and staged.rows != staged.tombstones:
             raise SchemaMismatchError(
                 f"table {staged.table!r}: the minor drops column(s) {list(staged.filled)} of the "
@@ -300,30 +270,110 @@ class CommitTransaction:
                 "tombstone rows (_deleted = true) may omit columns"
             )
 
+    def check_unique_ids(self, staged: StagedTable) -> None:
+        """One Spark job over the id columns of the written files: each entity at most once."""
+        ids = list(staged.id_columns)
+        id_schema = StructType([staged.schema[c] for c in ids])
+        written = self.spark.read.schema(id_schema).parquet(
+            *[self.storage.spark_uri(f) for f in staged.files]
+        )
+        repeated = written.groupBy(*ids).count().where(F.col("count") > 1).limit(1).collect()
+        if repeated:
+            key = {c: repeated[0][c] for c in ids}
+            raise DuplicateIdError(
+                f"table {staged.table!r}: id {key} appears {repeated[0]['count']} times in one "
+                "revision; each entity may appear once per revision"
+            )
+
     def append(self) -> Revision:
         """Append the log entry, guarded by "the head is still what I read"; retry on conflict."""
         request = self.request
-        delay = 0.005
-        for _attempt in range(MAX_COMMIT_ATTEMPTS):
-            records = self.log.refresh()
-            check_against_log(records, request, self.root)
-            record = Revision(
+
+        def build(view: LogView) -> Revision:
+            check_against_log(view, request, self.root)
+            return Revision(
                 name=request.name,
                 timestamp=request.timestamp,
                 is_major=request.is_major,
                 version=request.common_version,
-                sequence=self.log.head + 1,
+                sequence=view.head + 1,
                 committed_at=now_utc(),
                 tables={s.table: s.to_write() for s in request.staged},
                 producer=request.producer,
                 upstream=request.upstream,
                 properties=request.properties,
             )
-            if self.log.try_append(record):
-                return record
-            time.sleep(delay * (1 + random.random()))
-            delay = min(delay * 2, 0.5)
-        raise CommitConflictError(
-            f"{self.root}: could not commit revision {request.name!r} after "
-            f"{MAX_COMMIT_ATTEMPTS} attempts: the log kept moving; nothing was committed"
+
+        record = append_entry(self.log, build, f"revision {request.name!r}")
+        assert record is not None
+        return record
+
+
+def upkeep(revision_log: RevisionLog, record: Revision) -> None:
+    """Post-commit upkeep (checkpoint, description.parquet); never fails the commit: the
+    entry is committed, and the next commit or open redoes what failed."""
+    try:
+        revision_log.after_commit()
+    except Exception as exc:
+        log.warning(
+            "%s: %s %s committed, but log upkeep failed: %s",
+            revision_log.storage.uri,
+            record.kind,
+            record.name,
+            exc,
         )
+
+
+def claim_folder(storage: Storage, name: str) -> None:
+    """Take a revision folder atomically: two writers of one name never share it."""
+    token = uuid.uuid4().hex.encode()  # unique: a retried PUT recognizes only its own claim
+    if not storage.create_exclusive(f"{name}/{CLAIM_FILE}", token):
+        raise DuplicateRevisionNameError(
+            f"revision folder {name!r} already exists under {storage.uri} (another writer "
+            "uses this name, or an uncommitted attempt left it): pick another name"
+        )
+
+
+def append_entry(
+    revision_log: RevisionLog, build: Callable[[LogView], Revision | None], what: str
+) -> Revision | None:
+    """Commit the entry ``build`` makes from the current log as ``head + 1``, put-if-absent.
+
+    ``build`` validates against the log it is given (raising, or returning None when there
+    is nothing left to commit) and is called again after every lost race, with jittered,
+    growing backoff: so every kind of entry is committed under the same precondition.
+    """
+    delay = 0.005
+    for _attempt in range(MAX_COMMIT_ATTEMPTS):
+        revision_log.refresh()
+        record = build(revision_log.view())
+        if record is None or revision_log.try_append(record):
+            return record
+        time.sleep(delay * (1 + random.random()))
+        delay = min(delay * 2, 0.5)
+    raise CommitConflictError(
+        f"{revision_log.storage.uri}: could not commit {what} after {MAX_COMMIT_ATTEMPTS} "
+        "attempts: the log kept moving; nothing was committed"
+    )
+
+
+def write_observed(
+    df: DataFrame,
+    uri: str,
+    extra: Mapping[str, Column] | None = None,
+    max_records_per_file: int | None = None,
+) -> dict[str, int]:
+    """Write ``df`` (with its ``_deleted`` column) as Parquet into the fresh folder ``uri``;
+    its rows, tombstones and ``extra`` sums are counted by the write job itself."""
+    observation = Observation(f"write-{uuid.uuid4().hex}")
+    metrics = {
+        "rows": F.count(F.lit(1)),
+        "tombstones": F.sum(F.col(DELETED).cast("long")),
+        **(extra or {}),
+    }
+    observed = df.observe(observation, *[e.alias(k) for k, e in metrics.items()])
+    writer = observed.write.mode("error")  # a fresh folder; Spark Connect knows only "error"
+    if max_records_per_file:
+        writer = writer.option("maxRecordsPerFile", max_records_per_file)
+    writer.parquet(uri)
+    return {k: int(v or 0) for k, v in observation.get.items()}

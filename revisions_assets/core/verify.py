@@ -34,6 +34,7 @@ from .layout import (
     is_temp_name,
 )
 from .loghealth import lost_log_evidence, parse_entry
+from .logview import LogView
 from .records import Revision
 from .storage import Storage
 
@@ -208,7 +209,10 @@ def _check_log(storage: Storage, findings: list[Finding]) -> tuple[list[Revision
 def _check_files(
     storage: Storage, records: list[Revision], listed: set[str], findings: list[Finding]
 ) -> None:
+    removed = set(LogView(records).removed)  # a vacuum removed their files on purpose
     for record in records:
+        if record.sequence in removed:
+            continue
         for table, write in record.tables.items():
             for path in write.files:
                 try:

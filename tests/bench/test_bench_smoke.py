@@ -30,11 +30,12 @@ def test_every_scenario_produces_figures_and_a_ratio(spark, tmp_path):
             assert row.verdict in {"met", "not met", "reported"}
     text = out.read_text()
     assert text.count("\n| ") == 1 + sum(len(o.rows) for o in outcomes.values())
-    assert "| 2 latest-state read | k = 3 minors |" in text
+    assert "| 2 latest-state read | k = 3 minors, without compaction |" in text
+    assert "| 2 time travel |" in text and "| 8 compaction vs major |" in text
     assert out.with_suffix(".png").stat().st_size > 10_000
 
 
 def test_scenarios_are_chosen_by_number_or_name():
     assert [name for _, name in select(["1", "delta"])] == ["minor_major", "delta"]
     with pytest.raises(SystemExit, match="unknown scenario"):
-        select(["8"])
+        select(["9"])

@@ -1,19 +1,19 @@
-"""Concurrent writers (SPEC §4): separate OS processes commit through the real engine at once.
+"""Concurrent writers (SPEC §4, §8): separate OS processes commit through the real engine at once.
 
-Every writer owns one table of the shared dataset (a major, then minors with colliding and
-out-of-order timestamps), so after the race the expected state at any sequence follows from
-the log alone, through tests/core/model.py.
+Two writers commit minors to one table with colliding and out-of-order timestamps while a
+third process compacts that table over and over (tests/harness/processes.py starts them
+from one line). The log decides the order; the expected state at any sequence follows from
+the data revisions alone, through tests/core/model.py, whatever compactions landed between.
 """
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from harness.processes import race
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import DuplicateRevisionNameError
@@ -22,10 +22,9 @@ from revisions_assets.core.transaction import CommitTransaction
 from .helpers import day, frame, input_files, top_dirs
 from .model import Model
 
-WRITERS = 4
-COMMITS = 25
-START_TIMEOUT_S = 600
-RUN_TIMEOUT_S = 900
+WRITERS = 2
+COMMITS = 20
+BASE_IDS = 30
 
 WRITER = r"""
 import sys, time
@@ -38,109 +37,142 @@ root, work, writer, commits = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), 
 spark = build_spark_session(master="local[1]", app_name=f"writer-{writer}", conf={
     "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",
     "spark.default.parallelism": "1", "spark.driver.memory": "512m"})
-ds = RevisionedDataset(root, spark=spark, id_columns=["id"])
-frames = [spark.createDataFrame([(i, i), (i + 1, i)], "id long, v long") for i in range(commits)]
+ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
+frames = [spark.createDataFrame([(i, 100 * writer + i), (i + 1, 100 * writer + i)],
+                                "id long, v long") for i in range(commits)]
 (work / f"ready-{writer}").touch()
 while not (work / "go").exists():
     time.sleep(0.01)
 for i, df in enumerate(frames):
-    rev = ds.commit({f"w{writer}": df},
-                    timestamp=datetime(2020, 1, 1, tzinfo=timezone.utc) + timedelta(days=i % 3),
-                    is_major=(i == 0), version="v1",
+    rev = ds.commit({"t": df},
+                    timestamp=datetime(2020, 1, 2, tzinfo=timezone.utc) + timedelta(days=i % 3),
+                    is_major=False, version="v1",
                     properties={"writer": str(writer), "i": str(i)})
     print(rev.sequence, rev.name, flush=True)
 spark.stop()
 """
 
+COMPACTOR = r"""
+import sys, time
+from pathlib import Path
+from revisions_assets import RevisionedDataset
+from revisions_assets.spark import build_spark_session
 
-def writer_rows(i: int) -> dict:
-    """What commit i of a writer wrote: ids i and i+1, value i (so later commits overwrite)."""
-    return {(i,): {"v": i}, (i + 1,): {"v": i}}
+root, work, me = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+target, data = int(sys.argv[4]), int(sys.argv[5])
+spark = build_spark_session(master="local[1]", app_name="compactor", conf={
+    "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",
+    "spark.default.parallelism": "1", "spark.driver.memory": "512m"})
+ds = RevisionedDataset(root, spark=spark, compact_after=None)
+ds.read("t").count()  # warm up
+(work / f"ready-{me}").touch()
+while not (work / "go").exists():
+    time.sleep(0.01)
+done = 0
+while done < target:
+    rev = ds.compact("t")
+    if rev is not None:
+        done += 1
+        print(rev.sequence, rev.name, flush=True)
+    elif sum(r.is_data for r in ds.revisions()) == data:
+        break  # the writers are done and so is the compaction
+    else:
+        time.sleep(0.1)
+spark.stop()
+"""
 
 
-def wait_for(work: Path, procs: list[subprocess.Popen], timeout: float) -> None:
-    """Poll until every writer is ready; fail early (with its stderr) if one died first."""
-    deadline = time.monotonic() + timeout
-    while not all((work / f"ready-{w}").exists() for w in range(len(procs))):
-        for w, proc in enumerate(procs):
-            if proc.poll() is not None:
-                err = (work / f"err-{w}").read_text()[-3000:]
-                pytest.fail(f"writer {w} exited early ({proc.returncode}):\n{err}")
-        assert time.monotonic() < deadline, f"writers not ready after {timeout}s"
-        time.sleep(0.05)
+def writer_rows(writer: int, i: int) -> dict:
+    """What commit i of a writer wrote: ids i and i+1 (so commits overwrite each other)."""
+    return {(i,): {"v": 100 * writer + i}, (i + 1,): {"v": 100 * writer + i}}
 
 
 @pytest.mark.slow
-def test_four_processes_commit_25_revisions_each(spark, tmp_path):
+def test_two_writers_and_a_compactor_commit_20_times_each(spark, tmp_path):
     root = str(tmp_path / "dataset")
     work = tmp_path / "work"
     work.mkdir()
-    procs = []
-    for w in range(WRITERS):
-        with open(work / f"out-{w}", "w") as out, open(work / f"err-{w}", "w") as err:
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-c", WRITER, root, str(work), str(w), str(COMMITS)],
-                    stdout=out,
-                    stderr=err,  # files, not pipes: a full pipe would block a writer
-                )
-            )
-    try:
-        wait_for(work, procs, START_TIMEOUT_S)
-        (work / "go").touch()  # all JVMs are up: the writers now race for the log
-        for proc in procs:
-            proc.wait(timeout=RUN_TIMEOUT_S)
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    for w, proc in enumerate(procs):
-        assert proc.returncode == 0, (work / f"err-{w}").read_text()[-3000:]
-        assert len((work / f"out-{w}").read_text().splitlines()) == COMMITS
+    ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
+    base = ds.commit(
+        {"t": frame(spark, [(i, -1) for i in range(BASE_IDS)], "id long, v long")},
+        timestamp=day(0),
+        is_major=True,
+        version="v1",
+        name="base",
+    )
+    data_revisions = 1 + WRITERS * COMMITS
+    commands = [
+        [sys.executable, "-c", WRITER, root, str(work), str(w), str(COMMITS)]
+        for w in range(WRITERS)
+    ]
+    commands.append(
+        [sys.executable, "-c", COMPACTOR, root, str(work), str(WRITERS), str(COMMITS)]
+        + [str(data_revisions)]
+    )
+    outputs = race(commands, work)
+    for out in outputs[:WRITERS]:
+        assert len(out.read_text().splitlines()) == COMMITS
+    compacted = [line.split() for line in outputs[WRITERS].read_text().splitlines()]
 
-    total = WRITERS * COMMITS
     # the writers kept description.parquet current among themselves (before any handle heals it)
     desc = pd.read_parquet(Path(root) / "description.parquet")
-    assert list(desc["sequence"]) == list(range(1, total + 1))
-    ds = RevisionedDataset(root, spark=spark)
-    records = ds.revisions()
-    assert list(desc["name"]) == [r.name for r in records]
+    fresh = RevisionedDataset(root, spark=spark)
+    records = fresh.revisions()
+    total = len(records)
+    assert list(desc["sequence"]) == list(range(1, total + 1))  # gap-free, nothing lost
     assert [r.sequence for r in records] == list(range(1, total + 1))
-    assert len({r.name for r in records}) == total
-    assert sorted((r.properties["writer"], int(r.properties["i"])) for r in records) == sorted(
+    data = [r for r in records if r.is_data]
+    compactions = [r for r in records if r.kind == "compaction"]
+    assert len(data) == data_revisions and len(compactions) == len(compacted) >= 1
+    assert {(str(r.sequence), r.name) for r in compactions} == {tuple(c) for c in compacted}
+    assert sorted((r.properties["writer"], int(r.properties["i"])) for r in data[1:]) == sorted(
         (str(w), i) for w in range(WRITERS) for i in range(COMMITS)
     )
-    log = ds.log()
-    assert list(log["sequence"]) == list(range(1, total + 1))
-    assert list(log["name"]) == [r.name for r in records]
+    assert list(fresh.log()["name"]) == [r.name for r in records]
 
     model = Model()
-    for r in records:
-        w, i = r.properties["writer"], int(r.properties["i"])
-        model.commit(r.name, r.timestamp, r.is_major, {f"w{w}": writer_rows(i)})
-    # each writer's final rows, with the revision each one comes from
-    for w in range(WRITERS):
-        check_state(ds, model, f"w{w}")
-    # and a positional read in the middle of the interleaved log
-    for w in range(WRITERS):
-        check_state(ds, model, f"w{w}", at=total // 2)
+    model.commit(base.name, base.timestamp, True, {"t": {(i,): {"v": -1} for i in range(BASE_IDS)}})
+    for r in data[1:]:
+        rows = writer_rows(int(r.properties["writer"]), int(r.properties["i"]))
+        model.commit(r.name, r.timestamp, False, {"t": rows})
+    data_seqs = [r.sequence for r in data]
+
+    def model_at(sequence: int) -> int:
+        return sum(s <= sequence for s in data_seqs)
+
+    # every compaction holds exactly the merge set of a default read at its `through`
+    for c in compactions:
+        covers = c.replaces["t"]
+        expected = model.state("t", at=model_at(covers.through)).live
+        assert (covers.major, covers.revisions) == (1, len(expected))
+    newest = compactions[-1]
+    df = check_state(fresh, model, {}, {})
+    assert newest.name in top_dirs(input_files(df, root))  # the latest read uses it
+    for seq in (total // 3, total // 2, newest.sequence, newest.sequence - 1, total):
+        check_state(fresh, model, {"at": seq}, {"at": model_at(seq)})
+    check_state(fresh, model, {"as_of": day(2)}, {"as_of": day(2)})
+    for since in (1, total // 2):
+        cs = fresh.changes("t", since_sequence=since)
+        want = model.changes_since_sequence("t", model_at(since))
+        got = {r["id"]: r["v"] for r in cs.df.collect()}
+        assert (cs.is_reset, got) == (
+            want.is_reset,
+            {k[0]: row["v"] for k, (row, _) in want.rows.items()},
+        )
     # every committed file still exists (nothing was lost or overwritten)
     for r in records:
         for write in r.tables.values():
             assert write.files and all((Path(root) / f).is_file() for f in write.files)
 
 
-def check_state(ds, model, table, **where):
-    if not model.history(table, where.get("at")):
-        return  # this writer had not committed its major yet at that position
+def check_state(ds, model, where: dict, model_where: dict):
     want = {
-        k[0]: (row["v"], rev.name) for k, (row, rev) in model.state(table, **where).rows.items()
+        k[0]: (row["v"], rev.name) for k, (row, rev) in model.state("t", **model_where).rows.items()
     }
-    df = ds.read(table, with_revision=True, **where)
+    df = ds.read("t", with_revision=True, **where)
     got = {r["id"]: (r["v"], r["_revision"]) for r in df.collect()}
-    assert got == want, f"read({table!r}, {where})"
-    assert top_dirs(input_files(df, ds.root)) <= {r.name for r in model.state(table, **where).live}
+    assert got == want, f"read('t', {where})"
+    return df
 
 
 def test_same_custom_name_racing_never_loses_the_committed_revision(spark, root, monkeypatch):

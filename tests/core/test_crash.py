@@ -1,30 +1,27 @@
 """Crash safety (SPEC §4): a writer SIGKILLed at each point of a commit leaves a consistent dataset.
 
-The kill points are deterministic: the writer process patches one step of its own commit so
-that, on reaching it, it drops a marker file and blocks; the test waits for the marker and
-kills the writer's whole process group (Python driver, JVM, Python workers) with SIGKILL.
-All writers start at once (one JVM each) against copies of one prepared dataset.
+The kill points are deterministic (tests/harness/processes.py): the writer process patches
+one step of its own commit so that, on reaching it, it drops a marker file and blocks; the
+test waits for the marker and kills the writer's whole process group (Python driver, JVM,
+Python workers) with SIGKILL. All writers start at once (one JVM each) against copies of
+one prepared dataset.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from harness.processes import kill_at_markers, start_victim
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import DuplicateRevisionNameError
 
 from .helpers import day, frame, input_files, top_dirs, tree
 
-MARKER_TIMEOUT_S = 600
 CRASHED = "crashed"
 
 # the commit's steps, in order; the first three die before the log entry exists
@@ -32,28 +29,19 @@ BEFORE_ENTRY = ("spark_write", "before_log_entry", "inside_log_entry")
 AFTER_ENTRY = ("before_description", "inside_description")
 
 WRITER = r"""
-import os, sys, time
+import os, sys
 from datetime import datetime, timezone
 from pathlib import Path
 from pyspark.sql import functions as F
+from harness.kill_points import stop_at, stop_here
 from revisions_assets import RevisionedDataset
 from revisions_assets.core import storage
 from revisions_assets.spark import build_spark_session
 
 root, marker, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
 
-def stop_here():
-    marker.write_text(mode)
-    while True:  # the test kills us here
-        time.sleep(1)
-
 def patch(owner, attr, hit):
-    original = getattr(owner, attr)
-    def wrapper(*args, **kwargs):
-        if hit(*args, **kwargs):
-            stop_here()
-        return original(*args, **kwargs)
-    setattr(owner, attr, wrapper)
+    stop_at(owner, attr, hit, marker, mode)
 
 spark = build_spark_session(master="local[1]", app_name=f"crash-{mode}", conf={
     "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",
@@ -65,7 +53,7 @@ if mode == "spark_write":
     @F.udf("long")
     def value(part):  # runs inside the write job; blocks once Spark created the output dir
         if part == 1 and os.path.isdir(revision_dir):
-            stop_here()
+            stop_here(marker, mode)
         return 100 + part
     df = spark.range(0, 4, 1, 2).select("id", value(F.spark_partition_id()).alias("v"))
 else:
@@ -95,27 +83,6 @@ def snapshot(root: str, spark) -> dict:
     }
 
 
-def group_alive(pgid: int) -> bool:
-    """Whether any non-zombie process is still in the process group."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            return True
-    return False
-
-
-def kill_group(proc: subprocess.Popen) -> None:
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    deadline = time.monotonic() + 60
-    while group_alive(proc.pid):  # the JVM and Python workers die with the group
-        assert time.monotonic() < deadline, f"process group {proc.pid} alive after SIGKILL"
-        time.sleep(0.05)
-
-
 @pytest.fixture(scope="module")
 def crashed(spark, tmp_path_factory):
     """{mode: (dataset root, snapshot before the crash)} after killing one writer per mode."""
@@ -129,37 +96,14 @@ def crashed(spark, tmp_path_factory):
     ds.commit({"t": frame(spark, [(2, 1), (9, 1)], rows)}, timestamp=day(1), is_major=False)
     before = snapshot(template, spark)
 
-    runs = {}
+    victims = {}
     for mode in BEFORE_ENTRY + AFTER_ENTRY:
         root = str(base / mode)
         shutil.copytree(template, root)
-        marker = base / f"{mode}.marker"
-        with open(base / f"{mode}.log", "w") as out:  # a file: a full pipe would block it
-            proc = subprocess.Popen(
-                [sys.executable, "-c", WRITER, root, str(marker), mode],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group: the kill takes the JVM too
-            )
-        runs[mode] = (root, marker, proc)
-    try:
-        deadline = time.monotonic() + MARKER_TIMEOUT_S
-        pending = dict(runs)
-        while pending:
-            for mode, (_root, marker, proc) in list(pending.items()):
-                if marker.exists():
-                    kill_group(proc)
-                    del pending[mode]
-                elif proc.poll() is not None:
-                    output = (base / f"{mode}.log").read_text()[-3000:]
-                    pytest.fail(f"{mode}: writer exited ({proc.returncode}):\n{output}")
-            assert time.monotonic() < deadline, f"no marker after {MARKER_TIMEOUT_S}s: {pending}"
-            time.sleep(0.05)
-    finally:
-        for _root, _marker, proc in runs.values():
-            if proc.poll() is None:
-                kill_group(proc)
-    return {mode: (root, before) for mode, (root, _m, _p) in runs.items()}
+        command = [sys.executable, "-c", WRITER, root, str(base / f"{mode}.marker"), mode]
+        victims[mode] = start_victim(command, base / f"{mode}.marker", base / f"{mode}.log")
+    kill_at_markers(victims)
+    return {mode: (str(base / mode), before) for mode in victims}
 
 
 @pytest.mark.parametrize("mode", BEFORE_ENTRY)

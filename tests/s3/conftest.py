@@ -10,6 +10,7 @@ the connector is already running.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import uuid
 from collections.abc import Callable, Iterator
@@ -52,6 +53,17 @@ def s3_options() -> Iterator[dict[str, str]]:
     boto3.client("s3", **options).create_bucket(Bucket=BUCKET)
     yield options
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_env(s3_options) -> dict[str, str]:
+    """The environment of a child process that reaches the server with its credentials."""
+    return {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": s3_options["aws_access_key_id"],
+        "AWS_SECRET_ACCESS_KEY": s3_options["aws_secret_access_key"],
+        "AWS_DEFAULT_REGION": s3_options["region_name"],
+    }
 
 
 def new_s3_root(label: str = "dataset") -> str:

@@ -11,9 +11,10 @@ description.parquet not yet rewritten). Credentials come from the AWS environmen
 from __future__ import annotations
 
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
+
+from harness.kill_points import stop_at
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.s3 import S3Storage
@@ -21,19 +22,6 @@ from revisions_assets.s3a import s3a_conf
 from revisions_assets.spark import build_spark_session
 
 CRASHED = "crashed"
-
-
-def stop_at(method: str, hit, marker: Path, mode: str) -> None:
-    original = getattr(S3Storage, method)
-
-    def wrapper(self, rel, *args, **kwargs):
-        if hit(rel):
-            marker.write_text(mode)
-            while True:  # the test kills us here
-                time.sleep(1)
-        return original(self, rel, *args, **kwargs)
-
-    setattr(S3Storage, method, wrapper)
 
 
 def main(root: str, endpoint: str, marker: Path, mode: str) -> None:
@@ -50,9 +38,11 @@ def main(root: str, endpoint: str, marker: Path, mode: str) -> None:
     )
     ds = RevisionedDataset(root, spark=spark, storage_options={"endpoint_url": endpoint})
     if mode == "before_log_entry":
-        stop_at("create_exclusive", lambda rel: rel.startswith("_log/"), marker, mode)
+        hit = lambda self, rel, data: rel.startswith("_log/")  # noqa: E731
+        stop_at(S3Storage, "create_exclusive", hit, marker, mode)
     elif mode == "before_description":
-        stop_at("write", lambda rel: rel == "description.parquet", marker, mode)
+        hit = lambda self, rel, data: rel == "description.parquet"  # noqa: E731
+        stop_at(S3Storage, "write", hit, marker, mode)
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     df = spark.createDataFrame([(i, 100) for i in range(4)], "id long, v long")

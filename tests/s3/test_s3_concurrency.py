@@ -7,14 +7,12 @@ by exactly one revision, and every revision of every writer is there.
 from __future__ import annotations
 
 import io
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from harness.processes import race
 
 from revisions_assets.core.log import CHECKPOINT_INTERVAL, DESCRIPTION, RevisionLog, checkpoint_path
 from revisions_assets.core.s3 import S3Storage
@@ -26,52 +24,14 @@ COMMITS = 25
 TIMEOUT_S = 300
 
 
-def test_four_processes_commit_25_revisions_each_gap_free(s3_root, s3_options, tmp_path):
-    env = {
-        **os.environ,
-        "AWS_ACCESS_KEY_ID": s3_options["aws_access_key_id"],
-        "AWS_SECRET_ACCESS_KEY": s3_options["aws_secret_access_key"],
-        "AWS_DEFAULT_REGION": s3_options["region_name"],
-    }
-    go = tmp_path / "go"
+def test_four_processes_commit_25_revisions_each_gap_free(s3_root, s3_options, s3_env, tmp_path):
     script = Path(__file__).with_name("log_writer.py")
-    procs, outputs = [], []
-    for w in range(WRITERS):
-        out = tmp_path / f"out-{w}"
-        outputs.append(out)
-        with open(out, "w") as stdout, open(tmp_path / f"err-{w}", "w") as stderr:
-            procs.append(
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        str(script),
-                        s3_root,
-                        s3_options["endpoint_url"],
-                        str(w),
-                        str(COMMITS),
-                        str(go),
-                    ],
-                    stdout=stdout,
-                    stderr=stderr,
-                    env=env,
-                )
-            )
-    try:
-        deadline = time.monotonic() + TIMEOUT_S
-        while not all((tmp_path / f"ready-{w}").exists() for w in range(WRITERS)):
-            assert all(p.poll() is None for p in procs), "a writer died before the start"
-            assert time.monotonic() < deadline, "writers not ready in time"
-            time.sleep(0.02)
-        go.touch()  # everyone imported and connected: now they race
-        for proc in procs:
-            proc.wait(timeout=TIMEOUT_S)
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    for w, proc in enumerate(procs):
-        assert proc.returncode == 0, (tmp_path / f"err-{w}").read_text()[-3000:]
+    endpoint = s3_options["endpoint_url"]
+    commands = [
+        [sys.executable, str(script), s3_root, endpoint, str(w), str(COMMITS), str(tmp_path / "go")]
+        for w in range(WRITERS)
+    ]
+    outputs = race(commands, tmp_path, s3_env, run_timeout=TIMEOUT_S)
 
     total = WRITERS * COMMITS
     claimed = {}

@@ -9,16 +9,13 @@ but before description.parquet is rewritten.
 from __future__ import annotations
 
 import io
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from core.helpers import day, frame
-from core.test_crash import kill_group
+from harness.processes import kill_at_markers, start_victim
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.log import DESCRIPTION
@@ -28,7 +25,6 @@ from .crash_writer import CRASHED
 pytestmark = pytest.mark.s3
 
 MODES = ("before_log_entry", "before_description")
-MARKER_TIMEOUT_S = 600
 ROWS = "id long, v long"
 
 
@@ -38,19 +34,13 @@ def revision_dirs(df) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def crashed(s3_spark, s3_options, s3_root_factory, tmp_path_factory):
+def crashed(s3_spark, s3_options, s3_env, s3_root_factory, tmp_path_factory):
     """{mode: dataset root} after killing one writer per mode at its kill point."""
     work = tmp_path_factory.mktemp("s3-crash")
-    env = {
-        **os.environ,
-        "AWS_ACCESS_KEY_ID": s3_options["aws_access_key_id"],
-        "AWS_SECRET_ACCESS_KEY": s3_options["aws_secret_access_key"],
-        "AWS_DEFAULT_REGION": s3_options["region_name"],
-    }
     script = Path(__file__).with_name("crash_writer.py")
-    runs = {}
+    victims, roots = {}, {}
     for mode in MODES:
-        root = s3_root_factory(mode)
+        roots[mode] = root = s3_root_factory(mode)
         ds = RevisionedDataset(root, spark=s3_spark, id_columns=["id"], storage_options=s3_options)
         ds.commit(
             {"t": frame(s3_spark, [(i, 0) for i in range(6)], ROWS)},
@@ -59,33 +49,10 @@ def crashed(s3_spark, s3_options, s3_root_factory, tmp_path_factory):
             name="base",
         )
         marker = work / f"{mode}.marker"
-        with open(work / f"{mode}.log", "w") as out:
-            proc = subprocess.Popen(
-                [sys.executable, str(script), root, s3_options["endpoint_url"], str(marker), mode],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,  # its own process group: the kill takes the JVM too
-            )
-        runs[mode] = (root, marker, proc)
-    try:
-        deadline = time.monotonic() + MARKER_TIMEOUT_S
-        pending = dict(runs)
-        while pending:
-            for mode, (_root, marker, proc) in list(pending.items()):
-                if marker.exists():
-                    kill_group(proc)
-                    del pending[mode]
-                elif proc.poll() is not None:
-                    output = (work / f"{mode}.log").read_text()[-3000:]
-                    pytest.fail(f"{mode}: writer exited ({proc.returncode}):\n{output}")
-            assert time.monotonic() < deadline, f"no marker after {MARKER_TIMEOUT_S}s: {pending}"
-            time.sleep(0.05)
-    finally:
-        for _root, _marker, proc in runs.values():
-            if proc.poll() is None:
-                kill_group(proc)
-    return {mode: root for mode, (root, _m, _p) in runs.items()}
+        command = [sys.executable, str(script), root, s3_options["endpoint_url"], str(marker), mode]
+        victims[mode] = start_victim(command, marker, work / f"{mode}.log", s3_env)
+    kill_at_markers(victims)
+    return roots
 
 
 def test_killed_before_the_log_entry_leaves_the_dataset_as_it_was(crashed, s3_spark, s3_options):

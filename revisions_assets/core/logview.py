@@ -1,0 +1,136 @@
+"""The effective view of a log: the data revisions as reads see them, after maintenance.
+
+This is the one place where maintenance entries are applied. Data revisions (``major``,
+``minor``) are the history of their tables; maintenance entries never enter a history:
+
+* ``compaction``: registers, per table, a base holding the state of a set of data
+  revisions (``CompactedRange``), which reads may use instead of those revisions' files;
+* ``vacuum``: marks revisions (data revisions and compactions) whose files are removed.
+
+Extension point: a new maintenance kind (e.g. ``purge``, which swaps the data files of
+earlier revisions) is applied in ``LogView.__init__`` below, producing the *effective*
+records (a purged revision keeps its sequence, key and name, with its new files) that
+``history``, ``compactions`` and ``live_files`` return. Reads, change reads, vacuum and
+the description only ever look at the log through this view, so nothing else changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from .errors import CorruptLogError, UnknownTableError
+from .records import COMPACTION, DATA_KINDS, VACUUM, CompactedRange, Revision, TableWrite
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """A compaction entry seen from one of its tables."""
+
+    record: Revision
+    table: str
+    covers: CompactedRange
+    major_key: tuple[datetime, int]  # key of the major its state starts from
+
+    @property
+    def write(self) -> TableWrite:
+        return self.record.tables[self.table]
+
+    @property
+    def sequence(self) -> int:
+        return self.record.sequence
+
+    def contains(self, revision: Revision) -> bool:
+        """Whether a data revision of this table is one of those it replaces."""
+        return revision.sequence <= self.covers.through and revision.key >= self.major_key
+
+    def usable_for(self, major: Revision, max_sequence: int, as_of: datetime | None) -> bool:
+        """Whether every revision it replaces is in the merge set of a state read whose
+        governing major is ``major``, pinned at ``max_sequence`` and as of ``as_of``.
+
+        That merge set is every visible revision ordered at or after ``major``; the
+        replaced set is every revision up to ``through`` ordered at or after the same
+        major: the first contains the second exactly when these three conditions hold.
+        """
+        return (
+            self.covers.major == major.sequence
+            and self.covers.through <= max_sequence
+            and (as_of is None or self.covers.timestamp <= as_of)
+        )
+
+
+class LogView:
+    """Every entry of a log, with the maintenance entries applied (see the module doc)."""
+
+    def __init__(self, records: Sequence[Revision]):
+        self.records = tuple(records)
+        self._histories: dict[str, list[Revision]] = {}
+        self._compactions: dict[str, list[Compaction]] = {}
+        self._removed_by: dict[int, Revision] = {}
+        for record in self.records:
+            if record.kind in DATA_KINDS:
+                for table in record.tables:
+                    self._histories.setdefault(table, []).append(record)
+            elif record.kind == COMPACTION:
+                for table, covers in record.replaces.items():
+                    major = self.records[covers.major - 1]
+                    self._compactions.setdefault(table, []).append(
+                        Compaction(record, table, covers, major.key)
+                    )
+            elif record.kind == VACUUM:
+                assert record.vacuum is not None
+                for sequence in record.vacuum.removed:
+                    self._removed_by.setdefault(sequence, record)
+            else:
+                raise CorruptLogError(
+                    f"log entry {record.sequence} ({record.name!r}) has kind {record.kind!r}, "
+                    "unknown to this version of revisions-assets: upgrade it to read this dataset"
+                )
+
+    @property
+    def head(self) -> int:
+        return len(self.records)
+
+    def tables(self) -> list[str]:
+        """Every table some data revision wrote, sorted."""
+        return sorted(self._histories)
+
+    def history(self, table: str) -> list[Revision]:
+        """The data revisions of ``table`` in sequence order; UnknownTableError if none."""
+        history = self._histories.get(table)
+        if not history:
+            raise UnknownTableError(
+                f"table {table!r} has no revisions in this dataset; known tables: "
+                f"{self.tables() or 'none'}"
+            )
+        return history
+
+    def compactions(self, table: str) -> list[Compaction]:
+        """The compactions of ``table``, in sequence order (removed ones included)."""
+        return self._compactions.get(table, [])
+
+    def removed_by(self, sequence: int) -> Revision | None:
+        """The vacuum entry that removed the files of entry ``sequence``, if any."""
+        return self._removed_by.get(sequence)
+
+    def is_removed(self, sequence: int) -> bool:
+        return sequence in self._removed_by
+
+    @property
+    def removed(self) -> dict[int, Revision]:
+        """Sequence of every removed entry -> the vacuum entry that removed it."""
+        return dict(self._removed_by)
+
+    def files_of(self, record: Revision) -> list[str]:
+        """The data files an entry references now (all its tables)."""
+        return [f for write in record.tables.values() for f in write.files]
+
+    def live_files(self) -> set[str]:
+        """Every data file a not-removed entry references: what must exist on storage."""
+        return {
+            f
+            for record in self.records
+            if record.sequence not in self._removed_by
+            for f in self.files_of(record)
+        }

@@ -1,0 +1,448 @@
+"""Compaction and vacuum (SPEC §8): each one log entry, committed like any revision.
+
+* ``Compactor`` writes, per table, the state of the default read at the head (tombstones
+  kept, every row tagged with the sequence of the revision that wrote it) into a few
+  files, and commits a ``compaction`` entry recording which revisions it holds. Reads
+  that contain all of those revisions use it as their base (``selection.plan_read``).
+* ``Vacuum`` commits a ``vacuum`` entry marking the revisions no allowed read needs
+  (``retention.removable``), then deletes their files, the folders of failed writers and
+  temporary files past a grace period. A crash between the two leaves marked revisions
+  whose files the next vacuum deletes.
+
+What is kept, used and removed is decided by the pure rules of ``selection`` and
+``retention``; this module only runs Spark jobs, lists and deletes files, and commits.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from pyspark.sql import SparkSession
+
+from .errors import CommitConflictError
+from .layout import CLAIM_FILE, LOG_DIR, is_temp_name
+from .log import RevisionLog
+from .logview import LogView
+from .merge import MergeStrategy, merge_kind, merge_plan, plan_schema
+from .records import (
+    COMPACTION,
+    VACUUM,
+    CompactedRange,
+    Revision,
+    TableWrite,
+    VacuumMark,
+    canonical_json,
+)
+from .retention import Horizon, removable, retention_horizon
+from .selection import ReadPlan, Selection, plan_read, state_selection
+from .storage import FileInfo, Storage
+from .timeutil import now_utc
+from .transaction import append_entry, claim_folder, upkeep, write_observed
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TARGET_FILE_BYTES = 128 * 2**20
+DEFAULT_GRACE = timedelta(hours=1)
+#: what an interrupted write leaves: claims and temporary files of create/replace
+
+
+@dataclass(frozen=True)
+class _TableJob:
+    table: str
+    selection: Selection
+    plan: ReadPlan
+
+
+class Compactor:
+    """One compaction: the state of every table past its base, in one new revision folder."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        revision_log: RevisionLog,
+        spark: SparkSession,
+        strategy: MergeStrategy = "auto",
+    ):
+        self.storage = storage
+        self.log = revision_log
+        self.spark = spark
+        self.strategy = strategy
+
+    def run(
+        self, tables: Sequence[str] | None, target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES
+    ) -> Revision | None:
+        """Compact ``tables`` (None: every table); None when none has anything on its base."""
+        self.log.refresh()
+        view = self.log.view()
+        jobs = []
+        for table in tables if tables is not None else view.tables():
+            selection = state_selection(view.history(table), table)
+            plan = plan_read(view, selection, f"{self.storage.uri}: compaction of {table!r}")
+            if plan.on_base:
+                jobs.append(_TableJob(table, selection, plan))
+        if not jobs:
+            return None
+        name = f"compaction-{uuid.uuid4().hex}"
+        claim_folder(self.storage, name)
+        try:
+            writes = {job.table: self._write(name, job, target_file_bytes) for job in jobs}
+            record = append_entry(
+                self.log, lambda v: self._entry(v, name, jobs, writes), f"compaction {name!r}"
+            )
+        except BaseException as exc:
+            self.storage.delete_tree(name)
+            self._explain_vanished_inputs(jobs, exc)
+            raise
+        if record is None:  # another compactor committed the same states meanwhile
+            self.storage.delete_tree(name)
+            return None
+        for table in set(writes) - set(record.tables):
+            self.storage.delete_tree(f"{name}/{table}")
+        upkeep(self.log, record)
+        log.info(
+            "%s: compaction %s (sequence %d) of %s",
+            self.storage.uri,
+            name,
+            record.sequence,
+            ", ".join(f"{t}: {r.revisions} revisions" for t, r in record.replaces.items()),
+        )
+        return record
+
+    def _write(self, name: str, job: _TableJob, target_file_bytes: int) -> TableWrite:
+        plan, table = job.plan, job.table
+        df = merge_plan(
+            self.spark,
+            self.storage,
+            plan,
+            keep_deleted=True,
+            with_sequence=True,
+            strategy=self.strategy,
+        )
+        inputs = [plan.base.write] if plan.base is not None else []
+        inputs += [r.tables[table] for r in plan.direct]
+        in_bytes, in_rows = sum(w.bytes for w in inputs), sum(w.rows for w in inputs)
+        files = max(1, math.ceil(in_bytes / max(target_file_bytes, 1)))
+        if merge_kind(plan, self.strategy) == "window":
+            df = df.coalesce(files)  # after the shuffle: as many files as the size needs
+        prefix = f"{name}/{table}"
+        stats = write_observed(
+            df,
+            self.storage.spark_uri(prefix),
+            max_records_per_file=max(1, math.ceil(in_rows / files)),
+        )
+        written = [
+            f
+            for f in self.storage.list_files(prefix)
+            if f.path.endswith(".parquet") and not f.path.rsplit("/", 1)[-1].startswith(("_", "."))
+        ]
+        newest = max(plan.merge, key=lambda r: r.sequence)
+        return TableWrite(
+            id_columns=_base_ids(plan),
+            schema_json=canonical_json(plan_schema(plan).jsonValue()),
+            version=newest.tables[table].version,
+            rows=stats["rows"],
+            tombstones=stats["tombstones"],
+            files=tuple(f.path for f in written),
+            bytes=sum(f.size for f in written),
+        )
+
+    def _entry(
+        self,
+        view: LogView,
+        name: str,
+        jobs: Sequence[_TableJob],
+        writes: Mapping[str, TableWrite],
+    ) -> Revision | None:
+        """The compaction entry at the current head, without the tables whose state another
+        compaction committed meanwhile. A compaction describes a fixed set of revisions:
+        later commits can make it unused, never wrong, so no other re-validation."""
+        covers = {}
+        for job in jobs:
+            merge = job.selection.merge
+            covered = CompactedRange(
+                major=job.selection.major.sequence,
+                through=max(r.sequence for r in merge),
+                revisions=len(merge),
+                timestamp=max(r.timestamp for r in merge),
+            )
+            if not any(c.covers == covered for c in view.compactions(job.table)):
+                covers[job.table] = covered
+        if not covers:
+            return None
+        versions = {writes[t].version for t in covers}
+        return Revision(
+            name=name,
+            timestamp=max(c.timestamp for c in covers.values()),
+            is_major=False,
+            sequence=view.head + 1,
+            committed_at=now_utc(),
+            tables={t: writes[t] for t in covers},
+            version=versions.pop() if len(versions) == 1 else None,
+            data_change=False,
+            kind=COMPACTION,
+            replaces=covers,
+        )
+
+    def _explain_vanished_inputs(self, jobs: Sequence[_TableJob], exc: BaseException) -> None:
+        """A failed compaction whose inputs a concurrent vacuum removed gives up cleanly."""
+        if not isinstance(exc, Exception) or isinstance(exc, CommitConflictError):
+            return
+        try:
+            self.log.refresh()
+        except Exception:  # the original failure is the one to report
+            return
+        view = self.log.view()
+        for job in jobs:
+            inputs = [r.sequence for r in job.plan.direct]
+            if job.plan.base is not None:
+                inputs.append(job.plan.base.sequence)
+            gone = [s for s in inputs if view.is_removed(s)]
+            if gone:
+                raise CommitConflictError(
+                    f"{self.storage.uri}: compaction of table {job.table!r} gave up: a "
+                    f"concurrent vacuum removed the files of sequence(s) {gone} it was "
+                    "reading; nothing was committed"
+                ) from exc
+
+
+def _base_ids(plan: ReadPlan) -> tuple[str, ...]:
+    base = plan.base.write if plan.base is not None else plan.direct[0].tables[plan.table]
+    return base.id_columns
+
+
+# -- vacuum ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VacuumReport:
+    """What a vacuum removed (or, with ``dry_run``, would remove).
+
+    ``revisions``: names of the log entries whose files go (the ones this vacuum marks,
+    and ones an interrupted vacuum marked earlier); ``orphans``: folders no log entry
+    references (failed or killed writers); ``temporary_files``: leftovers of interrupted
+    writes; ``folders``: every folder removed; ``files``/``bytes``: every file removed.
+    ``entry``: the vacuum entry committed (None on a dry run or when nothing new is
+    marked). ``horizon``: the retention horizon the revisions were judged by.
+    """
+
+    dry_run: bool
+    horizon: Horizon
+    revisions: tuple[str, ...]
+    orphans: tuple[str, ...]
+    temporary_files: tuple[str, ...]
+    folders: tuple[str, ...]
+    files: int
+    bytes: int
+    entry: Revision | None = None
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """The dataset root's files, grouped by what vacuum does with them."""
+
+    by_folder: dict[str, list[FileInfo]]
+    temporary: list[FileInfo]
+
+    @classmethod
+    def of(cls, storage: Storage) -> _Listing:
+        by_folder: dict[str, list[FileInfo]] = {}
+        temporary = []
+        for info in storage.list_files(""):
+            parts = info.path.split("/")
+            if is_temp_name(parts[-1]) and (len(parts) == 1 or parts[0] == LOG_DIR):
+                temporary.append(info)  # .description.parquet.*.tmp, _log/.*.json.*.tmp
+            elif parts[0] == LOG_DIR and parts[-1].startswith("."):
+                temporary.append(info)  # e.g. an S3 conditional-write probe left behind
+            elif len(parts) > 1 and parts[0] != LOG_DIR:
+                by_folder.setdefault(parts[0], []).append(info)
+        return cls(by_folder, temporary)
+
+
+class Vacuum:
+    """One vacuum run (see the module docstring and ``retention``)."""
+
+    def __init__(self, storage: Storage, revision_log: RevisionLog):
+        self.storage = storage
+        self.log = revision_log
+
+    def run(
+        self,
+        *,
+        retain: timedelta,
+        keep_majors: bool,
+        dry_run: bool,
+        consumer_positions: Mapping[str, Sequence[int]],
+        grace: timedelta,
+        now: datetime,
+    ) -> VacuumReport:
+        records = self.log.refresh()
+        horizon = retention_horizon(records, now, retain)
+
+        def judge(view: LogView) -> list[Revision]:
+            return removable(
+                view, horizon, keep_majors=keep_majors, consumer_positions=consumer_positions
+            )
+
+        view = self.log.view()
+        listing = _Listing.of(self.storage)
+        log.info(
+            "%s: vacuum%s: horizon %s, %d entries, %d folders listed",
+            self.storage.uri,
+            " (dry run)" if dry_run else "",
+            horizon.describe(),
+            view.head,
+            len(listing.by_folder),
+        )
+        entry = None
+        marked = judge(view)
+        if marked and not dry_run:
+            entry = append_entry(
+                self.log,
+                lambda v: self._entry(v, judge(v), horizon, retain),
+                "a vacuum entry",
+            )
+            view = self.log.view()
+            marked = [view.records[s - 1] for s in entry.vacuum.removed] if entry else []
+        marked_now = {r.sequence for r in marked}
+        leaving = set(view.removed) | marked_now
+        staying = {  # folders an entry that keeps its files uses
+            folder
+            for r in view.records
+            if r.sequence not in leaving
+            for folder in {r.name, *_folders_of(r)}
+        }
+        pending = [  # marked by an earlier vacuum that died before deleting everything
+            view.records[s - 1]
+            for s in sorted(view.removed)
+            if s not in marked_now and _stored([view.records[s - 1]], staying, listing)[0]
+        ]
+        gone = [*marked, *pending]
+        files, folders = _stored(gone, staying, listing)
+        orphans = self._orphans(view, listing, now - grace)
+        left_inside = [  # e.g. a claim's temporary file in a committed revision's folder
+            f
+            for folder in staying & set(listing.by_folder)
+            for f in listing.by_folder[folder]
+            if is_temp_name(f.path.rsplit("/", 1)[-1])
+        ]
+        temporary = [f for f in [*listing.temporary, *left_inside] if _older(f, now - grace)]
+        orphan_files = [f for o in orphans for f in listing.by_folder[o]]
+        every = [*files, *orphan_files, *temporary]
+        report = VacuumReport(
+            dry_run=dry_run,
+            horizon=horizon,
+            revisions=tuple(r.name for r in gone),
+            orphans=tuple(orphans),
+            temporary_files=tuple(f.path for f in temporary),
+            folders=tuple(sorted({*folders, *orphans})),
+            files=len(every),
+            bytes=sum(f.size for f in every),
+            entry=entry,
+        )
+        if not dry_run:
+            self._delete(files, folders, orphans, temporary)
+            if entry is not None:
+                upkeep(self.log, entry)
+        log.info(
+            "%s: vacuum%s: %d revisions, %d orphan folders, %d temporary files: %d files, %d bytes",
+            self.storage.uri,
+            " (dry run, nothing deleted)" if dry_run else "",
+            len(report.revisions),
+            len(report.orphans),
+            len(report.temporary_files),
+            report.files,
+            report.bytes,
+        )
+        return report
+
+    def _entry(
+        self, view: LogView, marked: Sequence[Revision], horizon: Horizon, retain: timedelta
+    ) -> Revision | None:
+        if not marked:
+            return None
+        now = now_utc()
+        return Revision(
+            name=f"vacuum-{uuid.uuid4().hex}",
+            timestamp=now,
+            is_major=False,
+            sequence=view.head + 1,
+            committed_at=now,
+            tables={},
+            data_change=False,
+            kind=VACUUM,
+            vacuum=VacuumMark(
+                removed=tuple(r.sequence for r in marked),
+                horizon_sequence=horizon.sequence,
+                horizon_timestamp=horizon.timestamp,
+                retain_seconds=retain.total_seconds(),
+            ),
+        )
+
+    @staticmethod
+    def _orphans(view: LogView, listing: _Listing, cutoff: datetime) -> list[str]:
+        """Folders no entry references that a writer left (a claim marker or Parquet files),
+        untouched since ``cutoff``: their names become usable again."""
+        referenced = {r.name for r in view.records}
+        referenced |= {folder for r in view.records for folder in _folders_of(r)}
+        out = []
+        for folder, infos in sorted(listing.by_folder.items()):
+            if folder in referenced:
+                continue
+            names = {f.path.rsplit("/", 1)[-1] for f in infos}
+            written = any(
+                n == CLAIM_FILE or n.endswith(".parquet") or is_temp_name(n) for n in names
+            )
+            if written and all(_older(f, cutoff) for f in infos):
+                out.append(folder)
+        return out
+
+    def _delete(
+        self,
+        files: Sequence[FileInfo],
+        folders: Sequence[str],
+        orphans: Sequence[str],
+        temporary: Sequence[FileInfo],
+    ) -> None:
+        in_folders = set(folders)
+        loose = [f.path for f in files if f.path.split("/", 1)[0] not in in_folders]
+        if loose:
+            self.storage.delete_files(loose)
+        for n, folder in enumerate([*folders, *orphans], start=1):
+            self.storage.delete_tree(folder)
+            if n % 100 == 0:
+                log.info("%s: vacuum: %d folders deleted", self.storage.uri, n)
+        self.storage.delete_files([f.path for f in temporary])
+
+
+def _stored(
+    gone: Sequence[Revision], staying: set[str], listing: _Listing
+) -> tuple[list[FileInfo], list[str]]:
+    """The stored files of removed entries, and their folders no staying entry uses."""
+    files, folders = [], []
+    for record in gone:
+        referenced = {f for write in record.tables.values() for f in write.files}
+        for folder in sorted({record.name, *_folders_of(record)}):
+            stored = listing.by_folder.get(folder, [])
+            if folder in staying:
+                files += [f for f in stored if f.path in referenced]
+            elif stored:
+                files += stored
+                folders.append(folder)
+    return files, folders
+
+
+def _folders_of(record: Revision) -> set[str]:
+    return {f.split("/", 1)[0] for write in record.tables.values() for f in write.files}
+
+
+def _older(info: FileInfo, cutoff: datetime) -> bool:
+    """Whether a file was last modified before ``cutoff`` (unknown: treated as new)."""
+    return info.modified is not None and info.modified <= cutoff
+
+
+__all__ = ["DEFAULT_GRACE", "DEFAULT_TARGET_FILE_BYTES", "Compactor", "Vacuum", "VacuumReport"]

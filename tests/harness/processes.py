@@ -1,0 +1,146 @@
+"""Real processes for crash and concurrency tests: kill at a marker, and race to a start line.
+
+``kill_at_markers``: each process patches one step of its own work so that, on reaching
+it, it writes a marker file and blocks; the harness waits for the marker and SIGKILLs
+the process's whole group (Python driver, JVM, Python workers), so the kill point is
+deterministic.
+
+``race``: every process prepares (imports, JVM, open handles), touches ``ready-<i>`` in
+the work folder and waits for ``go``; the harness creates ``go`` once all are ready, so
+they really contend, then waits for all of them and insists each exited with 0.
+
+Output goes to files, never pipes: a full pipe would block a process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+#: how long a process may take to reach its marker or to get ready (JVM start on a busy box)
+START_TIMEOUT_S = 600
+#: how long a race may run once started
+RUN_TIMEOUT_S = 900
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any non-zombie process is still in the process group."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL a process started with ``start_new_session`` and everything in its group."""
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 60
+    while group_alive(proc.pid):  # the JVM and Python workers die with the group
+        assert time.monotonic() < deadline, f"process group {proc.pid} alive after SIGKILL"
+        time.sleep(0.05)
+
+
+@dataclass
+class Victim:
+    """A process that will write ``marker`` at its kill point."""
+
+    proc: subprocess.Popen
+    marker: Path
+    output: Path
+
+
+#: tests/, so a victim can import harness.kill_points
+TESTS = str(Path(__file__).resolve().parents[1])
+
+
+def start_victim(
+    command: Sequence[str], marker: Path, output: Path, env: Mapping[str, str] | None = None
+) -> Victim:
+    environment = dict(env if env is not None else os.environ)
+    path = environment.get("PYTHONPATH", "")
+    environment["PYTHONPATH"] = os.pathsep.join(p for p in (TESTS, path) if p)
+    with open(output, "w") as out:
+        proc = subprocess.Popen(
+            list(command),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=environment,
+            start_new_session=True,  # its own process group: the kill takes the JVM too
+        )
+    return Victim(proc, marker, output)
+
+
+def kill_at_markers(victims: Mapping[str, Victim], timeout: float = START_TIMEOUT_S) -> None:
+    """SIGKILL each victim's group as soon as its marker exists; fail if one exits first."""
+    pending = dict(victims)
+    try:
+        deadline = time.monotonic() + timeout
+        while pending:
+            for label, victim in list(pending.items()):
+                if victim.marker.exists():
+                    kill_group(victim.proc)
+                    del pending[label]
+                elif victim.proc.poll() is not None:
+                    output = victim.output.read_text()[-3000:]
+                    pytest.fail(f"{label}: exited ({victim.proc.returncode}) early:\n{output}")
+            assert time.monotonic() < deadline, f"no marker after {timeout}s: {sorted(pending)}"
+            time.sleep(0.05)
+    finally:
+        for victim in victims.values():
+            if victim.proc.poll() is None:
+                kill_group(victim.proc)
+
+
+def race(
+    commands: Sequence[Sequence[str]],
+    work: Path,
+    env: Mapping[str, str] | None = None,
+    start_timeout: float = START_TIMEOUT_S,
+    run_timeout: float = RUN_TIMEOUT_S,
+) -> list[Path]:
+    """Run ``commands`` (process i gets ``work`` and i in its arguments, by convention) from
+    one start line; return their stdout files once all exited with 0."""
+    procs, outputs = [], []
+    for i, command in enumerate(commands):
+        outputs.append(work / f"out-{i}")
+        with open(outputs[-1], "w") as out, open(work / f"err-{i}", "w") as err:
+            procs.append(
+                subprocess.Popen(
+                    list(command),
+                    stdout=out,
+                    stderr=err,
+                    env=dict(env) if env is not None else None,
+                )
+            )
+    try:
+        deadline = time.monotonic() + start_timeout
+        while not all((work / f"ready-{i}").exists() for i in range(len(procs))):
+            for i, proc in enumerate(procs):
+                if proc.poll() is not None:
+                    error = (work / f"err-{i}").read_text()[-3000:]
+                    pytest.fail(f"process {i} exited early ({proc.returncode}):\n{error}")
+            assert time.monotonic() < deadline, f"processes not ready after {start_timeout}s"
+            time.sleep(0.05)
+        (work / "go").touch()  # everyone is up: now they race
+        for proc in procs:
+            proc.wait(timeout=run_timeout)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    for i, proc in enumerate(procs):
+        assert proc.returncode == 0, (work / f"err-{i}").read_text()[-3000:]
+    return outputs
