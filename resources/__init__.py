@@ -4,11 +4,14 @@ run's context to a ``DatasetSlice``), the dataset location, the Spark session.""
 from collections.abc import Mapping
 from typing import Any
 
+from revisions_assets.core.dataset import DEFAULT_COMPACT_AFTER
+
 from .address import NotRevisionedAssetError, Role, TableAddress, UpstreamRef
 from .io_manager import NothingToConsumeError, RevisionsIOManager, UnexpectedOutputError
 from .keys import IO_MANAGER_KEY, LOCATION_KEY, SPARK_KEY
 from .location import DatasetLocation
 from .slice import (
+    TAG_FORCE_COMPACTION,
     TAG_FORCE_MAJOR,
     TAG_UPSTREAM_HEADS,
     DatasetSlice,
@@ -24,6 +27,7 @@ __all__ = [
     "IO_MANAGER_KEY",
     "LOCATION_KEY",
     "SPARK_KEY",
+    "TAG_FORCE_COMPACTION",
     "TAG_FORCE_MAJOR",
     "TAG_UPSTREAM_HEADS",
     "DatasetLocation",
@@ -46,10 +50,14 @@ __all__ = [
 
 
 def revisions_resources(
-    base_uri: str, spark: SparkSessionResource | None = None
+    base_uri: str,
+    spark: SparkSessionResource | None = None,
+    *,
+    compact_after: int | None = DEFAULT_COMPACT_AFTER,
 ) -> Mapping[str, Any]:
-    """The resources every revisioned asset, check and sensor needs, under their default keys."""
-    location = DatasetLocation(base_uri=base_uri)
+    """The resources every revisioned asset, check and sensor needs, under their default keys.
+    ``compact_after``: the location's compaction policy (see ``DatasetLocation``)."""
+    location = DatasetLocation(base_uri=base_uri, compact_after=compact_after)
     spark = spark or SparkSessionResource()
     return {
         LOCATION_KEY: location,

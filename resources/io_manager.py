@@ -20,6 +20,7 @@ import dagster as dg
 from pydantic import Field, PrivateAttr
 from pyspark.sql import DataFrame
 
+from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import RevisionsError
 from revisions_assets.core.records import Revision
 from revisions_assets.core.timeutil import now_utc
@@ -32,8 +33,15 @@ from .address import (
     upstream_refs,
 )
 from .location import DatasetLocation
-from .metadata import data_version, revision_metadata, slice_metadata, table_metadata
+from .metadata import (
+    compaction_metadata,
+    data_version,
+    revision_metadata,
+    slice_metadata,
+    table_metadata,
+)
 from .slice import (
+    TAG_FORCE_COMPACTION,
     TAG_FORCE_MAJOR,
     TAG_UPSTREAM_HEADS,
     DatasetSlice,
@@ -113,6 +121,9 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         code_version = assets_def.code_versions_by_key.get(key)
         config = step.op_config if isinstance(step.op_config, dict) else {}
         forced = truthy(step.run_tags.get(TAG_FORCE_MAJOR)) or bool(config.get("force_major"))
+        compact = truthy(step.run_tags.get(TAG_FORCE_COMPACTION)) or bool(
+            config.get("force_compaction")
+        )
         pdef = _time_partitions(assets_def.partitions_def)
         output = assets_def.get_output_name_for_asset_key(key)
         keys = step.asset_partition_key_range_for_output(output) if pdef is not None else None
@@ -129,6 +140,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             "id_columns": address.id_columns,
             "code_version": code_version,
             "partitions": keys,
+            "force_compaction": compact,
         }
         refs = upstream_refs(metadata)
         if not refs:
@@ -203,6 +215,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             expected_positions=s.expected_positions,
             properties={"reason": s.reason},
         )
+        compaction = self._compact(context, s, ds)
         descriptions = column_descriptions(context.definition_metadata)
         tables = ds.tables()
         schema = tables[s.table].schema if s.table in tables else None
@@ -213,6 +226,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
                 {
                     "revision": "none: no rows, nothing committed",
                     "kind": "none",
+                    **compaction_metadata(s.table, compaction),
                     **slice_metadata(s),
                     **table_metadata(s, schema, None, descriptions),
                 }
@@ -230,6 +244,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         context.add_output_metadata(
             {
                 **revision_metadata(s, rev),
+                **compaction_metadata(s.table, compaction),
                 **slice_metadata(s),
                 **table_metadata(s, schema, entities, descriptions),
             }
@@ -239,6 +254,25 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             f"{s.asset_key}: committed {'major' if rev.is_major else 'minor'} revision "
             f"{rev.name} (sequence {rev.sequence}) to {s.root}/{s.table}: {s.reason}"
         )
+
+    @staticmethod
+    def _compact(
+        context: dg.OutputContext, s: DatasetSlice, ds: RevisionedDataset
+    ) -> Revision | None:
+        """The compaction of the slice's table after this run's commit: the one the dataset's
+        ``compact_after`` policy made, or, when the run forces one, ``ds.compact(table)``."""
+        done = [c for c in ds.last_compactions if s.table in c.tables]
+        if not done and s.force_compaction and s.table in ds.tables():
+            done = [c for c in [ds.compact(s.table)] if c is not None]
+        if not done:
+            return None
+        compaction = done[-1]
+        written = compaction.tables[s.table]
+        context.log.info(
+            f"{s.asset_key}: compacted {s.root}/{s.table} as {compaction.name} (sequence "
+            f"{compaction.sequence}): {written.rows} rows in {len(written.files)} files"
+        )
+        return compaction
 
     @staticmethod
     def _publish_data_version(context: dg.OutputContext, version: str) -> None:

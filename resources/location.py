@@ -5,6 +5,7 @@ needs, each opened once and cached on the resource (Dagster initializes resource
 per run, so a cache lives as long as one run or one tick):
 
 - ``read_log``: the committed revisions, read-only (sensors, checks, the resolver);
+- ``read_view``: the same log with compactions and vacuums applied (checks, vacuum jobs);
 - ``read_state``: a table's state as a Spark DataFrame, read-only (checks);
 - ``dataset``: a full handle for the IO manager, which reads and commits.
 """
@@ -21,7 +22,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.backends import configure_storage, open_storage
+from revisions_assets.core.dataset import DEFAULT_COMPACT_AFTER
 from revisions_assets.core.log import RevisionLog
+from revisions_assets.core.logview import LogView
 from revisions_assets.core.merge import merge_plan
 from revisions_assets.core.records import Revision
 from revisions_assets.core.selection import plan_read, state_selection
@@ -47,6 +50,15 @@ class DatasetLocation(dg.ConfigurableResource):
             "dagster-aws S3 resource whose client reads and commits the logs of datasets under "
             "an s3:// base_uri (endpoint, region, credentials). Unset: the standard AWS "
             "environment variables and credential chain."
+        ),
+    )
+
+    compact_after: int | None = Field(
+        default=DEFAULT_COMPACT_AFTER,
+        description=(
+            "Compact a table after a commit that leaves more than this many revisions on top "
+            "of its base (its major or latest compaction); null: only when a run forces it. "
+            "The compaction_due check warns past it."
         ),
     )
 
@@ -78,18 +90,23 @@ class DatasetLocation(dg.ConfigurableResource):
         """The committed revisions of a dataset, read without Spark and without writing."""
         return self._log(dataset).refresh()
 
+    def read_view(self, dataset: str) -> LogView:
+        """The committed log with its maintenance entries applied (compactions, vacuums):
+        what a read plans from, read without Spark and without writing."""
+        log = self._log(dataset)
+        log.refresh()
+        return log.view()
+
     def read_state(self, spark: SparkSession, dataset: str, table: str) -> DataFrame:
         """A table's current state (SPEC §3), planned from the read-only log (on the newest
         compaction, like every default read)."""
-        log = self._log(dataset)
-        log.refresh()
-        view = log.view()
+        view = self.read_view(dataset)
         plan = plan_read(
             view,
             state_selection(view.history(table), table),
-            f"{log.storage.uri}: read of table {table!r}",
+            f"{self.root_for(dataset)}: read of table {table!r}",
         )
-        return merge_plan(spark, log.storage, plan)
+        return merge_plan(spark, self._log(dataset).storage, plan)
 
     def _log(self, dataset: str) -> RevisionLog:
         root = self.root_for(dataset)
@@ -111,7 +128,12 @@ class DatasetLocation(dg.ConfigurableResource):
         if cached is not None and wanted.items() <= cached[1].items():
             return cached[0]
         declared = {**(cached[1] if cached else {}), **wanted}
-        handle = RevisionedDataset(root, spark=spark, id_columns=_declaration(declared))
+        handle = RevisionedDataset(
+            root,
+            spark=spark,
+            id_columns=_declaration(declared),
+            compact_after=self.compact_after,
+        )
         self._datasets[root] = (handle, declared)
         return handle
 

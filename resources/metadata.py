@@ -126,3 +126,19 @@ def revision_metadata(s: DatasetSlice, rev: Revision) -> dict[str, Any]:
     if s.partitions is not None:  # the live rows this run wrote for its partitions
         meta["dagster/partition_row_count"] = t.rows - t.tombstones
     return meta
+
+
+def compaction_metadata(table: str, compaction: Revision | None) -> dict[str, Any]:
+    """Whether the run compacted the table (``compact_after`` policy or a forced compaction),
+    and what the compaction holds."""
+    if compaction is None:
+        return {"compacted": False}
+    written = compaction.tables[table]
+    return {
+        "compacted": True,
+        "compaction_revision": compaction.name,
+        "compaction_sequence": compaction.sequence,
+        "compaction_rows": written.rows,  # tombstones included: they keep deletions
+        "compaction_tombstones": written.tombstones,
+        "compaction_files": len(written.files),
+    }

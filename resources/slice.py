@@ -31,6 +31,8 @@ from .address import Role, UpstreamRef
 
 #: run tag that forces a major revision (values true/1/yes)
 TAG_FORCE_MAJOR = "revisions/force_major"
+#: run tag that compacts the table after the run's commit, whatever the policy (true/1/yes)
+TAG_FORCE_COMPACTION = "revisions/force_compaction"
 #: run tag pinning a scoring run's upstream heads: "<asset key>@<sequence>,…" (set by sensors)
 TAG_UPSTREAM_HEADS = "revisions/upstream_heads"
 RANGE_START_TAG = "dagster/asset_partition_range_start"
@@ -93,6 +95,7 @@ class DatasetSlice:
     partitions: dg.PartitionKeyRange | None  # the partitions this run materializes
     upstream: tuple[UpstreamSlice, ...] = ()  # scoring assets: one per input
     skip: str | None = None  # scoring: nothing to consume; no revision, no materialization
+    force_compaction: bool = False  # compact the table after the commit (tag or run config)
 
     @property
     def partition(self) -> str | None:

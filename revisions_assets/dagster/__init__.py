@@ -1,16 +1,18 @@
 """The Dagster layer: revisioned featurized, reference and scoring assets, their checks,
 sensors and schedule. The IO manager and resources live in the top-level ``resources``."""
 
-from resources import TAG_FORCE_MAJOR, DatasetSlice, UpstreamChanges
+from resources import TAG_FORCE_COMPACTION, TAG_FORCE_MAJOR, DatasetSlice, UpstreamChanges
 
 from .checks import revision_checks
 from .factory import RevisionRunConfig
 from .featurized import featurized_asset, reference_asset
+from .maintenance import VacuumConfig, vacuum_job, weekly_vacuum_schedule
 from .schedules import daily_featurized_schedule
 from .scoring import Reference, ScoringInputsError, scoring_asset
 from .sensors import code_version_sensor, upstream_changes_sensor
 
 __all__ = [
+    "TAG_FORCE_COMPACTION",
     "TAG_FORCE_MAJOR",
     "DatasetSlice",
     "Reference",
@@ -24,4 +26,7 @@ __all__ = [
     "revision_checks",
     "scoring_asset",
     "upstream_changes_sensor",
+    "vacuum_job",
+    "VacuumConfig",
+    "weekly_vacuum_schedule",
 ]

@@ -3,8 +3,10 @@
 Whole-table checks (unpartitioned):
 
 - ``ids_unique_non_null``: in the data files of every revision a default read sees;
-- ``log_integrity``: every data file the log references exists;
+- ``log_integrity``: every data file the log references exists (but those a vacuum removed);
 - ``code_version``: the head revision was written by the asset's current code (WARN if stale);
+- ``compaction_due``: no more revisions on top of the table's base than the location's
+  ``compact_after`` policy allows (WARN: reads are slowing down, a compaction is due);
 - ``schema``: a pandera (pandera.pyspark) schema on the table's current state;
 - ``consumer_lag`` (scoring assets): revisions/time behind each upstream within a bound.
 
@@ -33,7 +35,7 @@ from revisions_assets.core.backends import open_storage
 from revisions_assets.core.errors import NoMajorRevisionError
 from revisions_assets.core.merge import DELETED, REVISION_COLUMNS, parse_schema
 from revisions_assets.core.records import Revision
-from revisions_assets.core.selection import state_selection
+from revisions_assets.core.selection import ReadPlan, plan_read, state_selection
 from revisions_assets.core.timeutil import now_utc
 
 from .lag import consumer_lags, read_consumer
@@ -114,6 +116,16 @@ class _Reader:
             r for r in self.location.read_log(self.address.dataset) if r.wrote(self.address.table)
         ]
 
+    def default_plan(self) -> ReadPlan:
+        """How a default read of the table reads it now: a base (major or compaction) and the
+        revisions read from their own files. NoMajorRevisionError before the first major."""
+        view = self.location.read_view(self.address.dataset)
+        table = self.address.table
+        if table not in view.tables():
+            raise NoMajorRevisionError(f"table {table!r} has no revision yet")
+        selection = state_selection(view.history(table), table)
+        return plan_read(view, selection, f"{self.root}: read of table {table!r}")
+
 
 def revision_checks(
     asset: dg.AssetsDefinition,
@@ -143,17 +155,19 @@ def revision_checks(
     def ids_unique_non_null(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         read = _Reader(context, address)
         try:
-            visible = state_selection(read.history(), address.table).merge
+            plan = read.default_plan()
         except NoMajorRevisionError:
             return dg.AssetCheckResult(passed=False, metadata={"error": "no major revision yet"})
-        rows = files_frame(spark(context), read.root, address.table, visible, ids)
+        # the revisions read from their own files; a compaction's ids are unique by construction
+        rows = files_frame(spark(context), read.root, address.table, plan.direct, ids)
         nulls, duplicates = id_problems(rows, ids)
         return dg.AssetCheckResult(
             passed=nulls == 0 and duplicates == 0,
             metadata={
                 "null_ids": nulls,
                 "duplicate_ids": duplicates,
-                "revisions_checked": len(visible),
+                "revisions_checked": len(plan.direct),
+                "compaction": plan.base.record.name if plan.base is not None else "",
             },
         )
 
@@ -167,8 +181,15 @@ def revision_checks(
     )
     def log_integrity(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         read = _Reader(context, address)
-        records = read.location.read_log(address.dataset)
-        referenced = {f for r in records for t in r.tables.values() for f in t.files}
+        view = read.location.read_view(address.dataset)
+        records = view.records
+        referenced = {
+            f
+            for r in records
+            if not view.is_removed(r.sequence)
+            for t in r.tables.values()
+            for f in t.files
+        }
         present = {info.path for info in open_storage(read.root).list_files("")}
         missing = sorted(referenced - present)
         return dg.AssetCheckResult(
@@ -204,6 +225,33 @@ def revision_checks(
         )
 
     checks.append(code_version_check)
+
+    @dg.asset_check(
+        asset=key,
+        name="compaction_due",
+        required_resource_keys=_RESOURCES,
+        description="The table has at most the location's compact_after revisions on top of "
+        "its base (WARN when past it: reads merge more files than the policy allows; "
+        "materialize with the revisions/force_compaction tag or run `revisions compact`).",
+    )
+    def compaction_due(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        read = _Reader(context, address)
+        policy = read.location.compact_after
+        try:
+            plan = read.default_plan()
+        except NoMajorRevisionError:
+            return dg.AssetCheckResult(passed=True, metadata={"revisions_on_base": 0})
+        return dg.AssetCheckResult(
+            passed=policy is None or plan.on_base <= policy,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={
+                "revisions_on_base": plan.on_base,
+                "compact_after": policy if policy is not None else "never",
+                "base": plan.base.record.name if plan.base is not None else "major",
+            },
+        )
+
+    checks.append(compaction_due)
 
     if schema is not None:
 

@@ -22,6 +22,11 @@ class RevisionRunConfig(dg.Config):
         default=False,
         description="Write a major revision (re-evaluate every entity) whatever the code version.",
     )
+    force_compaction: bool = Field(
+        default=False,
+        description="After the commit, compact the table (its state in a few files, used by "
+        "later reads) whatever the compact_after policy says.",
+    )
 
 
 def asset_kwargs(

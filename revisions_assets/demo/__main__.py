@@ -5,7 +5,7 @@ so ``./dev.sh ui`` afterwards shows the same materializations. Steps:
 references, daily features as minors, scores driven by the upstream sensor (one
 run over the days it consumes), a no-change round where nothing is recomputed,
 a simulated code version change (one major over the range, then the scores'
-reset), the checks, a summary.
+reset), the checks, a compaction and a vacuum dry run, a summary.
 """
 
 import argparse
@@ -21,9 +21,14 @@ from pyspark.sql import functions as F
 
 from resources import SparkSessionResource, revisions_resources
 from revisions_assets import RevisionedDataset
-from revisions_assets.dagster import code_version_sensor, upstream_changes_sensor
+from revisions_assets.dagster import (
+    TAG_FORCE_COMPACTION,
+    code_version_sensor,
+    upstream_changes_sensor,
+)
 
 from .assets import FLIGHTS, PREVIOUS_RELEASE, DemoVersions, build_demo_assets
+from .automation import build_demo_vacuum_job
 from .checks import build_demo_checks, is_partitioned
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,12 +86,18 @@ class Demo:
             print(f"  {name:<22} {what:<24} nothing to consume: no revision, nothing materialized")
             return None
         meta = {k: v.value for k, v in mats[0].metadata.items()}
+        compacted = (
+            f"; compacted: {meta['compaction_rows']} rows in {meta['compaction_files']} files"
+            if meta.get("compacted")
+            else ""
+        )
         if meta["kind"] == "none":
             print(f"  {name:<22} {what:<24} nothing changed: no revision committed")
         else:
             print(
                 f"  {name:<22} {what:<24} {meta['kind']:<5} seq {meta['sequence']:<3} "
                 f"rows {meta['rows']:<5} tombstones {meta['tombstones']:<3} ({meta['why']})"
+                + compacted
                 + (f" FAILED checks {failed}" if failed else "")
             )
         return meta
@@ -128,6 +139,23 @@ class Demo:
                 print(
                     f"    {e.asset_key.to_user_string()}:{e.check_name} FAILED ({e.severity.value})"
                 )
+
+    def vacuum_dry_run(self) -> None:
+        """The weekly vacuum job, as a dry run that keeps nothing back by age (retain 0)."""
+        job = build_demo_vacuum_job(self.assets)
+        config = {"retain_days": 0, "grace_hours": 0, "dry_run": True}
+        result = job.execute_in_process(
+            run_config={"ops": {"revisions_vacuum_datasets": {"config": config}}, **QUIET},
+            instance=self.instance,
+            resources=self.resources,
+        )
+        for dataset, report in result.output_for_node("revisions_vacuum_datasets").items():
+            consumers = ", ".join(report["consumers"]) or "none"
+            print(
+                f"  {dataset:<10} would remove {len(report['revisions'])} of "
+                f"{report['entries']} log entries' files ({report['files']} files, "
+                f"{report['bytes']} bytes); positions of consumers kept: {consumers}"
+            )
 
     def summary(self) -> None:
         print("\nSummary")
@@ -210,6 +238,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     print("6. Asset checks")
     demo.run_checks()
+    print("7. Lifecycle: a run that forces a compaction, then the weekly vacuum as a dry run")
+    demo.materialize("plane_delay_features", days[-1], {TAG_FORCE_COMPACTION: "true"})
+    demo.vacuum_dry_run()
     demo.summary()
 
 

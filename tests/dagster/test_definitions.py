@@ -52,7 +52,7 @@ def test_dg_lists_the_demo_definitions(tmp_path):
     checks: dict[str, set[str]] = {}
     for check in defs["asset_checks"]:
         checks.setdefault(check["asset_key"], set()).add(check["name"])
-    whole = {"ids_unique_non_null", "log_integrity", "code_version", "schema"}
+    whole = {"ids_unique_non_null", "log_integrity", "code_version", "compaction_due", "schema"}
     partitioned = {"partition_ids_unique_non_null", "partition_schema"}
     assert checks["plane_delay_features"] == whole | partitioned
     assert checks["plane_delay_risk"] == whole | partitioned | {"consumer_lag"}
@@ -61,4 +61,4 @@ def test_dg_lists_the_demo_definitions(tmp_path):
         "revisions_code_version_sensor",
         "revisions_upstream_changes_sensor",
     }
-    assert {s["name"] for s in defs["schedules"]} == {"featurized_daily"}
+    assert {s["name"] for s in defs["schedules"]} == {"featurized_daily", "revisions_vacuum_weekly"}

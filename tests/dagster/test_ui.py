@@ -346,12 +346,13 @@ def test_the_demo_in_a_browser(ui):
         page.wait_for_timeout(1000)
         page.screenshot(path=str(SHOTS / "checks.png"))
 
-        # both sensors and the schedule
+        # both sensors and both schedules
         visit(
             "/automation",
             "revisions_code_version_sensor",
             "revisions_upstream_changes_sensor",
             "featurized_daily",
+            "revisions_vacuum_weekly",
         )
         page.screenshot(path=str(SHOTS / "automation.png"))
         browser.close()
