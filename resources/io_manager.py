@@ -21,9 +21,10 @@ from pydantic import Field, PrivateAttr
 from pyspark.sql import DataFrame
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core.errors import RevisionsError
+from revisions_assets.core.errors import ArgumentTypeError, RevisionsError
 from revisions_assets.core.records import Revision
 from revisions_assets.core.timeutil import now_utc
+from revisions_assets.core.uris import describe
 
 from .address import (
     NotRevisionedAssetError,
@@ -101,6 +102,11 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
 
     def slice_for(self, context: AnyContext) -> DatasetSlice:
         """The slice of the asset being materialized in this step, resolved once per run."""
+        if not isinstance(context, AnyContext):
+            raise ArgumentTypeError(
+                "slice_for needs the asset's execution, input or output context, got "
+                f"{describe(context)}"
+            )
         step = _step(context)
         key = context.asset_key if isinstance(context, dg.OutputContext) else None
         key = key or _step_asset_key(step)

@@ -21,13 +21,16 @@ from pydantic import Field, PrivateAttr
 from pyspark.sql import DataFrame, SparkSession
 
 from revisions_assets import RevisionedDataset
+from revisions_assets.core.arguments import check_spark, check_text
 from revisions_assets.core.backends import configure_storage, open_storage
 from revisions_assets.core.dataset import DEFAULT_COMPACT_AFTER
+from revisions_assets.core.errors import ArgumentTypeError, InvalidArgumentError
 from revisions_assets.core.log import RevisionLog
 from revisions_assets.core.logview import LogView
 from revisions_assets.core.merge import merge_plan
 from revisions_assets.core.records import Revision
 from revisions_assets.core.selection import plan_read, state_selection
+from revisions_assets.core.uris import describe
 
 
 class DatasetLocation(dg.ConfigurableResource):
@@ -78,6 +81,9 @@ class DatasetLocation(dg.ConfigurableResource):
 
     def root_for(self, dataset: str) -> str:
         """The dataset root for a dataset name, normalized as the engine records it."""
+        check_text(dataset, "dataset")
+        if not dataset.strip():
+            raise InvalidArgumentError(f"dataset must name a dataset, got {dataset!r}")
         if "://" in dataset or os.path.isabs(dataset):
             root = dataset
         elif "://" in self.base_uri:
@@ -100,6 +106,9 @@ class DatasetLocation(dg.ConfigurableResource):
     def read_state(self, spark: SparkSession, dataset: str, table: str) -> DataFrame:
         """A table's current state (SPEC §3), planned from the read-only log (on the newest
         compaction, like every default read)."""
+        if check_spark(spark) is None:
+            raise ArgumentTypeError("read_state needs a SparkSession, got None")
+        check_text(table, "table")
         view = self.read_view(dataset)
         plan = plan_read(
             view,
@@ -123,7 +132,8 @@ class DatasetLocation(dg.ConfigurableResource):
         """A handle that reads and commits, opened once per dataset; ``writes`` declares the
         tables (and their id columns) the caller commits, the only ones it may touch."""
         root = self.root_for(dataset)
-        wanted = {t: tuple(ids) for t, ids in (writes or {}).items()}
+        check_spark(spark)
+        wanted = {t: tuple(ids) for t, ids in _declared_writes(writes).items()}
         cached = self._datasets.get(root)
         if cached is not None and wanted.items() <= cached[1].items():
             return cached[0]
@@ -136,6 +146,25 @@ class DatasetLocation(dg.ConfigurableResource):
         )
         self._datasets[root] = (handle, declared)
         return handle
+
+
+def _declared_writes(writes: Any) -> Mapping[str, Sequence[str]]:
+    """``writes`` checked: None, or {table: [id column, ...]} with strings only."""
+    if writes is None:
+        return {}
+    if not isinstance(writes, Mapping):
+        raise ArgumentTypeError(
+            f"writes must be a dict {{table: [id columns]}}, got {describe(writes)}"
+        )
+    for table, ids in writes.items():
+        check_text(table, "writes: table")
+        if isinstance(ids, str) or not isinstance(ids, Sequence) or not ids:
+            raise ArgumentTypeError(
+                f"writes[{table!r}] must be a non-empty list of id columns, got {describe(ids)}"
+            )
+        for column in ids:
+            check_text(column, f"writes[{table!r}]: id column")
+    return writes
 
 
 def _declaration(declared: Mapping[str, tuple[str, ...]]) -> Any:
