@@ -33,13 +33,17 @@ HOUR = timedelta(hours=1)
 EVENTS_SCHEMA = "id long, at timestamp, label string"
 
 
-def stage(ds: RevisionedDataset, model: Model, name, timestamp, is_major, rows, committed_at):
-    """One revision in the dataset and the model (``rows``: {id: v or None for a tombstone})."""
+def stage(
+    ds: RevisionedDataset, model: Model | None, name, timestamp, is_major, rows, committed_at
+):
+    """One revision in the dataset and the model, if any (``rows``: {id: v or None for a
+    tombstone})."""
     log = RevisionLog(ds.storage)
     log.refresh()
     staged = {(k,): (None if v is None else {"v": v}) for k, v in rows.items()}
     stage_revision(log, ds.root, name, timestamp, is_major, staged, committed_at=committed_at)
-    model.commit(name, timestamp, is_major, {"t": staged})
+    if model is not None:
+        model.commit(name, timestamp, is_major, {"t": staged})
 
 
 @pytest.fixture
@@ -106,7 +110,7 @@ def test_known_at_before_any_commit_gives_nulls_and_mapping_on(spark, corrected)
 
 def test_compactions_are_not_read(spark, corrected):
     events = spark.createDataFrame([(1, day(1.5), "a"), (3, day(4), "b")], EVENTS_SCHEMA)
-    stage(corrected, Model(), "r5", day(4), False, {3: 40}, day(6))  # on top of r2
+    stage(corrected, None, "r5", day(4), False, {3: 40}, day(6))  # on top of r2
     before = corrected.as_of_join(events, "t", event_time="at", on=["id"]).collect()
     assert [(r.v, r._revision) for r in before] == [(11, "r3"), (40, "r5")]
     assert corrected.compact("t") is not None
@@ -242,4 +246,4 @@ def test_engine_matches_model(spark, tmp_path_factory, history, data):
         for n, expected in enumerate(want):
             row = (expected[0]["v"], expected[1].name) if expected else (None, None)
             assert got[(mode, n)] == row, (mode, events[n])
-    event(f"late commits: {any(c > instant(s) for s, c, *_ in history)}")
+    event(f"commits after their logical time: {any(c > s for s, c, *_ in history)}")
