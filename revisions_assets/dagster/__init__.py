@@ -9,6 +9,7 @@ from .featurized import featurized_asset, reference_asset
 from .schedules import daily_featurized_schedule
 from .scoring import Reference, ScoringInputsError, scoring_asset
 from .sensors import code_version_sensor, upstream_changes_sensor
+from .training import training_set_asset
 
 __all__ = [
     "TAG_FORCE_MAJOR",
@@ -23,5 +24,6 @@ __all__ = [
     "reference_asset",
     "revision_checks",
     "scoring_asset",
+    "training_set_asset",
     "upstream_changes_sensor",
 ]
