@@ -27,6 +27,7 @@ from .memory import driver_memory
 from .plot import plot
 from .results import RunInfo, load_average, summary, write
 from .scenarios import incremental_scoring, minor_vs_major, read_after_minors
+from .training import training_set
 
 Scenario = Callable[[Context], Outcome]
 
@@ -40,6 +41,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("6", "delta"): against_delta,
     ("7", "memory"): driver_memory,
     ("8", "maintenance"): maintenance,
+    ("9", "training_set"): training_set,
 }
 
 BENCH = Path(__file__).resolve().parent

@@ -31,6 +31,7 @@ from .arguments import (
     check_version,
 )
 from .backends import open_storage
+from .bitemporal import KnownAt, as_of_join_plan
 from .errors import (
     CommitConflictError,
     InvalidArgumentError,
@@ -393,6 +394,30 @@ class RevisionedDataset:
             history,
             live_spans(history, to_utc(until, "until") if until is not None else None),
             since=to_utc(since, "since") if since is not None else None,
+        )
+
+    def as_of_join(
+        self,
+        events_df: DataFrame,
+        table: str,
+        *,
+        event_time: str,
+        on: Sequence[str] | Mapping[str, str],
+        known_at: KnownAt = None,
+    ) -> DataFrame:
+        """A point-in-time join (``core/bitemporal.py``): each event row with the row of
+        ``table`` as of its ``event_time``, as known at ``known_at`` (None: everything
+        committed; ``"event"``: what was committed by the event's time; or a time)."""
+        self.refresh()
+        return as_of_join_plan(
+            self.spark,
+            self.storage,
+            self._log.view(),
+            events_df,
+            table,
+            event_time=event_time,
+            on=on,
+            known_at=known_at,
         )
 
     def _merge(self, selection: Selection, what: str, *, keep_deleted: bool, with_revision: bool):

@@ -31,14 +31,13 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType,
-    DataType,
     StringType,
     StructField,
     StructType,
     TimestampType,
 )
 
-from .merge import DELETED, ORDER, read_revisions, table_schema
+from .merge import DELETED, ORDER, read_revisions, revision_value, table_schema
 from .records import Revision
 from .selection import LiveSpan
 from .storage import Storage
@@ -87,17 +86,12 @@ def table_history_frame(
     values = [f.name for f in schema.fields if f.name not in ids]
     by_entity = Window.partitionBy(*ids)
 
-    def per_revision(values: list, data_type: DataType) -> Column:
-        """A value of each row's revision (the small span table, as array literals)."""
-        array = F.array(*[F.lit(v).cast(data_type) for v in values])
-        return F.element_at(array, F.col(ORDER) + 1)
-
     rows = read_revisions(spark, storage, table, revisions).withColumns(
         {
-            "__start": per_revision([s.start for s in spans], TimestampType()),
-            "__end": per_revision([s.end for s in spans], TimestampType()),
-            "__name": per_revision([s.revision.name for s in spans], StringType()),
-            "__ended_by": per_revision(
+            "__start": revision_value([s.start for s in spans], TimestampType()),
+            "__end": revision_value([s.end for s in spans], TimestampType()),
+            "__name": revision_value([s.revision.name for s in spans], StringType()),
+            "__ended_by": revision_value(
                 [s.ended_by.name if s.ended_by else None for s in spans], StringType()
             ),
         }

@@ -32,7 +32,14 @@ from typing import Literal
 import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import (
+    BooleanType,
+    DataType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from .logview import LogView
 from .records import Revision, TableWrite
@@ -241,6 +248,13 @@ def read_revisions(
         revisions, annotate=True
     )
     return rows.drop(_SEQ, "_revision", _STAMP).withColumn(ORDER, F.col(ORDER).cast("int"))
+
+
+def revision_value(values: Sequence[object], data_type: DataType) -> Column:
+    """A value of each ``read_revisions`` row's revision: ``values[ORDER]``, as an array
+    literal (a small per-revision table without a join)."""
+    array = F.array(*[F.lit(v).cast(data_type) for v in values])
+    return F.element_at(array, F.col(ORDER) + 1)
 
 
 def choose_strategy(revisions: Sequence[Revision], table: str, strategy: MergeStrategy) -> str:

@@ -10,6 +10,7 @@ from .maintenance import VacuumConfig, vacuum_job, weekly_vacuum_schedule
 from .schedules import daily_featurized_schedule
 from .scoring import Reference, ScoringInputsError, scoring_asset
 from .sensors import code_version_sensor, upstream_changes_sensor
+from .training import training_set_asset
 
 __all__ = [
     "TAG_FORCE_COMPACTION",
@@ -25,6 +26,7 @@ __all__ = [
     "reference_asset",
     "revision_checks",
     "scoring_asset",
+    "training_set_asset",
     "upstream_changes_sensor",
     "vacuum_job",
     "VacuumConfig",

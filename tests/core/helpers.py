@@ -84,12 +84,14 @@ def stage_revision(
     rows: Mapping[tuple, Mapping[str, object] | None],
     table: str = "t",
     upstream: Sequence[UpstreamPosition] = (),
+    committed_at: datetime | None = None,
 ) -> Revision:
     """Commit a revision through the log layer, without Spark: ``{(id,): {"v": v} or None}``.
 
     The data file (columns id, v, _deleted, written by pyarrow) and the log entry are laid out
     exactly as a commit lays them out; the entry is appended put-if-absent at ``log.head + 1``.
-    Many revisions cost milliseconds instead of Spark jobs.
+    Many revisions cost milliseconds instead of Spark jobs. ``committed_at``: a chosen
+    commit time (default now), for tests of the commit axis.
     """
     path = f"{name}/{table}/part-00000.parquet"
     data = pa.table(
@@ -116,7 +118,7 @@ def stage_revision(
         timestamp=timestamp,
         is_major=is_major,
         sequence=log.head + 1,
-        committed_at=datetime.now(UTC),
+        committed_at=committed_at or datetime.now(UTC),
         tables={table: write},
         version="v1",
         upstream=tuple(upstream),

@@ -212,3 +212,30 @@ def scd2_history(model: Model, table: str, until: datetime | None = None) -> lis
         ModelVersion(k, v["row"], v["from"], None, v["revision"]) for k, v in open_rows.items()
     ]
     return sorted(closed, key=lambda v: (v.key, v.valid_from))
+
+
+def as_of_join(
+    model: Model,
+    table: str,
+    events: list[tuple[Key, datetime]],
+    committed_at: Mapping[int, datetime],
+    known_at: datetime | str | None,
+) -> list[tuple[Row, ModelRevision] | None]:
+    """Point-in-time rows (issue 11, SPEC §9): for each (entity key, event time T), the
+    entity's row in the state as of T over the revisions known at ``known_at`` (committed
+    at or before it; ``"event"``: at or before T; None: all), or None when it has none
+    (no major known and visible by T, never written, or deleted). Commit times grow with
+    the sequence, so the known revisions are a prefix of the log."""
+    stamps = [committed_at[r.sequence] for r in model.revisions]
+    assert stamps == sorted(stamps), "commit times follow the commit order"
+    out: list[tuple[Row, ModelRevision] | None] = []
+    for key, when in events:
+        limit = when if known_at == "event" else known_at
+        upto = sum(1 for s in stamps if limit is None or s <= limit)
+        try:
+            state = model.state(table, as_of=when, at=upto)
+        except ModelNoMajorError:
+            out.append(None)
+            continue
+        out.append(state.rows.get(key))
+    return out

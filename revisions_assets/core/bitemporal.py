@@ -1,0 +1,290 @@
+"""Bitemporal reads: the state of a table as of a logical time, as known at a commit time.
+
+``as_of_join`` builds point-in-time training sets: each event row gets the entity's row as
+of the event's time (SPEC §3 state rules on the logical axis), using only the revisions
+committed by ``known_at`` (the commit axis, inclusive). ``known_at="event"`` uses each
+event's own time, so a corrected backfill committed later never leaks into the row an
+event gets: the training set reproduces what production saw.
+
+The planning is pure and runs on the driver over the log. For a fixed knowledge rule,
+each revision of the table takes part in the state as of T for one interval of T, its
+*visible span* ``[start, end)``. A revision is known at T from ``v = timestamp``
+(``known_at`` fixed) or ``v = max(timestamp, committed_at)`` (``"event"``): it is in the
+state as of T iff ``v <= T``, some known major ordered at or before it is visible at T,
+and no known major ordered after it is. Hence
+``start = max(v, min v of the majors ordered at or before it)`` and
+``end = min v of the majors ordered after it``.
+
+The Spark plan reads the rows of the revisions with a non-empty span once (the one-scan
+reader of ``core/merge.py``), joins them to the events on the ids with the span condition,
+and keeps per event the row of the latest revision by (timestamp, sequence); a tombstone
+leaves the event's columns null, like an event with no entity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, TimestampType
+
+from .arguments import check_text, check_type
+from .errors import (
+    ArgumentTypeError,
+    DuplicateColumnError,
+    IdColumnsError,
+    InvalidArgumentError,
+    RetentionError,
+)
+from .logview import LogView
+from .merge import DELETED, ORDER, read_revisions, revision_value, table_schema
+from .records import Revision
+from .selection import retention_message
+from .storage import Storage
+from .timeutil import TimeLike, to_micros, to_utc
+from .uris import describe
+
+#: ``known_at="event"``: what was known at each event's own time
+EVENT = "event"
+KnownAt = TimeLike | Literal["event"] | None
+REVISION = "_revision"
+_EVENT_ID, _EVENT_US = "__event_id", "__event_us"
+_START, _END, _RANK = "__span_start_us", "__span_end_us", "__rank"
+_KEY_PREFIX = "__key_"
+
+
+@dataclass(frozen=True)
+class VisibleSpan:
+    """The event times ``[start_us, end_us)`` (µs; ``end_us`` None: no end) for which the
+    rows of ``revision`` take part in the state as of the event, as known."""
+
+    revision: Revision
+    start_us: int
+    end_us: int | None
+
+    def meets(self, low_us: int, high_us: int) -> bool:
+        """Whether an event time in ``[low_us, high_us]`` falls in the span."""
+        return self.start_us <= high_us and (self.end_us is None or self.end_us > low_us)
+
+
+def visible_spans(
+    history: Sequence[Revision], known_at: datetime | str | None
+) -> list[VisibleSpan]:
+    """The non-empty visible span of every data revision of a table, in key order.
+
+    ``known_at``: None (everything committed), an aware datetime (revisions committed at or
+    before it), or ``"event"`` (revisions committed at or before each event's time).
+    """
+    if isinstance(known_at, datetime):
+        history = [r for r in history if r.committed_at <= known_at]
+    ordered = sorted((r for r in history if r.data_change), key=lambda r: r.key)
+
+    def visible_from(r: Revision) -> int:
+        stamp = to_micros(r.timestamp)
+        return max(stamp, to_micros(r.committed_at)) if known_at == EVENT else stamp
+
+    # the earliest time a major ordered at or before (after) each revision is visible
+    first_before: list[int | None] = []
+    earliest: int | None = None
+    for r in ordered:
+        if r.is_major:
+            earliest = visible_from(r) if earliest is None else min(earliest, visible_from(r))
+        first_before.append(earliest)
+    first_after: list[int | None] = [None] * len(ordered)
+    earliest = None
+    for i in range(len(ordered) - 1, -1, -1):
+        first_after[i] = earliest
+        if ordered[i].is_major:
+            earliest = (
+                visible_from(ordered[i])
+                if earliest is None
+                else min(earliest, visible_from(ordered[i]))
+            )
+    spans = []
+    for r, governed_from, voided_at in zip(ordered, first_before, first_after, strict=True):
+        if governed_from is None:
+            continue  # no major at or before it: never in a state
+        start = max(visible_from(r), governed_from)
+        if voided_at is not None and voided_at <= start:
+            continue
+        spans.append(VisibleSpan(r, start, voided_at))
+    return spans
+
+
+def check_known_at(known_at: object) -> datetime | str | None:
+    """None, ``"event"`` or an aware point in time (naive ones are refused)."""
+    if known_at is None or known_at == EVENT:
+        return known_at  # type: ignore[return-value]
+    if isinstance(known_at, str | datetime | pd.Timestamp):
+        return to_utc(known_at, "known_at")
+    raise ArgumentTypeError(
+        f"known_at must be None, 'event' or an aware datetime/ISO string, got {describe(known_at)}"
+    )
+
+
+def join_columns(
+    events: DataFrame, on: object, id_columns: Sequence[str], table: str
+) -> dict[str, str]:
+    """``on`` as {event column: id column}, covering every id column of ``table`` once.
+
+    ``on``: a list of names shared by the events and the table, or a mapping from event
+    columns to id columns.
+    """
+    if isinstance(on, str):
+        on = [on]
+    if isinstance(on, Mapping):
+        pairs = dict(on)
+    elif isinstance(on, Sequence):
+        pairs = {c: c for c in on}
+    else:
+        raise ArgumentTypeError(
+            f"on must be a list of id column names or a dict {{event column: id column}}, "
+            f"got {describe(on)}"
+        )
+    for event_column, id_column in pairs.items():
+        check_text(event_column, "an event column in on")
+        check_text(id_column, "an id column in on")
+        if event_column not in events.columns:
+            raise IdColumnsError(
+                f"on names event column {event_column!r}, which events_df does not have "
+                f"(columns: {events.columns})"
+            )
+        if id_column not in id_columns:
+            raise IdColumnsError(
+                f"on names {id_column!r}, which is not an id column of table {table!r} "
+                f"(id columns: {list(id_columns)})"
+            )
+    missing = [c for c in id_columns if c not in pairs.values()]
+    if missing or len(set(pairs.values())) != len(pairs):
+        raise IdColumnsError(
+            f"on must match each id column of table {table!r} ({list(id_columns)}) exactly "
+            f"once, got {on!r}"
+        )
+    return pairs
+
+
+def check_event_time(events: DataFrame, event_time: object) -> str:
+    check_text(event_time, "event_time")
+    assert isinstance(event_time, str)
+    if event_time not in events.columns:
+        raise InvalidArgumentError(
+            f"event_time {event_time!r} is not a column of events_df (columns: {events.columns})"
+        )
+    kind = events.schema[event_time].dataType
+    if not isinstance(kind, TimestampType):
+        raise ArgumentTypeError(
+            f"event_time column {event_time!r} must be a timestamp (TimestampType, an instant), "
+            f"got {kind.simpleString()}; cast it, e.g. F.to_utc_timestamp(col, 'UTC')"
+        )
+    return event_time
+
+
+def _check_clashes(events: DataFrame, added: Sequence[str], table: str) -> None:
+    """The added columns must not exist in the events (compared as Spark does, ignoring case)."""
+    taken = {c.lower(): c for c in events.columns}
+    for column in added:
+        if column.lower() in taken:
+            raise DuplicateColumnError(
+                f"events_df already has column {taken[column.lower()]!r}, which as_of_join adds "
+                f"from table {table!r}; rename it first, e.g. "
+                f"events_df.withColumnRenamed({taken[column.lower()]!r}, 'event_{column}')"
+            )
+
+
+def needed_spans(
+    view: LogView, spans: Sequence[VisibleSpan], events: DataFrame, what: str
+) -> list[VisibleSpan]:
+    """The spans to read; RetentionError if an event needs a revision a vacuum removed.
+
+    Only when some span's revision is removed does this run one small aggregate (the range
+    of the event times) to decide whether any event falls in it.
+    """
+    removed = [s for s in spans if view.is_removed(s.revision.sequence)]
+    if not removed:
+        return list(spans)
+    low, high = events.select(
+        F.min(F.unix_micros(F.col(_EVENT_US))), F.max(F.unix_micros(F.col(_EVENT_US)))
+    ).first()
+    if low is None:
+        return [s for s in spans if s not in removed]
+    for span in removed:
+        if span.meets(low, high):
+            vacuum = view.removed_by(span.revision.sequence)
+            assert vacuum is not None
+            raise RetentionError(retention_message(what, span.revision, vacuum))
+    return [s for s in spans if s not in removed]
+
+
+def as_of_join_plan(
+    spark: SparkSession,
+    storage: Storage,
+    view: LogView,
+    events: DataFrame,
+    table: str,
+    *,
+    event_time: str,
+    on: object,
+    known_at: KnownAt = None,
+) -> DataFrame:
+    """Every event row with the table's non-id columns as of its time, as known at
+    ``known_at``, and ``_revision`` (the revision that wrote the row); nulls when the
+    entity did not exist then (or was deleted). One Spark plan (see the module doc)."""
+    check_type(events, DataFrame, "events_df", "a Spark DataFrame")
+    check_text(table, "table")
+    history = view.history(table)
+    ids = list(history[-1].tables[table].id_columns)
+    event_time = check_event_time(events, event_time)
+    pairs = join_columns(events, on, ids, table)
+    known = check_known_at(known_at)
+    schema = table_schema(history, table)
+    values = [f for f in schema.fields if f.name not in ids]
+    _check_clashes(events, [*(f.name for f in values), REVISION], table)
+
+    what = f"as_of_join of table {table!r}"
+    what += f" known at {known.isoformat()}" if isinstance(known, datetime) else ""
+    what += " known at each event's time" if known == EVENT else ""
+    marked = events.withColumns(
+        {_EVENT_ID: F.monotonically_increasing_id(), _EVENT_US: F.col(event_time)}
+    )
+    spans = needed_spans(view, visible_spans(history, known), marked, what)
+    if not spans:
+        nulls = {f.name: F.lit(None).cast(f.dataType) for f in values}
+        return events.withColumns({**nulls, REVISION: F.lit(None).cast("string")})
+
+    revisions = [s.revision for s in spans]  # key order: ORDER is the rank by (timestamp, seq)
+    rows = read_revisions(spark, storage, table, revisions)
+    present = set(rows.columns)
+    rows = rows.select(
+        *[F.col(c).alias(_KEY_PREFIX + c) for c in ids],
+        *[
+            (F.col(f.name) if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name)
+            for f in values
+        ],
+        F.col(DELETED),
+        F.col(ORDER),
+        revision_value([s.revision.name for s in spans], StringType()).alias(REVISION),
+        revision_value([s.start_us for s in spans], LongType()).alias(_START),
+        revision_value([s.end_us for s in spans], LongType()).alias(_END),
+    )
+
+    when = F.unix_micros(marked[_EVENT_US])
+    condition = [marked[e] == rows[_KEY_PREFIX + i] for e, i in pairs.items()]
+    condition += [rows[_START] <= when, rows[_END].isNull() | (when < rows[_END])]
+    joined = marked.join(rows, on=condition, how="left")
+    # partitioned by the join keys too, so the window reuses the join's shuffle
+    latest = Window.partitionBy(*pairs, _EVENT_ID).orderBy(F.col(ORDER).desc_nulls_last())
+    joined = joined.withColumn(_RANK, F.row_number().over(latest)).where(F.col(_RANK) == 1)
+    deleted = F.coalesce(F.col(DELETED), F.lit(False))
+    added = [
+        F.when(deleted, F.lit(None).cast(t)).otherwise(F.col(c)).alias(c)
+        for c, t in [*((f.name, f.dataType) for f in values), (REVISION, StringType())]
+    ]
+    return joined.select(*events.columns, *added)
+
+
+__all__ = ["EVENT", "KnownAt", "VisibleSpan", "as_of_join_plan", "visible_spans"]
