@@ -41,7 +41,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("6", "delta"): against_delta,
     ("7", "memory"): driver_memory,
     ("8", "maintenance"): maintenance,
-    ("9", "training_set"): training_set,
+    ("11", "training_set"): training_set,
 }
 
 BENCH = Path(__file__).resolve().parent

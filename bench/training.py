@@ -67,7 +67,7 @@ def training_set(ctx: Context) -> Outcome:
     row = report(
         ctx,
         Row(
-            "9 training set",
+            "11 training set",
             f"E={count:,} events, N={cfg.n:,}, {REVISIONS} revisions (p={cfg.p:.0%})",
             [f"as_of_join {fmt_seconds(ours.median)}", f"plain join {fmt_seconds(join.median)}"],
             ratio(ours.median, join.median),
