@@ -32,6 +32,7 @@ from .arguments import (
 )
 from .backends import open_storage
 from .errors import (
+    ArgumentTypeError,
     CommitConflictError,
     InvalidArgumentError,
     MissingFileError,
@@ -61,6 +62,7 @@ from .merge import (
     state_schemas,
     table_schema,
 )
+from .purge import Purge
 from .records import Revision, UpstreamPosition
 from .selection import (
     HEAD_PATTERN,
@@ -613,6 +615,30 @@ class RevisionedDataset:
             consumer_positions=positions,
             grace=grace,
             now=now,
+        )
+
+    def purge(
+        self, table: str, ids_df: DataFrame, *, reason: str, dry_run: bool = False
+    ) -> Revision:
+        """Remove the entities of ``ids_df`` (exactly the id columns of ``table``) from every
+        revision and compaction of ``table``: the files holding them are rewritten without
+        their rows, and a ``purge`` entry swaps the files, atomically. Afterwards no read,
+        change read or history returns them; consumers' positions stay valid (a purge is
+        not a data change). The old files are deleted by the first vacuum whose retention
+        horizon includes the purge: at the latest ``vacuum(retain=timedelta(0))``. The
+        entry keeps ``reason`` and the counts, never the purged values. ``dry_run``:
+        nothing written or committed; the entry returned has the counts and the old files.
+        """
+        if not check_bool(dry_run, "dry_run"):
+            self._require_writable("purge")
+        check_text(table, "table")
+        check_text(reason, "reason")
+        if not isinstance(ids_df, DataFrame):
+            raise ArgumentTypeError(
+                f"ids_df must be a Spark DataFrame, got {type(ids_df).__name__}"
+            )
+        return Purge(self.storage, self._log, self.spark).run(
+            table, ids_df, reason, dry_run=dry_run
         )
 
     def _apply_policy(self, record: Revision) -> tuple[Revision, ...]:
