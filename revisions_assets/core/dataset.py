@@ -89,7 +89,7 @@ from .transaction import (
     table_id_columns,
 )
 from .validation import check_name, data_schema, normalize_id_columns
-from .verify import Finding, verify_storage
+from .verify import Finding, deep_findings, verify_storage
 
 log = logging.getLogger(__name__)
 
@@ -282,10 +282,15 @@ class RevisionedDataset:
         check_text(consumer_table, "consumer_table", optional=True)
         return consumer_position(self.refresh(), dataset, table, consumer_table)
 
-    def verify(self) -> list[Finding]:
+    def verify(self, *, deep: bool = False) -> list[Finding]:
         """What is wrong with this dataset's storage, for an operator: empty when healthy.
-        Only reads (see ``revisions_assets.core.verify``)."""
-        return verify_storage(self.storage)
+        Only reads (see ``revisions_assets.core.verify``). ``deep`` also reads the data
+        with Spark: ids non-null and unique per revision, row counts matching the log."""
+        findings = verify_storage(self.storage)
+        if check_bool(deep, "deep") and not any(f.severity == "error" for f in findings):
+            self.refresh()
+            findings += deep_findings(self.spark, self.storage, self._log.view())
+        return findings
 
     # -- reads ----------------------------------------------------------------------------
 
