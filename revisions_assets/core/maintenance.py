@@ -226,8 +226,9 @@ class VacuumReport:
     ``revisions``: names of the log entries whose files go (the ones this vacuum marks,
     and ones an interrupted vacuum marked earlier); ``purged_files``: files that purges
     at or before the horizon swapped out (the last copies of purged rows); ``orphans``:
-    folders no log entry references (failed or killed writers); ``temporary_files``: leftovers of interrupted
-    writes; ``folders``: every folder removed; ``files``/``bytes``: every file removed.
+    folders no log entry references (failed or killed writers); ``temporary_files``:
+    leftovers of interrupted writes; ``folders``: every folder removed;
+    ``files``/``bytes``: every file removed.
     ``entry``: the vacuum entry committed (None on a dry run or when nothing new is
     marked). ``horizon``: the retention horizon the revisions were judged by.
     """
