@@ -145,9 +145,8 @@ class Purge:
         where = {file_key(f): (e.sequence, f) for e in entries for f in e.tables[table].files}
         if not where:
             return {}
-        id_schema = StructType([f for f in ids.schema.fields])
         rows = self.spark.read.schema(
-            StructType([*id_schema.fields, StructField(DELETED, BooleanType(), True)])
+            StructType([*ids.schema.fields, StructField(DELETED, BooleanType(), True)])
         ).parquet(*[self.storage.spark_uri(path) for _, path in where.values()])
         rows = rows.select(
             *id_columns,
@@ -170,17 +169,7 @@ class Purge:
     def _counted(entry: Revision, table: str, hits: Sequence[_Hit]) -> PurgedWrite:
         """A dry run's swap: the counts, the old files."""
         old = entry.tables[table]
-        removed = sum(h.rows for h in hits)
-        write = TableWrite(
-            id_columns=old.id_columns,
-            schema_json=old.schema_json,
-            version=old.version,
-            rows=old.rows - removed,
-            tombstones=old.tombstones - sum(h.tombstones for h in hits),
-            files=old.files,
-            bytes=old.bytes,
-        )
-        return PurgedWrite(entry.sequence, write, removed)
+        return _swap(entry, table, hits, old.files, old.bytes)
 
     def _rewrite(
         self, name: str, entry: Revision, table: str, hits: Sequence[_Hit], ids: DataFrame
@@ -200,19 +189,9 @@ class Purge:
         ]
         folders = {p.rsplit("/", 1)[0] for p in affected}
         old_sizes = {f.path: f.size for folder in folders for f in self.storage.list_files(folder)}
-        removed = sum(h.rows for h in hits)
-        write = TableWrite(
-            id_columns=old.id_columns,
-            schema_json=old.schema_json,
-            version=old.version,
-            rows=old.rows - removed,
-            tombstones=old.tombstones - sum(h.tombstones for h in hits),
-            files=tuple(f for f in old.files if f not in affected) + tuple(f.path for f in written),
-            bytes=old.bytes
-            - sum(old_sizes.get(p, 0) for p in affected)
-            + sum(f.size for f in written),
-        )
-        return PurgedWrite(entry.sequence, write, removed)
+        files = tuple(f for f in old.files if f not in affected) + tuple(f.path for f in written)
+        size = old.bytes - sum(old_sizes.get(p, 0) for p in affected)
+        return _swap(entry, table, hits, files, size + sum(f.size for f in written))
 
     def _check_unchanged(
         self, view: LogView, scanned_head: int, table: str, rewritten: Sequence[int]
@@ -230,6 +209,24 @@ class Purge:
                     f"{record.name!r} (sequence {record.sequence}) was committed meanwhile; "
                     "nothing was committed: run the purge again"
                 )
+
+
+def _swap(
+    entry: Revision, table: str, hits: Sequence[_Hit], files: tuple[str, ...], size: int
+) -> PurgedWrite:
+    """``entry``'s write of ``table`` without the rows of ``hits``, now in ``files``."""
+    old = entry.tables[table]
+    removed = sum(h.rows for h in hits)
+    write = TableWrite(
+        id_columns=old.id_columns,
+        schema_json=old.schema_json,
+        version=old.version,
+        rows=old.rows - removed,
+        tombstones=old.tombstones - sum(h.tombstones for h in hits),
+        files=files,
+        bytes=size,
+    )
+    return PurgedWrite(entry.sequence, write, removed)
 
 
 __all__ = ["Purge"]
