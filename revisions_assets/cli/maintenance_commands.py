@@ -33,7 +33,7 @@ from .common import (
 )
 from .data_commands import parse_ids
 from .log_commands import human_bytes
-from .output import Output
+from .output import Output, jsonable
 
 EXIT_FINDINGS = 1
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -243,9 +243,8 @@ def vacuum_command(
             now=now_utc(),
         )
     out = Output(as_json)
-    row = vacuum_row(report)
     if as_json:
-        out.json(row)
+        out.json(jsonable(vacuum_row(report)))
         return
     verb = "would remove" if dry_run else "removed"
     out.note(

@@ -17,6 +17,8 @@ from revisions_assets.cli import cli
 
 from .conftest import Staged
 
+# tests that start Spark take the ``spark`` fixture: the commands use the running session
+
 
 def run(*args: str, code: int = 0):
     result = CliRunner().invoke(cli, list(args))
@@ -54,7 +56,7 @@ def test_verify_exit_codes(staged, tmp_path):
     assert "1 errors, 1 warnings" in result.stdout
 
 
-def test_verify_deep(staged, tmp_path):
+def test_verify_deep(spark, staged, tmp_path):
     healthy = json.loads(run("verify", staged.scores, "--deep", "--json").stdout)
     assert healthy == {"root": staged.scores, "deep": True, "healthy": True, "findings": []}
     damaged = copy(staged, tmp_path)
@@ -74,10 +76,10 @@ def test_verify_deep(staged, tmp_path):
     deep = {(f["kind"], f["path"]) for f in found if f["severity"] == "error"}
     assert deep == {("row_count_mismatch", "r6"), ("null_id", "r6"), ("duplicate_id", "r6")}
     message = next(f["message"] for f in found if f["kind"] == "row_count_mismatch")
-    assert "holds 6 rows (0 tombstones), the log records 5 (0)" in message
+    assert "hold 6 rows (0 tombstones), the log records 5 (0)" in message
 
 
-def test_compact_then_vacuum(staged, tmp_path):
+def test_compact_then_vacuum(spark, staged, tmp_path):
     root = copy(staged, tmp_path)
     compacted = json.loads(run("compact", root, "--table", "t", "--json").stdout)
     assert [(r["table"], r["revisions"], r["major"]) for r in compacted] == [("t", 3, 3)]
@@ -98,7 +100,7 @@ def test_compact_then_vacuum(staged, tmp_path):
     assert "compaction" in text and f"by {log[-1]['sequence']}" in text
 
 
-def test_purge_over_two_roots(staged, tmp_path):
+def test_purge_over_two_roots(spark, staged, tmp_path):
     roots = [copy(staged, tmp_path, "a"), copy(staged, tmp_path, "b")]
     assert 6 in ids_on_disk(roots[0])
     dry = json.loads(
