@@ -142,12 +142,14 @@ def verify(root: str | os.PathLike[str] | Storage, **storage_options: object) ->
 def verify_storage(storage: Storage) -> list[Finding]:
     findings: list[Finding] = []
     records, head = _check_log(storage, findings)
-    try:  # what entries reference now: purges swapped some files
-        records = list(LogView(records).records)
+    removed: set[int] = set()
+    try:  # what entries reference now (purges swapped some files), and what vacuum removed
+        view = LogView(records)
+        records, removed = list(view.records), set(view.removed)
     except CorruptLogError as exc:
         findings.append(Finding.of("log_entry_corrupt", LOG_DIR, str(exc)))
     files = storage.list_files("")
-    _check_files(storage, records, {f.path for f in files}, findings)
+    _check_files(storage, records, removed, {f.path for f in files}, findings)
     _check_description(storage, head, findings)
     _check_leftovers(storage, records, (f.path for f in files), findings)
     order = {"error": 0, "warning": 1}
@@ -235,14 +237,23 @@ def _check_log(storage: Storage, findings: list[Finding]) -> tuple[list[Revision
 
 
 def _check_files(
-    storage: Storage, records: list[Revision], listed: set[str], findings: list[Finding]
+    storage: Storage,
+    records: list[Revision],
+    removed: set[int],
+    listed: set[str],
+    findings: list[Finding],
 ) -> None:
-    removed = set(LogView(records).removed)  # a vacuum removed their files on purpose
+    """Every file a not-removed entry references is inside the root and present (each
+    distinct path checked once)."""
+    checked: set[str] = set()
     for record in records:
-        if record.sequence in removed:
+        if record.sequence in removed:  # a vacuum removed their files on purpose
             continue
         for table, write in record.tables.items():
             for path in write.files:
+                if path in checked:
+                    continue
+                checked.add(path)
                 try:
                     storage.check_inside(path)
                     if path in listed or storage.exists(path):
