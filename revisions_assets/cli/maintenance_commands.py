@@ -308,25 +308,28 @@ def purge_command(
 ) -> None:
     """Erase entities of TABLE from every revision of each ROOT (one purge entry per root).
 
-    The files holding them are rewritten without their rows; afterwards no read returns
-    them. The old files go with the next vacuum whose retention includes the purge (at the
-    latest `revisions vacuum ROOT --retain 0`). Every root is checked before any is purged.
+    ROOT#T purges table T of that root instead (derived datasets name their tables
+    differently). The files holding them are rewritten without their rows; afterwards no
+    read returns them. The old files go with the next vacuum whose retention includes the
+    purge (at the latest `revisions vacuum ROOT --retain 0`). Every root is checked before
+    any is purged.
     """
     if len(roots_and_table) < 2:
         raise click.UsageError("expected ROOT [ROOT ...] TABLE")
-    *roots, table = roots_and_table
+    *targets, default_table = roots_and_table
     if not reason.strip():
         raise InputError("--reason must not be empty")
     opened = []
-    for root in roots:  # every root and id checked before anything is written
+    for target in targets:  # every root, table and id checked before anything is written
+        root, table = split_target(target, default_table)
         ds = open_dataset(root, endpoint_url)
         tables = ds.tables()
         if table not in tables:
             ds.revisions(table)  # UnknownTableError naming the table and the known ones
-        opened.append((root, entities(id_pairs, tables[table])))
+        opened.append((root, table, entities(id_pairs, tables[table])))
     out = Output(as_json)
     rows = []
-    for root, (schema, values) in opened:
+    for root, table, (schema, values) in opened:
         ds = open_dataset(root, endpoint_url) if dry_run else open_writable(root, endpoint_url)
         spark = start_spark(ds, endpoint_url)
         with working(f"purging {root}", as_json):
@@ -360,6 +363,14 @@ def purge_command(
         out.note("dry run: nothing was written or committed")
     else:
         out.note("the old files are deleted by the next vacuum whose retention includes the purge")
+
+
+def split_target(target: str, default_table: str) -> tuple[str, str]:
+    """``ROOT`` or ``ROOT#TABLE`` (the form of upstream positions) -> (root, table)."""
+    root, sep, table = target.rpartition("#")
+    if sep and root and table and "/" not in table:
+        return root, table
+    return target, default_table
 
 
 def entities(pairs: Sequence[str], info: Any) -> tuple[T.StructType, list[tuple]]:
