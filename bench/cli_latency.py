@@ -3,7 +3,8 @@
 Stages a dataset of 10 and one of 10,000 revisions, and a consumer of each with as many
 revisions (each recording its upstream position), through the log layer: records like
 real commits, and the newest checkpoint a commit would have written (readers use no
-other). Then times ``revisions log``, ``tables`` and ``lag`` on both sizes, alternating
+other). Then times ``revisions log``, ``tables``, ``lag`` and ``verify`` (without
+``--deep``: it parses every entry and lists every file) on both sizes, alternating
 the sides: the whole process (``python -m revisions_assets``: interpreter start, imports
 and the answer) and the answer alone (the command invoked in-process). These commands
 never start Spark. Prints a Markdown table; no figure is asserted anywhere.
@@ -36,7 +37,7 @@ from .harness import at
 from .results import load_average
 
 SIZES = (10, 10_000)
-COMMANDS = (("log",), ("tables",), ("lag",))
+COMMANDS = (("log",), ("tables",), ("lag",), ("verify",))
 
 
 def stage(root: Path, count: int, upstream: str | None = None) -> None:

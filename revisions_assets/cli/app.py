@@ -3,8 +3,8 @@
 Commands live in modules by what they need: ``log_commands`` (logs only, no Spark),
 ``data_commands`` (Spark reads), ``import_commands``. Each module lists its click commands
 in ``COMMANDS``; the group registers the modules of ``COMMAND_MODULES`` in order, which is
-also the order of ``--help``. A new family of commands (e.g. maintenance: verify,
-compact, vacuum, purge) is one more module with its ``COMMANDS``, added here.
+also the order of ``--help``: ``log_commands``, ``data_commands``,
+``maintenance_commands`` (verify, compact, vacuum, purge), ``import_commands``.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from importlib.metadata import PackageNotFoundError, version
 
 import click
 
-from . import data_commands, import_commands, log_commands
+from . import data_commands, import_commands, log_commands, maintenance_commands
 from .common import RevisionsGroup, set_debug
 
-COMMAND_MODULES = (log_commands, data_commands, import_commands)
+COMMAND_MODULES = (log_commands, data_commands, maintenance_commands, import_commands)
 
 
 def _version() -> str:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import click
+import pandas as pd
 
 from ..core.errors import RevisionsError
-from ..core.log import log_frame
+from ..core.logview import LogView
 from ..core.records import Revision
-from ..core.selection import recorded_positions, state_selection, table_history, unconsumed
+from ..core.selection import plan_read, recorded_positions, state_selection, unconsumed
 from ..core.timeutil import now_utc
 from .common import common_options, json_option, limit_option, open_dataset
 from .output import Output, text
@@ -24,24 +25,31 @@ def log_command(
 ) -> None:
     """The log of ROOT: one row per revision, the newest LIMIT, in commit order."""
     ds = open_dataset(root, endpoint_url)
-    records = ds.revisions(table)
-    shown = records[-limit:] if limit else records
-    rows = log_frame(shown).to_dict("records")
+    frame = ds.log()  # every entry, with its kind and vacuum marks
+    if table is not None:
+        frame = frame[frame["sequence"].isin([r.sequence for r in ds.revisions(table)])]
+    shown = frame.tail(limit) if limit else frame
+    rows = [
+        {**row, "vacuumed_by": None if pd.isna(row["vacuumed_by"]) else int(row["vacuumed_by"])}
+        for row in shown.to_dict("records")
+    ]
     out = Output(as_json)
     if as_json:
         out.rows(rows)
         return
     for row in rows:
-        row["kind"] = "major" if row["is_major"] else "minor"
         row["bytes"] = human_bytes(row["bytes"])
         row["committed_at"] = row["committed_at"].floor("s")  # to the second, for people
+        row["vacuumed"] = f"by {row['vacuumed_by']}" if row["vacuumed"] else ""
     columns = ["sequence", "name", "timestamp", "kind", "version", "tables", "rows"]
     columns += ["tombstones", "files", "bytes", "committed_at"]
+    if any(row["vacuumed"] for row in rows):
+        columns.append("vacuumed")
     if any(row["upstream"] for row in rows):  # a consumer: the positions it recorded
         columns.append("upstream")
     out.rows(rows, columns=columns)
-    if len(shown) < len(records):
-        out.note(f"the last {len(shown)} of {len(records)} revisions (--limit 0 shows all)")
+    if len(shown) < len(frame):
+        out.note(f"the last {len(shown)} of {len(frame)} revisions (--limit 0 shows all)")
 
 
 @click.command("tables")
@@ -51,11 +59,12 @@ def log_command(
 def tables_command(root: str, as_json: bool, endpoint_url: str | None) -> None:
     """The tables of ROOT: id columns, schema, head revision, revisions since the base."""
     ds = open_dataset(root, endpoint_url)
-    records = ds.revisions()
+    view = LogView(ds.revisions())
     rows = []
     for name, info in ds.tables().items():
-        history = table_history(records, name)
-        base = state_selection(history, name).merge
+        history = view.history(name)
+        plan = plan_read(view, state_selection(history, name), f"{ds.root}: table {name!r}")
+        base = plan.base.record if plan.base is not None else plan.merge[0]
         head = history[-1]
         rows.append(
             {
@@ -71,9 +80,10 @@ def tables_command(root: str, as_json: bool, endpoint_url: str | None) -> None:
                 "head_sequence": head.sequence,
                 "head_timestamp": head.timestamp,
                 "version": head.version_of(name),
-                "base": base[0].name,
-                "base_sequence": base[0].sequence,
-                "revisions_since_base": len(base) - 1,
+                "base": base.name,
+                "base_kind": base.kind,
+                "base_sequence": base.sequence,
+                "revisions_since_base": plan.on_base,
             }
         )
     out = Output(as_json)
@@ -82,7 +92,7 @@ def tables_command(root: str, as_json: bool, endpoint_url: str | None) -> None:
         return
     for row in rows:
         row["head"] = f"{row['head']} (seq {row['head_sequence']}, {text(row['head_timestamp'])})"
-        row["base"] = f"{row['base']} (seq {row['base_sequence']})"
+        row["base"] = f"{row['base']} ({row['base_kind']}, seq {row['base_sequence']})"
     out.rows(
         rows,
         columns=["table", "id_columns", "revisions", "majors", "head", "version", "base"]

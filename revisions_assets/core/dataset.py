@@ -33,6 +33,7 @@ from .arguments import (
 from .backends import open_storage
 from .bitemporal import KnownAt, as_of_join_plan
 from .errors import (
+    ArgumentTypeError,
     CommitConflictError,
     InvalidArgumentError,
     MissingFileError,
@@ -62,6 +63,7 @@ from .merge import (
     state_schemas,
     table_schema,
 )
+from .purge import Purge
 from .records import Revision, UpstreamPosition
 from .selection import (
     HEAD_PATTERN,
@@ -88,7 +90,7 @@ from .transaction import (
     table_id_columns,
 )
 from .validation import check_name, data_schema, normalize_id_columns
-from .verify import Finding, verify_storage
+from .verify import Finding, deep_findings, verify_storage
 
 log = logging.getLogger(__name__)
 
@@ -281,10 +283,15 @@ class RevisionedDataset:
         check_text(consumer_table, "consumer_table", optional=True)
         return consumer_position(self.refresh(), dataset, table, consumer_table)
 
-    def verify(self) -> list[Finding]:
+    def verify(self, *, deep: bool = False) -> list[Finding]:
         """What is wrong with this dataset's storage, for an operator: empty when healthy.
-        Only reads (see ``revisions_assets.core.verify``)."""
-        return verify_storage(self.storage)
+        Only reads (see ``revisions_assets.core.verify``). ``deep`` also reads the data
+        with Spark: ids non-null and unique per revision, row counts matching the log."""
+        findings = verify_storage(self.storage)
+        if check_bool(deep, "deep") and not any(f.severity == "error" for f in findings):
+            self.refresh()
+            findings += deep_findings(self.spark, self.storage, self._log.view())
+        return findings
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -638,6 +645,30 @@ class RevisionedDataset:
             consumer_positions=positions,
             grace=grace,
             now=now,
+        )
+
+    def purge(
+        self, table: str, ids_df: DataFrame, *, reason: str, dry_run: bool = False
+    ) -> Revision:
+        """Remove the entities of ``ids_df`` (exactly the id columns of ``table``) from every
+        revision and compaction of ``table``: the files holding them are rewritten without
+        their rows, and a ``purge`` entry swaps the files, atomically. Afterwards no read,
+        change read or history returns them; consumers' positions stay valid (a purge is
+        not a data change). The old files are deleted by the first vacuum whose retention
+        horizon includes the purge: at the latest ``vacuum(retain=timedelta(0))``. The
+        entry keeps ``reason`` and the counts, never the purged values. ``dry_run``:
+        nothing written or committed; the entry returned has the counts and the old files.
+        """
+        if not check_bool(dry_run, "dry_run"):
+            self._require_writable("purge")
+        check_text(table, "table")
+        check_text(reason, "reason")
+        if not isinstance(ids_df, DataFrame):
+            raise ArgumentTypeError(
+                f"ids_df must be a Spark DataFrame, got {type(ids_df).__name__}"
+            )
+        return Purge(self.storage, self._log, self.spark).run(
+            table, ids_df, reason, dry_run=dry_run
         )
 
     def _apply_policy(self, record: Revision) -> tuple[Revision, ...]:

@@ -34,7 +34,7 @@ from .layout import (
     entry_path,
     entry_sequence,
 )
-from .records import KINDS, Revision
+from .records import KINDS, PURGE, Revision
 from .storage import Storage, check_relative
 
 REPAIR_HINT = (
@@ -158,20 +158,13 @@ def entry_problem(doc: Any) -> str | None:
         if problem:
             return problem
     for table, write in doc["tables"].items():
-        where = f"tables.{table}."
-        if not table or "/" in table or "\\" in table or table in (".", ".."):
-            return f"names a table {table!r} that is not a plain name"
-        if not isinstance(write, dict):
-            return f"has {where[:-1]!r} = {json.dumps(write)[:60]}, expected an object"
-        for key, ok, what, required in _TABLE_FIELDS:
-            problem = _field_problem(write, key, ok, what, required=required, where=where)
-            if problem:
-                return problem
-        for file in write["files"]:
-            try:
-                check_relative(file)
-            except PathEscapeError:
-                return f"references the file {file!r} outside the dataset root"
+        problem = _write_problem(table, write, f"tables.{table}.")
+        if problem:
+            return problem
+    if doc.get("kind") == PURGE:
+        problem = _purge_problem(doc.get("purge"), doc["sequence"])
+        if problem:
+            return problem
     for position in doc.get("upstream") or []:
         if not (
             isinstance(position, dict)
@@ -181,6 +174,50 @@ def entry_problem(doc: Any) -> str | None:
         ):
             shown = json.dumps(position)[:60]
             return f"has an upstream position {shown} without dataset/table/sequence"
+    return None
+
+
+def _write_problem(table: Any, write: Any, where: str) -> str | None:
+    """What is wrong with one table's write (a ``tables`` value, or a purge's new write)."""
+    if not table or "/" in table or "\\" in table or table in (".", ".."):
+        return f"names a table {table!r} that is not a plain name"
+    if not isinstance(write, dict):
+        return f"has {where[:-1]!r} = {json.dumps(write)[:60]}, expected an object"
+    for key, ok, what, required in _TABLE_FIELDS:
+        problem = _field_problem(write, key, ok, what, required=required, where=where)
+        if problem:
+            return problem
+    for file in write["files"]:
+        try:
+            check_relative(file)
+        except PathEscapeError:
+            return f"references the file {file!r} outside the dataset root"
+    return None
+
+
+def _purge_problem(purge: Any, sequence: int) -> str | None:
+    """What is wrong with the ``purge`` object of a purge entry at ``sequence``."""
+    if not (
+        isinstance(purge, dict)
+        and _is_text(purge.get("reason"))
+        and _is_count(purge.get("entities"))
+        and isinstance(purge.get("swaps"), dict)
+    ):
+        return "is a purge without a purge object (reason, entities, swaps)"
+    for table, swaps in purge["swaps"].items():
+        if not isinstance(swaps, list):
+            return f"has purge.swaps.{table} that is not a list"
+        for swap in swaps:
+            if not (
+                isinstance(swap, dict)
+                and _is_int(swap.get("sequence"))
+                and 1 <= swap["sequence"] < sequence
+                and _is_count(swap.get("rows_removed"))
+            ):
+                return f"has a purge swap of table {table!r} without an earlier sequence"
+            problem = _write_problem(table, swap.get("write"), f"purge.swaps.{table}.write.")
+            if problem:
+                return problem
     return None
 
 

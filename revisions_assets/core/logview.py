@@ -7,21 +7,32 @@ This is the one place where maintenance entries are applied. Data revisions (``m
   revisions (``CompactedRange``), which reads may use instead of those revisions' files;
 * ``vacuum``: marks revisions (data revisions and compactions) whose files are removed.
 
-Extension point: a new maintenance kind (e.g. ``purge``, which swaps the data files of
-earlier revisions) is applied in ``LogView.__init__`` below, producing the *effective*
-records (a purged revision keeps its sequence, key and name, with its new files) that
-``history``, ``compactions`` and ``live_files`` return. Reads, change reads, vacuum and
-the description only ever look at the log through this view, so nothing else changes.
+* ``purge``: swaps the files of earlier entries (data revisions and compactions) of a
+  table for rewritten ones without the purged entities. The *effective* records below
+  carry the new files (a purged entry keeps its sequence, key and name), so every read
+  (state, as of, positional, change reads, history, compaction bases) and vacuum see only
+  the purged files; the swapped-out files are ``superseded`` until a vacuum deletes them.
+
+Reads, change reads, vacuum and the description only ever look at the log through this
+view, so a new maintenance kind is applied here and nowhere else.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from .errors import CorruptLogError, UnknownTableError
-from .records import COMPACTION, DATA_KINDS, VACUUM, CompactedRange, Revision, TableWrite
+from .records import (
+    COMPACTION,
+    DATA_KINDS,
+    PURGE,
+    VACUUM,
+    CompactedRange,
+    Revision,
+    TableWrite,
+)
 
 
 @dataclass(frozen=True)
@@ -64,7 +75,7 @@ class LogView:
     """Every entry of a log, with the maintenance entries applied (see the module doc)."""
 
     def __init__(self, records: Sequence[Revision]):
-        self.records = tuple(records)
+        self.records, self._superseded = _apply_purges(records)
         self._histories: dict[str, list[Revision]] = {}
         self._compactions: dict[str, list[Compaction]] = {}
         self._removed_by: dict[int, Revision] = {}
@@ -82,7 +93,7 @@ class LogView:
                 assert record.vacuum is not None
                 for sequence in record.vacuum.removed:
                     self._removed_by.setdefault(sequence, record)
-            else:
+            elif record.kind != PURGE:  # purges are applied to the records already
                 raise CorruptLogError(
                     f"log entry {record.sequence} ({record.name!r}) has kind {record.kind!r}, "
                     "unknown to this version of revisions-assets: upgrade it to read this dataset"
@@ -134,3 +145,42 @@ class LogView:
             if record.sequence not in self._removed_by
             for f in self.files_of(record)
         }
+
+    def superseded(self, through: int) -> set[str]:
+        """The data files that purges up to sequence ``through`` swapped out: no read of
+        this log uses them; only readers that planned before the purge still might."""
+        return {f for seq, files in self._superseded.items() if seq <= through for f in files}
+
+
+def _apply_purges(records: Sequence[Revision]) -> tuple[tuple[Revision, ...], dict[int, set[str]]]:
+    """The records with every purge's swaps applied, and per purge the files it swapped
+    out. A later purge of the same entry rewrites the files an earlier one wrote."""
+    writes: dict[int, dict[str, TableWrite]] = {}
+    superseded: dict[int, set[str]] = {}
+    by_sequence = {r.sequence: r for r in records}
+    for record in records:
+        if record.kind != PURGE or record.purge is None:
+            continue
+        gone = superseded.setdefault(record.sequence, set())
+        for table, swaps in record.purge.swaps.items():
+            for swap in swaps:
+                target = by_sequence.get(swap.sequence)
+                current = writes.get(swap.sequence, {}).get(table) or (
+                    target.tables.get(table) if target is not None else None
+                )
+                if current is None:
+                    raise CorruptLogError(
+                        f"purge entry {record.sequence} ({record.name!r}) rewrites table "
+                        f"{table!r} of entry {swap.sequence}, which did not write it"
+                    )
+                gone |= set(current.files) - set(swap.write.files)
+                writes.setdefault(swap.sequence, {})[table] = swap.write
+    if not writes:
+        return tuple(records), superseded
+    effective = tuple(
+        replace(r, tables={**r.tables, **writes[r.sequence]}, raw=None)
+        if r.sequence in writes
+        else r
+        for r in records
+    )
+    return effective, superseded

@@ -6,7 +6,8 @@
   that contain all of those revisions use it as their base (``selection.plan_read``).
 * ``Vacuum`` commits a ``vacuum`` entry marking the revisions no allowed read needs
   (``retention.removable``), then deletes their files, the folders of failed writers and
-  temporary files past a grace period. A crash between the two leaves marked revisions
+  temporary files past a grace period, and the files purges at or before the retention
+  horizon swapped out (``logview``). A crash between the two leaves marked revisions
   whose files the next vacuum deletes.
 
 What is kept, used and removed is decided by the pure rules of ``selection`` and
@@ -223,9 +224,11 @@ class VacuumReport:
     """What a vacuum removed (or, with ``dry_run``, would remove).
 
     ``revisions``: names of the log entries whose files go (the ones this vacuum marks,
-    and ones an interrupted vacuum marked earlier); ``orphans``: folders no log entry
-    references (failed or killed writers); ``temporary_files``: leftovers of interrupted
-    writes; ``folders``: every folder removed; ``files``/``bytes``: every file removed.
+    and ones an interrupted vacuum marked earlier); ``purged_files``: files that purges
+    at or before the horizon swapped out (the last copies of purged rows); ``orphans``:
+    folders no log entry references (failed or killed writers); ``temporary_files``:
+    leftovers of interrupted writes; ``folders``: every folder removed;
+    ``files``/``bytes``: every file removed.
     ``entry``: the vacuum entry committed (None on a dry run or when nothing new is
     marked). ``horizon``: the retention horizon the revisions were judged by.
     """
@@ -233,6 +236,7 @@ class VacuumReport:
     dry_run: bool
     horizon: Horizon
     revisions: tuple[str, ...]
+    purged_files: tuple[str, ...]
     orphans: tuple[str, ...]
     temporary_files: tuple[str, ...]
     folders: tuple[str, ...]
@@ -323,6 +327,14 @@ class Vacuum:
         ]
         gone = [*marked, *pending]
         files, folders = _stored(gone, staying, listing)
+        superseded = view.superseded(horizon.sequence)  # swapped out by purges
+        purged = [
+            f
+            for folder in staying & set(listing.by_folder)
+            for f in listing.by_folder[folder]
+            if f.path in superseded
+        ]
+        files += purged
         orphans = self._orphans(view, listing, now - grace)
         left_inside = [  # e.g. a claim's temporary file in a committed revision's folder
             f
@@ -337,6 +349,7 @@ class Vacuum:
             dry_run=dry_run,
             horizon=horizon,
             revisions=tuple(r.name for r in gone),
+            purged_files=tuple(f.path for f in purged),
             orphans=tuple(orphans),
             temporary_files=tuple(f.path for f in temporary),
             folders=tuple(sorted({*folders, *orphans})),

@@ -29,8 +29,9 @@ MAJOR = "major"
 MINOR = "minor"
 COMPACTION = "compaction"
 VACUUM = "vacuum"
+PURGE = "purge"
 DATA_KINDS = frozenset({MAJOR, MINOR})
-MAINTENANCE_KINDS = frozenset({COMPACTION, VACUUM})
+MAINTENANCE_KINDS = frozenset({COMPACTION, VACUUM, PURGE})
 KINDS = DATA_KINDS | MAINTENANCE_KINDS
 
 
@@ -152,6 +153,65 @@ class VacuumMark:
         )
 
 
+@dataclass(frozen=True)
+class PurgedWrite:
+    """One entry's files of one table after a purge: ``write`` replaces what the entry
+    (a data revision or a compaction) references for the table; ``rows_removed`` counts
+    the rows (tombstones included) the purge took out of it."""
+
+    sequence: int
+    write: TableWrite
+    rows_removed: int
+
+    def to_doc(self) -> dict[str, Any]:
+        return {
+            "sequence": self.sequence,
+            "write": self.write.to_doc(),
+            "rows_removed": self.rows_removed,
+        }
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any]) -> PurgedWrite:
+        return cls(
+            sequence=int(doc["sequence"]),
+            write=TableWrite.from_doc(doc["write"]),
+            rows_removed=int(doc["rows_removed"]),
+        )
+
+
+@dataclass(frozen=True)
+class PurgeMark:
+    """What a purge entry swaps, and its audit record: the reason, how many entities were
+    asked for and, per table, the rewritten entries with the rows removed from each. It
+    never holds the purged values (ids included)."""
+
+    reason: str
+    entities: int
+    swaps: Mapping[str, tuple[PurgedWrite, ...]]
+
+    @property
+    def rows_removed(self) -> int:
+        return sum(s.rows_removed for swaps in self.swaps.values() for s in swaps)
+
+    def to_doc(self) -> dict[str, Any]:
+        return {
+            "reason": self.reason,
+            "entities": self.entities,
+            "swaps": {t: [s.to_doc() for s in swaps] for t, swaps in self.swaps.items()},
+        }
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any]) -> PurgeMark:
+        return cls(
+            reason=str(doc["reason"]),
+            entities=int(doc["entities"]),
+            swaps={
+                t: tuple(PurgedWrite.from_doc(s) for s in swaps)
+                for t, swaps in doc["swaps"].items()
+            },
+        )
+
+
 def to_ranges(sequences: Sequence[int]) -> list[list[int]]:
     """Sorted sequences as inclusive ``[first, last]`` runs of consecutive numbers."""
     runs: list[list[int]] = []
@@ -182,12 +242,14 @@ class Revision:
     upstream: tuple[UpstreamPosition, ...] = ()
     data_change: bool = True
     properties: Mapping[str, str] = field(default_factory=dict)
-    #: major | minor | compaction | vacuum; "" derives major/minor from is_major
+    #: major | minor | compaction | vacuum | purge; "" derives major/minor from is_major
     kind: str = ""
     #: compaction: per table, the data revisions whose state it holds
     replaces: Mapping[str, CompactedRange] = field(default_factory=dict)
     #: vacuum: what it removes and the horizon it used
     vacuum: VacuumMark | None = None
+    #: purge: the files it swaps and its audit record
+    purge: PurgeMark | None = None
     #: the stored JSON this record was read from (to_json() returns it unchanged)
     raw: str | None = field(default=None, compare=False, repr=False)
 
@@ -258,6 +320,8 @@ class Revision:
             doc["replaces"] = {t: r.to_doc() for t, r in self.replaces.items()}
         if self.vacuum is not None:
             doc["vacuum"] = self.vacuum.to_doc()
+        if self.purge is not None:
+            doc["purge"] = self.purge.to_doc()
         return canonical_json(doc)
 
     @classmethod
@@ -280,6 +344,7 @@ class Revision:
                 t: CompactedRange.from_doc(r) for t, r in (doc.get("replaces") or {}).items()
             },
             vacuum=VacuumMark.from_doc(doc["vacuum"]) if doc.get("vacuum") else None,
+            purge=PurgeMark.from_doc(doc["purge"]) if doc.get("purge") else None,
         )
 
     @classmethod
@@ -320,6 +385,7 @@ class Revision:
             kind=kind,
             replaces=_NO_REPLACES,
             vacuum=None,
+            purge=None,
             raw=record,
         )
         return revision

@@ -8,6 +8,11 @@ stale derived file that the next commit rewrites).
 Unlike opening a dataset, which stops at the first damage, ``verify`` reads every log
 entry and lists every file, so it is meant for operators (``revisions verify``), not
 for each run. It works on a dataset that cannot be opened.
+
+``deep_findings`` (``verify --deep``) also reads the data, with Spark: per table, one
+job over all its live data revisions (the one-scan reader ``merge.read_revisions``)
+counts per revision the rows, tombstones, null ids and duplicated ids, and compares the
+counts with the log.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -37,6 +42,9 @@ from .loghealth import lost_log_evidence, parse_entry
 from .logview import LogView
 from .records import Revision
 from .storage import Storage
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 Severity = Literal["error", "warning"]
 
@@ -85,6 +93,22 @@ KINDS: dict[str, tuple[Severity, str]] = {
         "a writer failed or was killed before its commit (or is committing right now): nothing "
         "reads it; vacuum reclaims it after its grace period, or delete it once no writer runs",
     ),
+    "null_id": (
+        "error",
+        "the revision holds rows with a null id, which no read can merge: commit a new major "
+        "of the table without them (or purge the entity) and vacuum the old revisions",
+    ),
+    "duplicate_id": (
+        "error",
+        "the revision holds an id twice, so reads return an arbitrary one of its rows: "
+        "commit a new major of the table with one row per id and vacuum the old revisions",
+    ),
+    "row_count_mismatch": (
+        "error",
+        "the revision's files hold another number of rows (or tombstones) than its log entry "
+        "records: a file was replaced or truncated outside revisions-assets; restore it from "
+        "a backup, or commit a new major of the table and vacuum the old revisions",
+    ),
     "temp_file": (
         "warning",
         "a writer failed or died between writing a temporary file and renaming it: nothing "
@@ -118,8 +142,14 @@ def verify(root: str | os.PathLike[str] | Storage, **storage_options: object) ->
 def verify_storage(storage: Storage) -> list[Finding]:
     findings: list[Finding] = []
     records, head = _check_log(storage, findings)
+    removed: set[int] = set()
+    try:  # what entries reference now (purges swapped some files), and what vacuum removed
+        view = LogView(records)
+        records, removed = list(view.records), set(view.removed)
+    except CorruptLogError as exc:
+        findings.append(Finding.of("log_entry_corrupt", LOG_DIR, str(exc)))
     files = storage.list_files("")
-    _check_files(storage, records, {f.path for f in files}, findings)
+    _check_files(storage, records, removed, {f.path for f in files}, findings)
     _check_description(storage, head, findings)
     _check_leftovers(storage, records, (f.path for f in files), findings)
     order = {"error": 0, "warning": 1}
@@ -207,14 +237,23 @@ def _check_log(storage: Storage, findings: list[Finding]) -> tuple[list[Revision
 
 
 def _check_files(
-    storage: Storage, records: list[Revision], listed: set[str], findings: list[Finding]
+    storage: Storage,
+    records: list[Revision],
+    removed: set[int],
+    listed: set[str],
+    findings: list[Finding],
 ) -> None:
-    removed = set(LogView(records).removed)  # a vacuum removed their files on purpose
+    """Every file a not-removed entry references is inside the root and present (each
+    distinct path checked once)."""
+    checked: set[str] = set()
     for record in records:
-        if record.sequence in removed:
+        if record.sequence in removed:  # a vacuum removed their files on purpose
             continue
         for table, write in record.tables.items():
             for path in write.files:
+                if path in checked:
+                    continue
+                checked.add(path)
                 try:
                     storage.check_inside(path)
                     if path in listed or storage.exists(path):
@@ -271,3 +310,67 @@ def _check_leftovers(
                     f"folder {folder!r} belongs to no committed revision",
                 )
             )
+
+
+def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[Finding]:
+    """Null and duplicated ids, and row counts against the log, per live data revision:
+    one Spark job per table over all its revisions not removed by a vacuum."""
+    from pyspark.sql import functions as F
+
+    from .merge import DELETED, ORDER, read_revisions
+
+    findings = []
+    for table in view.tables():
+        revisions = [r for r in view.history(table) if not view.is_removed(r.sequence)]
+        if not revisions:
+            continue
+        ids = list(revisions[-1].tables[table].id_columns)
+        rows = read_revisions(spark, storage, table, revisions)
+        per_id = rows.groupBy(ORDER, *ids).agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sum(F.col(DELETED).cast("long")).alias("tombstones"),
+        )
+        null_id = (
+            F.greatest(*[F.col(c).isNull() for c in ids])
+            if len(ids) > 1
+            else (F.col(ids[0]).isNull())
+        )
+        counts = {
+            row[ORDER]: row
+            for row in per_id.groupBy(ORDER)
+            .agg(
+                F.sum("n").alias("rows"),
+                F.sum("tombstones").alias("tombstones"),
+                F.sum(F.when(null_id, F.col("n")).otherwise(0)).alias("null_ids"),
+                F.sum(F.when(~null_id & (F.col("n") > 1), 1).otherwise(0)).alias("duplicates"),
+            )
+            .collect()  # one row per revision
+        }
+        for order, revision in enumerate(revisions):
+            write = revision.tables[table]
+            row = counts.get(order)
+            found = (row["rows"], row["tombstones"]) if row else (0, 0)
+            where = f"revision {revision.name!r} (sequence {revision.sequence}), table {table!r}"
+            path = revision.name
+            if found != (write.rows, write.tombstones):
+                findings.append(
+                    Finding.of(
+                        "row_count_mismatch",
+                        path,
+                        f"{where}: its files hold {found[0]} rows ({found[1]} tombstones), the "
+                        f"log records {write.rows} ({write.tombstones})",
+                    )
+                )
+            if row and row["null_ids"]:
+                findings.append(
+                    Finding.of("null_id", path, f"{where}: {row['null_ids']} rows with a null id")
+                )
+            if row and row["duplicates"]:
+                findings.append(
+                    Finding.of(
+                        "duplicate_id",
+                        path,
+                        f"{where}: {row['duplicates']} ids occur more than once",
+                    )
+                )
+    return findings

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +55,30 @@ def test_log_tables_lag_run_in_the_driver(staged: Staged):
     assert bad.stderr.startswith("revisions: error: ") and "not a revisioned dataset" in bad.stderr
     usage = revisions("show", staged.features, code=2)  # missing TABLE
     assert "Missing argument 'TABLE'" in usage.stderr and usage.stderr.count("\n") == 1
+
+
+def test_verify_and_vacuum_run_in_the_driver(staged: Staged, tmp_path):
+    found = json.loads(revisions("verify", staged.features, "--json").stdout)
+    assert [f["kind"] for f in found["findings"]] == ["description_stale"]  # a warning: 0
+    assert "1 warnings" in revisions("verify", staged.features, "--strict", code=1).stdout
+    dry = revisions("vacuum", staged.features, "--dry-run", "--retain", "0")
+    assert "would remove" in dry.stdout and "retention horizon" in dry.stdout
+    for done in (dry,):
+        assert SPARK_BANNER not in done.stderr, "a driver-only command started Spark"
+    bad = revisions("vacuum", staged.features, "--retain", "week", code=2)
+    assert "'week' is not a duration" in bad.stderr and bad.stderr.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_compact_and_purge(staged: Staged, tmp_path):
+    root = tmp_path / "features"
+    shutil.copytree(staged.features, root)
+    compacted = json.loads(revisions("compact", str(root), "--table", "t", "--json").stdout)
+    assert [(r["table"], r["revisions"]) for r in compacted] == [("t", 3)]
+    purged = revisions("purge", str(root), "t", "--id", "id=6", "--reason", "erasure request")
+    assert "rows removed" in purged.stdout and SPARK_BANNER not in purged.stderr
+    log = json.loads(revisions("log", str(root), "--json").stdout)
+    assert [r["kind"] for r in log][-2:] == ["compaction", "purge"]
 
 
 @pytest.mark.slow

@@ -1,0 +1,396 @@
+"""Commands that check or act on a dataset: ``verify``, ``compact``, ``vacuum``, ``purge``.
+
+``verify`` without ``--deep`` and ``vacuum`` stay in the driver (no JVM); ``verify
+--deep``, ``compact`` and ``purge`` read data and start Spark. Long work shows a rich
+spinner on stderr and the engine's progress lines (its INFO log) under it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+import click
+from pyspark.sql import types as T
+from rich.console import Console
+
+from ..core.dataset import RevisionedDataset
+from ..core.maintenance import DEFAULT_GRACE, DEFAULT_TARGET_FILE_BYTES, VacuumReport
+from ..core.records import Revision
+from ..core.timeutil import now_utc
+from ..core.verify import verify
+from .common import (
+    InputError,
+    common_options,
+    json_option,
+    open_dataset,
+    start_spark,
+    storage_options,
+)
+from .data_commands import parse_ids
+from .log_commands import human_bytes
+from .output import Output, jsonable
+
+EXIT_FINDINGS = 1
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
+
+
+class Duration(click.ParamType):
+    """``7d``, ``12h``, ``30m``, ``45s``, ``2w`` or ``0``."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, timedelta):
+            return value
+        text = str(value).strip()
+        if text == "0":
+            return timedelta(0)
+        match = _DURATION.match(text)
+        if not match:
+            self.fail(f"{value!r} is not a duration: use e.g. 7d, 12h, 30m, 45s or 0", param, ctx)
+        return timedelta(**{_UNITS[match[2]]: float(match[1])})
+
+
+DURATION = Duration()
+
+
+def open_writable(root: str, endpoint_url: str | None) -> RevisionedDataset:
+    """The dataset at ``root`` for writing; refused (nothing written) when there is none."""
+    open_dataset(root, endpoint_url)  # DatasetNotFoundError before anything is written
+    return RevisionedDataset(root, storage_options=storage_options(endpoint_url))
+
+
+@contextmanager
+def working(message: str, quiet: bool) -> Iterator[None]:
+    """A spinner on stderr and the engine's INFO lines while long work runs."""
+    console = Console(stderr=True)
+    handler = logging.StreamHandler(console.file)
+    handler.setFormatter(logging.Formatter("revisions: %(message)s"))
+    engine = logging.getLogger("revisions_assets.core")
+    level = engine.level
+    if not quiet:
+        engine.addHandler(handler)
+        engine.setLevel(logging.INFO)
+    try:
+        if quiet or not console.is_terminal:
+            yield
+        else:
+            with console.status(message):
+                yield
+    finally:
+        engine.removeHandler(handler)
+        engine.setLevel(level)
+
+
+# -- verify -------------------------------------------------------------------------------------
+
+
+@click.command("verify")
+@click.argument("root")
+@click.option(
+    "--deep",
+    is_flag=True,
+    help="Also read the data (Spark): ids non-null and unique per revision, row counts "
+    "matching the log.",
+)
+@click.option("--strict", is_flag=True, help="Exit 1 on warnings too, not only on errors.")
+@json_option
+@common_options
+def verify_command(
+    root: str, deep: bool, strict: bool, as_json: bool, endpoint_url: str | None
+) -> None:
+    """Check ROOT: every finding with its fix. Exit 1 when one is an error (--strict: any).
+
+    The log is gap-free and parseable, every referenced file is present, the description
+    is current, no leftovers; --deep adds the data checks (only when there is no error).
+    """
+    options = storage_options(endpoint_url) or {}
+    findings = verify(root, **options)
+    if not findings or (deep and not any(f.severity == "error" for f in findings)):
+        ds = open_dataset(root, endpoint_url)  # a root that is no dataset is bad input
+        if deep:
+            start_spark(ds, endpoint_url)
+            with working("reading the data", as_json):
+                findings = ds.verify(deep=True)
+    rows = [
+        {"severity": f.severity, "kind": f.kind, "path": f.path, "message": f.message, "fix": f.fix}
+        for f in findings
+    ]
+    errors = sum(f.severity == "error" for f in findings)
+    out = Output(as_json)
+    if as_json:
+        out.json({"root": root, "deep": deep, "healthy": not findings, "findings": rows})
+    elif not rows:
+        out.note(f"{root}: healthy" + (" (deep)" if deep else ""))
+    else:
+        out.rows(rows, columns=["severity", "kind", "path", "message"])
+        for kind in dict.fromkeys(r["kind"] for r in rows):
+            fix = next(r["fix"] for r in rows if r["kind"] == kind)
+            out.note(f"fix {kind}: {fix}")
+        out.note(f"{errors} errors, {len(rows) - errors} warnings")
+    if errors or (strict and findings):
+        click.get_current_context().exit(EXIT_FINDINGS)
+
+
+# -- compact ------------------------------------------------------------------------------------
+
+
+@click.command("compact")
+@click.argument("root")
+@click.option("--table", help="Only this table (default: every table).")
+@click.option(
+    "--target-file-bytes",
+    type=click.IntRange(min=1),
+    default=DEFAULT_TARGET_FILE_BYTES,
+    show_default=True,
+    help="About this many bytes per written file.",
+)
+@json_option
+@common_options
+def compact_command(
+    root: str, table: str | None, target_file_bytes: int, as_json: bool, endpoint_url: str | None
+) -> None:
+    """Write the state of each table past its base as one compaction entry (Spark)."""
+    ds = open_writable(root, endpoint_url)
+    start_spark(ds, endpoint_url)
+    with working("compacting", as_json):
+        record = ds.compact(table, target_file_bytes=target_file_bytes)
+    out = Output(as_json)
+    rows = [] if record is None else compaction_rows(record)
+    if as_json:
+        out.rows(rows)
+    elif record is None:
+        out.note(f"{ds.root}: nothing to compact (every table reads from its base)")
+    else:
+        out.note(f"compaction {record.name} committed as sequence {record.sequence}")
+        out.rows(rows, columns=["table", "revisions", "major", "through", "rows", "files", "bytes"])
+
+
+def compaction_rows(record: Revision) -> list[dict[str, Any]]:
+    return [
+        {
+            "sequence": record.sequence,
+            "name": record.name,
+            "table": table,
+            "revisions": covers.revisions,
+            "major": covers.major,
+            "through": covers.through,
+            "rows": record.tables[table].rows,
+            "files": len(record.tables[table].files),
+            "bytes": record.tables[table].bytes,
+        }
+        for table, covers in record.replaces.items()
+    ]
+
+
+# -- vacuum -------------------------------------------------------------------------------------
+
+
+@click.command("vacuum")
+@click.argument("root")
+@click.option("--dry-run", is_flag=True, help="Report what would go; delete and commit nothing.")
+@click.option(
+    "--retain", type=DURATION, default="7d", show_default=True, help="Keep reads this far back."
+)
+@click.option(
+    "--grace",
+    type=DURATION,
+    default=f"{int(DEFAULT_GRACE.total_seconds() // 60)}m",
+    show_default=True,
+    help="Leave folders and temporary files of writers untouched this long.",
+)
+@click.option(
+    "--keep-majors/--no-keep-majors",
+    default=True,
+    show_default=True,
+    help="Keep every major revision (else only the newest base of each table).",
+)
+@click.option(
+    "--consumer",
+    "consumers",
+    multiple=True,
+    help="A consumer dataset whose next change read is kept (repeatable).",
+)
+@json_option
+@common_options
+def vacuum_command(
+    root: str,
+    dry_run: bool,
+    retain: timedelta,
+    grace: timedelta,
+    keep_majors: bool,
+    consumers: tuple[str, ...],
+    as_json: bool,
+    endpoint_url: str | None,
+) -> None:
+    """Remove the files no read within --retain needs (no Spark). First commits a vacuum
+    entry marking them, then deletes; --dry-run changes nothing."""
+    ds = open_dataset(root, endpoint_url) if dry_run else open_writable(root, endpoint_url)
+    readers = [open_dataset(c, endpoint_url) for c in consumers]
+    with working("vacuuming", as_json):
+        report = ds.vacuum(
+            retain=retain,
+            grace=grace,
+            keep_majors=keep_majors,
+            dry_run=dry_run,
+            consumers=readers,
+            now=now_utc(),
+        )
+    out = Output(as_json)
+    if as_json:
+        out.json(jsonable(vacuum_row(report)))
+        return
+    verb = "would remove" if dry_run else "removed"
+    out.note(
+        f"{ds.root}: {verb} {report.files} files ({human_bytes(report.bytes)}): "
+        f"{len(report.revisions)} revisions, {len(report.purged_files)} purged files, "
+        f"{len(report.orphans)} orphan folders, {len(report.temporary_files)} temporary files"
+    )
+    out.note(f"retention horizon: {report.horizon.describe()}")
+    if report.entry is not None:
+        out.note(f"vacuum entry {report.entry.name} committed as sequence {report.entry.sequence}")
+    for label, names in (
+        ("revisions", report.revisions),
+        ("purged files", report.purged_files),
+        ("orphan folders", report.orphans),
+        ("temporary files", report.temporary_files),
+    ):
+        if names:
+            out.note(f"{label}: {', '.join(names)}")
+
+
+def vacuum_row(report: VacuumReport) -> dict[str, Any]:
+    return {
+        "dry_run": report.dry_run,
+        "horizon_sequence": report.horizon.sequence,
+        "horizon_timestamp": report.horizon.timestamp,
+        "revisions": list(report.revisions),
+        "purged_files": list(report.purged_files),
+        "orphans": list(report.orphans),
+        "temporary_files": list(report.temporary_files),
+        "folders": list(report.folders),
+        "files": report.files,
+        "bytes": report.bytes,
+        "entry": None if report.entry is None else report.entry.name,
+        "entry_sequence": None if report.entry is None else report.entry.sequence,
+    }
+
+
+# -- purge --------------------------------------------------------------------------------------
+
+
+@click.command("purge")
+@click.argument("roots_and_table", nargs=-1, required=True, metavar="ROOT [ROOT ...] TABLE")
+@click.option(
+    "--id",
+    "id_pairs",
+    multiple=True,
+    required=True,
+    help="An id column and value: --id col=value (repeat per column, then per entity).",
+)
+@click.option("--reason", required=True, help="Why (kept in the log's audit record).")
+@click.option("--dry-run", is_flag=True, help="Count what would go; write and commit nothing.")
+@json_option
+@common_options
+def purge_command(
+    roots_and_table: tuple[str, ...],
+    id_pairs: tuple[str, ...],
+    reason: str,
+    dry_run: bool,
+    as_json: bool,
+    endpoint_url: str | None,
+) -> None:
+    """Erase entities of TABLE from every revision of each ROOT (one purge entry per root).
+
+    ROOT#T purges table T of that root instead (derived datasets name their tables
+    differently). The files holding them are rewritten without their rows; afterwards no
+    read returns them. The old files go with the next vacuum whose retention includes the
+    purge (at the latest `revisions vacuum ROOT --retain 0`). Every root is checked before
+    any is purged.
+    """
+    if len(roots_and_table) < 2:
+        raise click.UsageError("expected ROOT [ROOT ...] TABLE")
+    *targets, default_table = roots_and_table
+    if not reason.strip():
+        raise InputError("--reason must not be empty")
+    opened = []
+    for target in targets:  # every root, table and id checked before anything is written
+        root, table = split_target(target, default_table)
+        ds = open_dataset(root, endpoint_url)
+        tables = ds.tables()
+        if table not in tables:
+            ds.revisions(table)  # UnknownTableError naming the table and the known ones
+        opened.append((root, table, entities(id_pairs, tables[table])))
+    out = Output(as_json)
+    rows = []
+    for root, table, (schema, values) in opened:
+        ds = open_dataset(root, endpoint_url) if dry_run else open_writable(root, endpoint_url)
+        spark = start_spark(ds, endpoint_url)
+        with working(f"purging {root}", as_json):
+            record = ds.purge(
+                table, spark.createDataFrame(values, schema), reason=reason, dry_run=dry_run
+            )
+        assert record.purge is not None
+        swaps = record.purge.swaps.get(table, ())
+        rows.append(
+            {
+                "root": ds.root,
+                "table": table,
+                "dry_run": dry_run,
+                "sequence": None if dry_run else record.sequence,
+                "name": None if dry_run else record.name,
+                "entities": record.purge.entities,
+                "rows_removed": record.purge.rows_removed,
+                "entries_rewritten": len(swaps),
+                "rows_removed_by_sequence": {s.sequence: s.rows_removed for s in swaps},
+            }
+        )
+    if as_json:
+        out.rows(rows)
+        return
+    out.rows(
+        rows,
+        columns=["root", "table", "sequence", "entities", "rows_removed", "entries_rewritten"],
+        headers={"rows_removed": "rows removed", "entries_rewritten": "entries rewritten"},
+    )
+    if dry_run:
+        out.note("dry run: nothing was written or committed")
+    else:
+        out.note("the old files are deleted by the next vacuum whose retention includes the purge")
+
+
+def split_target(target: str, default_table: str) -> tuple[str, str]:
+    """``ROOT`` or ``ROOT#TABLE`` (the form of upstream positions) -> (root, table)."""
+    root, sep, table = target.rpartition("#")
+    if sep and root and table and "/" not in table:
+        return root, table
+    return target, default_table
+
+
+def entities(pairs: Sequence[str], info: Any) -> tuple[T.StructType, list[tuple]]:
+    """``--id`` pairs as entities: each full set of the id columns is one entity, so with
+    one id column every --id is an entity, with (a, b) pairs go a=…, b=…, a=…, b=…"""
+    schema = T.StructType([info.schema[c] for c in info.id_columns])
+    values: list[tuple] = []
+    current: dict[str, Any] = {}
+    for pair in pairs:
+        (column, value), *_ = parse_ids([pair], info).items()
+        if column in current:
+            raise InputError(f"--id {pair!r}: {column!r} again before the entity is complete")
+        current[column] = value
+        if len(current) == len(info.id_columns):
+            values.append(tuple(current[c] for c in info.id_columns))
+            current = {}
+    if current:
+        missing = [c for c in info.id_columns if c not in current]
+        raise InputError(f"--id: the last entity lacks the id column(s) {', '.join(missing)}")
+    return schema, values
+
+
+COMMANDS = (verify_command, compact_command, vacuum_command, purge_command)

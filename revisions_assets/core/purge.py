@@ -1,0 +1,232 @@
+"""Purge (erasure): remove entities from every revision of a table, as one log entry.
+
+One Spark scan over the table's live files (data revisions and compactions) finds, by
+``_metadata.file_path``, the files that hold the entities and how many of their rows
+match. Only those files are rewritten without the matching rows (tombstones included),
+into new folders ``<purge name>-<sequence>/<table>/``; a ``purge`` entry committed
+through the same put-if-absent append then swaps the old files' references for the new
+ones (``logview`` applies it to every read). A crash before the append leaves folders no
+entry references (vacuum reclaims them); after it, the purged state.
+
+The swapped-out files stay on storage, unread by anything planned after the purge, until
+a vacuum whose retention horizon includes the purge deletes them: at the latest
+``vacuum(retain=timedelta(0))`` right after the purge. The entry keeps an audit record
+(reason, number of entities asked for, rows removed per entry, the commit time), never
+the purged values.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, StructField, StructType
+
+from .errors import CommitConflictError, IdColumnsError
+from .log import RevisionLog
+from .logview import LogView
+from .merge import DELETED, file_key, parse_schema
+from .records import PURGE, PurgedWrite, PurgeMark, Revision, TableWrite
+from .storage import Storage
+from .timeutil import now_utc
+from .transaction import append_entry, upkeep, write_observed
+
+log = logging.getLogger(__name__)
+
+_PATH = "_purge_file"
+
+
+@dataclass(frozen=True)
+class _Hit:
+    """Rows of one stored file that hold purged entities."""
+
+    path: str
+    rows: int
+    tombstones: int
+
+
+class Purge:
+    """One purge of one table (see the module docstring)."""
+
+    def __init__(self, storage: Storage, revision_log: RevisionLog, spark: SparkSession):
+        self.storage = storage
+        self.log = revision_log
+        self.spark = spark
+
+    def run(self, table: str, ids: DataFrame, reason: str, *, dry_run: bool) -> Revision:
+        self.log.refresh()
+        view = self.log.view()
+        history = view.history(table)  # UnknownTableError
+        id_columns = history[-1].tables[table].id_columns
+        ids = self._ids(ids, table, id_columns, history[-1].tables[table].schema_json)
+        entries = self._live_entries(view, table)
+        hits = self._scan(table, entries, ids, id_columns)
+        entities = ids.count()
+        name = f"purge-{uuid.uuid4().hex}"
+        affected = [e for e in entries if e.sequence in hits]
+        if dry_run:
+            swaps = tuple(self._counted(e, table, hits[e.sequence]) for e in affected)
+        else:
+            swaps = tuple(self._rewrite(name, e, table, hits[e.sequence], ids) for e in affected)
+        mark = PurgeMark(reason=reason, entities=entities, swaps={table: swaps} if swaps else {})
+        scanned_head = view.head
+
+        def build(current: LogView) -> Revision:
+            self._check_unchanged(current, scanned_head, table, [e.sequence for e in affected])
+            now = now_utc()
+            return Revision(
+                name=name,
+                timestamp=now,
+                is_major=False,
+                sequence=current.head + 1,
+                committed_at=now,
+                tables={},
+                data_change=False,
+                kind=PURGE,
+                purge=mark,
+            )
+
+        if dry_run:
+            return build(view)
+        try:
+            record = append_entry(self.log, build, f"purge {name!r}")
+        except BaseException:
+            for entry in affected:
+                self.storage.delete_tree(f"{name}-{entry.sequence}")
+            raise
+        assert record is not None
+        upkeep(self.log, record)
+        log.info(
+            "%s: purge %s (sequence %d) of table %r: %d rows removed from %d entries",
+            self.storage.uri,
+            name,
+            record.sequence,
+            table,
+            mark.rows_removed,
+            len(swaps),
+        )
+        return record
+
+    def _ids(
+        self, ids: DataFrame, table: str, id_columns: Sequence[str], schema_json: str
+    ) -> DataFrame:
+        """The distinct ids asked for, typed like the table's id columns."""
+        columns = ids.columns
+        if sorted(columns) != sorted(id_columns):
+            raise IdColumnsError(
+                f"purge of table {table!r}: the ids must have exactly the id columns "
+                f"{list(id_columns)}, got {columns}"
+            )
+        schema = parse_schema(schema_json)
+        return ids.select(
+            *[F.col(c).cast(schema[c].dataType).alias(c) for c in id_columns]
+        ).distinct()
+
+    @staticmethod
+    def _live_entries(view: LogView, table: str) -> list[Revision]:
+        """The entries whose files of ``table`` reads may still use: data revisions and
+        compactions that no vacuum removed."""
+        entries = [*view.history(table), *(c.record for c in view.compactions(table))]
+        return [e for e in entries if not view.is_removed(e.sequence)]
+
+    def _scan(
+        self,
+        table: str,
+        entries: Sequence[Revision],
+        ids: DataFrame,
+        id_columns: Sequence[str],
+    ) -> dict[int, list[_Hit]]:
+        """One scan over every live file of ``table``: the files that hold the ids, with
+        the matching rows and tombstones, by entry sequence."""
+        where = {file_key(f): (e.sequence, f) for e in entries for f in e.tables[table].files}
+        if not where:
+            return {}
+        rows = self.spark.read.schema(
+            StructType([*ids.schema.fields, StructField(DELETED, BooleanType(), True)])
+        ).parquet(*[self.storage.spark_uri(path) for _, path in where.values()])
+        rows = rows.select(
+            *id_columns,
+            F.coalesce(F.col(DELETED), F.lit(False)).alias(DELETED),
+            F.substring_index(F.col("_metadata.file_path"), "/", -3).alias(_PATH),
+        )
+        counts = (
+            rows.join(ids, on=list(id_columns), how="left_semi")
+            .groupBy(_PATH)
+            .agg(F.count(F.lit(1)).alias("rows"), F.sum(F.col(DELETED).cast("long")).alias("tomb"))
+            .collect()  # one small row per affected file
+        )
+        hits: dict[int, list[_Hit]] = {}
+        for row in counts:
+            sequence, path = where[row[_PATH]]
+            hits.setdefault(sequence, []).append(_Hit(path, int(row["rows"]), int(row["tomb"])))
+        return hits
+
+    @staticmethod
+    def _counted(entry: Revision, table: str, hits: Sequence[_Hit]) -> PurgedWrite:
+        """A dry run's swap: the counts, the old files."""
+        old = entry.tables[table]
+        return _swap(entry, table, hits, old.files, old.bytes)
+
+    def _rewrite(
+        self, name: str, entry: Revision, table: str, hits: Sequence[_Hit], ids: DataFrame
+    ) -> PurgedWrite:
+        """The files of ``entry`` that hold the ids, rewritten without them."""
+        old = entry.tables[table]
+        affected = {h.path for h in hits}
+        source = [self.storage.spark_uri(p) for p in sorted(affected)]
+        stored = self.spark.read.parquet(*source)
+        kept = stored.join(ids, on=list(old.id_columns), how="left_anti").select(*stored.columns)
+        prefix = f"{name}-{entry.sequence}/{table}"
+        write_observed(kept.coalesce(len(source)), self.storage.spark_uri(prefix))
+        written = [
+            f
+            for f in self.storage.list_files(prefix)
+            if f.path.endswith(".parquet") and not f.path.rsplit("/", 1)[-1].startswith(("_", "."))
+        ]
+        folders = {p.rsplit("/", 1)[0] for p in affected}
+        old_sizes = {f.path: f.size for folder in folders for f in self.storage.list_files(folder)}
+        files = tuple(f for f in old.files if f not in affected) + tuple(f.path for f in written)
+        size = old.bytes - sum(old_sizes.get(p, 0) for p in affected)
+        return _swap(entry, table, hits, files, size + sum(f.size for f in written))
+
+    def _check_unchanged(
+        self, view: LogView, scanned_head: int, table: str, rewritten: Sequence[int]
+    ) -> None:
+        """Refuse to commit when an entry committed since the scan may hold the entities
+        (a revision, compaction or purge of the table) or removed a rewritten entry."""
+        for record in view.records[scanned_head:]:
+            touches = table in record.tables or (
+                record.purge is not None and table in record.purge.swaps
+            )
+            gone = record.vacuum is not None and set(record.vacuum.removed) & set(rewritten)
+            if touches or gone:
+                raise CommitConflictError(
+                    f"{self.storage.uri}: purge of table {table!r} gave up: {record.kind} "
+                    f"{record.name!r} (sequence {record.sequence}) was committed meanwhile; "
+                    "nothing was committed: run the purge again"
+                )
+
+
+def _swap(
+    entry: Revision, table: str, hits: Sequence[_Hit], files: tuple[str, ...], size: int
+) -> PurgedWrite:
+    """``entry``'s write of ``table`` without the rows of ``hits``, now in ``files``."""
+    old = entry.tables[table]
+    removed = sum(h.rows for h in hits)
+    write = TableWrite(
+        id_columns=old.id_columns,
+        schema_json=old.schema_json,
+        version=old.version,
+        rows=old.rows - removed,
+        tombstones=old.tombstones - sum(h.tombstones for h in hits),
+        files=files,
+        bytes=size,
+    )
+    return PurgedWrite(entry.sequence, write, removed)
+
+
+__all__ = ["Purge"]

@@ -1,0 +1,150 @@
+"""``verify``, ``compact``, ``vacuum`` and ``purge`` in-process (click's CliRunner, the test
+session's Spark), on copies of the staged datasets (tests/cli/conftest.py). The console
+script runs them in test_console_script.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from revisions_assets.cli import cli
+
+from .conftest import Staged
+
+# tests that start Spark take the ``spark`` fixture: the commands use the running session
+
+
+def run(*args: str, code: int = 0):
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    return result
+
+
+def copy(staged: Staged, tmp_path: Path, name: str = "features") -> str:
+    target = tmp_path / name
+    shutil.copytree(staged.features, target)
+    return str(target)
+
+
+def ids_on_disk(root: str, table: str = "t") -> list[int]:
+    """Every id in every data file of ``table`` under ``root``, whatever the log says."""
+    return [
+        i
+        for path in Path(root).glob(f"*/{table}/*.parquet")
+        for i in pq.read_table(path, columns=["id"]).column("id").to_pylist()
+    ]
+
+
+def test_verify_exit_codes(staged, tmp_path):
+    # the staged description is stale on purpose: a warning, exit 0 (--strict: 1)
+    found = json.loads(run("verify", staged.features, "--json").stdout)
+    assert [f["kind"] for f in found["findings"]] == ["description_stale"]
+    assert found["healthy"] is False and found["findings"][0]["severity"] == "warning"
+    assert "fix description_stale" in run("verify", staged.features).stdout
+    run("verify", staged.features, "--strict", code=1)
+    assert "healthy" in run("verify", staged.scores).stdout
+    damaged = copy(staged, tmp_path)
+    Path(damaged, "r2/t/part-00000.parquet").unlink()
+    result = run("verify", damaged, code=1)
+    assert "missing_file" in result.stdout and "r2/t/part-00000.parquet" in result.stdout
+    assert "1 errors, 1 warnings" in result.stdout
+
+
+def test_verify_deep(spark, staged, tmp_path):
+    healthy = json.loads(run("verify", staged.scores, "--deep", "--json").stdout)
+    assert healthy == {"root": staged.scores, "deep": True, "healthy": True, "findings": []}
+    damaged = copy(staged, tmp_path)
+    # r6 rewritten outside the engine: an id twice, a null id, one row more than the log says
+    ids = [6, 6, None, 8, 9, 10]
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array(ids, pa.int64()),
+                "v": pa.array([6] * len(ids), pa.int64()),
+                "_deleted": pa.array([False] * len(ids)),
+            }
+        ),
+        Path(damaged, "r6/t/part-00000.parquet"),
+    )
+    found = json.loads(run("verify", damaged, "--deep", "--json", code=1).stdout)["findings"]
+    deep = {(f["kind"], f["path"]) for f in found if f["severity"] == "error"}
+    assert deep == {("row_count_mismatch", "r6"), ("null_id", "r6"), ("duplicate_id", "r6")}
+    message = next(f["message"] for f in found if f["kind"] == "row_count_mismatch")
+    assert "hold 6 rows (0 tombstones), the log records 5 (0)" in message
+
+
+def test_compact_then_vacuum(spark, staged, tmp_path):
+    root = copy(staged, tmp_path)
+    compacted = json.loads(run("compact", root, "--table", "t", "--json").stdout)
+    assert [(r["table"], r["revisions"], r["major"]) for r in compacted] == [("t", 3, 3)]
+    assert "nothing to compact" in run("compact", root, "--table", "t").stdout
+    tables = {r["table"]: r for r in json.loads(run("tables", root, "--json").stdout)}
+    assert (tables["t"]["base_kind"], tables["t"]["revisions_since_base"]) == ("compaction", 0)
+    dry = json.loads(run("vacuum", root, "--retain", "0", "--dry-run", "--json").stdout)
+    assert dry["dry_run"] and dry["entry"] is None
+    assert "r2" in dry["revisions"] and "r0" not in dry["revisions"]  # a major: kept
+    assert Path(root, "r0").exists()
+    done = run("vacuum", root, "--retain", "0", "--no-keep-majors")
+    assert "removed" in done.stdout and "vacuum entry" in done.stdout
+    assert not Path(root, "r0").exists()
+    log = json.loads(run("log", root, "--json", "--limit", "0").stdout)
+    assert [r["kind"] for r in log][-2:] == ["compaction", "vacuum"]
+    assert log[0]["vacuumed"] is True and log[0]["vacuumed_by"] == log[-1]["sequence"]
+    text = run("log", root, "--limit", "0").stdout
+    assert "compaction" in text and f"by {log[-1]['sequence']}" in text
+
+
+def test_purge_over_two_roots(spark, staged, tmp_path):
+    roots = [copy(staged, tmp_path, "a"), copy(staged, tmp_path, "b")]
+    assert 6 in ids_on_disk(roots[0])
+    dry = json.loads(
+        run("purge", *roots, "t", "--id", "id=6", "--reason", "test", "--dry-run", "--json").stdout
+    )
+    assert [(r["rows_removed"], r["entries_rewritten"], r["sequence"]) for r in dry] == [
+        (3, 3, None),
+        (3, 3, None),
+    ]
+    assert json.loads(run("log", roots[0], "--json").stdout)[-1]["kind"] == "major"  # unchanged
+    done = run("purge", *roots, "t", "--id", "id=6", "--id", "id=9", "--reason", "erasure 7")
+    assert done.stdout.count("t ") >= 2 and "next vacuum" in done.stdout
+    shown = json.loads(run("show", roots[0], "t", "--json", "--as-of", "2020-01-07T00:00Z").stdout)
+    assert {r["id"] for r in shown} == {4, 5, 7, 8, 10}
+    for root in roots:
+        log = json.loads(run("log", root, "--json").stdout)
+        assert log[-1]["kind"] == "purge" and log[-1]["data_change"] is False
+        assert 6 in ids_on_disk(root)  # until a vacuum past the purge
+        vacuumed = json.loads(run("vacuum", root, "--retain", "0", "--json").stdout)
+        assert len(vacuumed["purged_files"]) == 3  # r4, r6, r7: r2 goes as a whole
+        assert not {6, 9} & set(ids_on_disk(root))
+        assert json.loads(run("verify", root, "--json").stdout)["findings"] == []
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["vacuum", "{features}", "--retain", "7x"], "'7x' is not a duration"),
+        (["vacuum", "{features}", "--grace", "-1h"], "'-1h' is not a duration"),
+        (["vacuum", "{missing}"], "is not a revisioned dataset"),
+        (["verify", "{missing}"], "is not a revisioned dataset"),
+        (["compact", "{features}", "--table", "nope"], "table 'nope' has no revisions"),
+        (["purge", "{features}", "t", "--id", "id", "--reason", "r"], "expected column=value"),
+        (["purge", "{features}", "nope", "--id", "id=1", "--reason", "r"], "table 'nope'"),
+        (["purge", "{features}", "t", "--id", "id=x", "--reason", "r"], "'x' is not a bigint"),
+        (["purge", "{features}", "t", "--id", "id=1", "--reason", " "], "--reason must not"),
+        (["purge", "{features}", "--id", "id=1", "--reason", "r"], "ROOT [ROOT ...] TABLE"),
+        (["purge", "{features}", "{missing}", "t", "--id", "id=1", "--reason", "r"], "is not a"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(staged, tmp_path, args, message):
+    features = copy(staged, tmp_path)  # some commands open for writing
+    args = [a.format(missing=tmp_path / "none", features=features) for a in args]
+    result = run(*args, code=2)
+    assert result.stdout == ""
+    assert result.stderr.startswith("revisions: error: ") and result.stderr.count("\n") == 1
+    assert message in result.stderr and "Traceback" not in result.stderr
