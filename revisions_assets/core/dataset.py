@@ -76,6 +76,7 @@ from .selection import (
     live_spans,
     plan_read,
     resolve_position,
+    retention_message,
     state_selection,
 )
 from .spark_errors import storage_cause
@@ -393,13 +394,20 @@ class RevisionedDataset:
         ``since``: only the versions still valid after it.
         """
         self.refresh()
-        history = self._log.view().history(table)
+        view = self._log.view()
+        history = view.history(table)
+        spans = live_spans(history, to_utc(until, "until") if until is not None else None)
+        for span in spans:  # the versions need every revision ever part of a state
+            vacuum = view.removed_by(span.revision.sequence)
+            if vacuum is not None:
+                what = f"{self.root}: history of table {table!r}"
+                raise RetentionError(retention_message(what, span.revision, vacuum))
         return table_history_frame(
             self.spark,
             self.storage,
             table,
             history,
-            live_spans(history, to_utc(until, "until") if until is not None else None),
+            spans,
             since=to_utc(since, "since") if since is not None else None,
         )
 

@@ -117,6 +117,8 @@ def test_worked_example_compaction_then_vacuum(spark, root):
         ds.changes("t", since_sequence=3)
     with pytest.raises(RetentionError, match="r2"):
         ds.changes("t", since=day(1), until=day(3))
+    with pytest.raises(RetentionError, match=r"history of table 't'.*'r2'"):
+        ds.history("t")  # every version needs every revision that was ever part of a state
     # a major stamped before removed data would be merged with it: refused, nothing changes
     with pytest.raises(RetentionError, match="stamp the major at or after 2020-01-09"):
         commit(ds, spark, "early", 5, True, [1])
