@@ -143,6 +143,7 @@ _TABLE_FIELDS: tuple[tuple[str, Callable[[Any], bool], str, bool], ...] = (
         True,
     ),
     ("bytes", _is_count, "a count >= 0", True),
+    ("rows_offered", lambda v: v is None or _is_count(v), "a count >= 0 or null", False),
 )
 
 

@@ -50,9 +50,12 @@ class TableWrite:
     tombstones: int
     files: tuple[str, ...]  # data files, relative to the dataset root
     bytes: int
+    #: rows the caller offered, when a skip-unchanged minor dropped the unchanged ones
+    #: (``rows`` are those written); None otherwise, and in entries written before it
+    rows_offered: int | None = None
 
     def to_doc(self) -> dict[str, Any]:
-        return {
+        doc = {
             "id_columns": list(self.id_columns),
             "schema": json.loads(self.schema_json),
             "version": self.version,
@@ -61,6 +64,9 @@ class TableWrite:
             "files": list(self.files),
             "bytes": self.bytes,
         }
+        if self.rows_offered is not None:
+            doc["rows_offered"] = self.rows_offered
+        return doc
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> TableWrite:
@@ -72,6 +78,7 @@ class TableWrite:
             tombstones=int(doc["tombstones"]),
             files=tuple(doc["files"]),
             bytes=int(doc["bytes"]),
+            rows_offered=int(doc["rows_offered"]) if doc.get("rows_offered") is not None else None,
         )
 
 
