@@ -164,6 +164,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             compute_end=None,
             upstream=plan.upstream,
             skip=None if plan.covers is not None else plan.reason,
+            soft=plan.soft,
         )
 
     def _log_of(self, dataset: str) -> tuple[str, tuple[Revision, ...]]:
@@ -202,6 +203,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             upstream=s.upstream_positions,
             expected_positions=s.expected_positions,
             properties={"reason": s.reason},
+            skip_unchanged=True,  # a minor writes only the rows whose values changed
         )
         descriptions = column_descriptions(context.definition_metadata)
         tables = ds.tables()
@@ -284,7 +286,9 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             return None  # the body commits nothing; do not plan a read
         u = consumer.input(context.name)
         ds = self.location.dataset(u.root, self.spark.spark_session)
-        changes = ds.changes(u.ref.table, since_sequence=u.since, until_sequence=u.head)
+        changes = ds.changes(
+            u.ref.table, since_sequence=u.since, until_sequence=u.head, only_changed=True
+        )
         context.log.info(
             f"{u.ref.asset_key}: changes since sequence {u.since} up to {u.head}"
             f"{' (reset)' if changes.is_reset else ''}"

@@ -93,6 +93,9 @@ class DatasetSlice:
     partitions: dg.PartitionKeyRange | None  # the partitions this run materializes
     upstream: tuple[UpstreamSlice, ...] = ()  # scoring assets: one per input
     skip: str | None = None  # scoring: nothing to consume; no revision, no materialization
+    #: scoring: a major caused only by upstream resets, not by this asset's code version:
+    #: re-score the entities that changed (``ChangeSet.changed``), keep the other scores
+    soft: bool = False
 
     @property
     def partition(self) -> str | None:
@@ -273,6 +276,8 @@ class ConsumerPlan:
     reason: str
     upstream: tuple[UpstreamSlice, ...]
     covers: dg.PartitionKeyRange | None
+    #: a soft major: major only because an upstream reset (own code version unchanged)
+    soft: bool = False
 
 
 def plan_consumer(
@@ -289,8 +294,9 @@ def plan_consumer(
     else (reference changes only) the main upstream's newest partition."""
     is_major, reason = decide_major(history[-1] if history else None, table, code_version, forced)
     resets = [u.ref.asset_key for u in upstream if u.is_reset]
-    if resets and not is_major:
-        is_major, reason = True, f"upstream reset in {', '.join(resets)}"
+    soft = bool(resets) and not is_major
+    if soft:
+        is_major, reason = True, f"upstream reset in {', '.join(resets)} (soft: changed rows only)"
     main = next(u for u in upstream if u.ref.kind == "main")
     newest = partition_key_for_end(partitions_def, main.newest_timestamp)
     if is_major:
@@ -305,7 +311,7 @@ def plan_consumer(
         consumed = ", ".join(f"{u.ref.asset_key}@{u.since}" for u in upstream)
         reason = f"nothing new upstream (consumed up to {consumed})"
         return ConsumerPlan(False, reason, tuple(upstream), None)
-    return ConsumerPlan(is_major, reason, tuple(upstream), covers)
+    return ConsumerPlan(is_major, reason, tuple(upstream), covers, soft)
 
 
 def check_requested_partitions(

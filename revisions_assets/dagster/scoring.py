@@ -76,13 +76,13 @@ def plan_inputs(
 ) -> ScoringInputs:
     """Select the main entities to (re)score and the reference rows they join to."""
     ids = list(main.id_columns)
-    if s.is_major:
+    if s.is_major and not s.soft:
         rows = main.df.drop(DELETED) if main.changes.is_reset else main.state()
         tombstones = None
     else:
-        # the change set already holds the touched entities' state at the pinned head
-        rows = main.df.filter(~F.col(DELETED)).drop(DELETED)
-        tombstones = main.df.filter(F.col(DELETED)).select(*ids)
+        # the change set (a soft major: its changed rows) holds the state at the pinned head
+        rows = main.changed.filter(~F.col(DELETED)).drop(DELETED)
+        tombstones = main.changed.filter(F.col(DELETED)).select(*ids)
         changed = [(ref, on) for ref, on in references.values() if ref.changes.revisions]
         if changed:
             # reverse join: main entities whose join keys match a changed reference row
@@ -92,7 +92,9 @@ def plan_inputs(
                 [
                     state.join(
                         F.broadcast(
-                            ref.df.select(*[F.col(r).alias(m) for m, r in on.items()]).distinct()
+                            ref.changed.select(
+                                *[F.col(r).alias(m) for m, r in on.items()]
+                            ).distinct()
                         ),
                         list(on),
                         "left_semi",
@@ -107,6 +109,19 @@ def plan_inputs(
         ref_rows = ref.df.drop(DELETED) if ref.changes.is_reset else ref.state()
         needed[name] = ref_rows.join(F.broadcast(keys), list(on.values()), "left_semi")
     return ScoringInputs(rows, needed, tombstones)
+
+
+def soft_major_scores(
+    scores: DataFrame, previous: DataFrame, plan: ScoringInputs, ids: Sequence[str]
+) -> DataFrame:
+    """A soft major's complete new base, without collecting: the new scores of the
+    re-scored entities, plus the previous scores of every other entity still present (an
+    anti-join on the ids re-scored or deleted upstream)."""
+    replaced = plan.main.select(*ids)
+    if plan.tombstones is not None:
+        replaced = replaced.unionByName(plan.tombstones)
+    kept = previous.join(replaced, list(ids), "left_anti")
+    return scores.unionByName(kept.select(*scores.columns))
 
 
 def with_tombstones(scores: DataFrame, tombstones: DataFrame | None) -> DataFrame:
@@ -199,7 +214,12 @@ def scoring_asset(
                 {n: (inputs[n], r.on) for n, r in references.items()},
             )
             context.log.info(f"{'major' if s.is_major else 'minor'}: {s.reason}")
-            yield dg.Output(with_tombstones(fn(plan.main, **plan.references), plan.tombstones))
+            scores = fn(plan.main, **plan.references)
+            if s.soft:
+                previous = io_manager(context, io_manager_key).current_state(s)
+                yield dg.Output(soft_major_scores(scores, previous, plan, s.id_columns))
+            else:
+                yield dg.Output(with_tombstones(scores, plan.tombstones))
 
         return _scoring
 
