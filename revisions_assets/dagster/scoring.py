@@ -217,7 +217,12 @@ def scoring_asset(
             scores = fn(plan.main, **plan.references)
             if s.soft:
                 previous = io_manager(context, io_manager_key).current_state(s)
-                yield dg.Output(soft_major_scores(scores, previous, plan, s.id_columns))
+                rescored = plan.main.count()  # one small job: the soft major's point
+                context.log.info(f"soft major: re-scored {rescored} changed entities")
+                yield dg.Output(
+                    soft_major_scores(scores, previous, plan, s.id_columns),
+                    metadata={"rescored_entities": rescored},
+                )
             else:
                 yield dg.Output(with_tombstones(scores, plan.tombstones))
 

@@ -87,6 +87,12 @@ class Demo:
             print(
                 f"  {name:<22} {what:<24} {meta['kind']:<5} seq {meta['sequence']:<3} "
                 f"rows {meta['rows']:<5} tombstones {meta['tombstones']:<3} ({meta['why']})"
+                + (f", {meta['rows_offered']} offered" if "rows_offered" in meta else "")
+                + (
+                    f", re-scored {meta['rescored_entities']}"
+                    if "rescored_entities" in meta
+                    else ""
+                )
                 + (f" FAILED checks {failed}" if failed else "")
             )
         return meta
@@ -203,7 +209,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     demo.materialize("plane_delay_risk", days[-1])
     print(f"  revisions before/after: {before}/{demo.revisions()}")
 
-    print("5. The current code (plane_delay_features 1 -> 2) is deployed: one major over the range")
+    print(
+        "5. The current code (plane_delay_features 1 -> 2) is deployed: one major over the range;"
+    )
+    print("   its values are those of the minors, so the scores' soft major re-scores none")
     demo.use(DemoVersions())
     demo.run_requests(demo.sense(code_version_sensor(list(demo.assets.values()))))
     demo.run_requests(demo.sense(upstream_changes_sensor([demo.assets["plane_delay_risk"]])))
