@@ -30,6 +30,7 @@ from .address import (
     column_descriptions,
     role_of,
     upstream_refs,
+    uses_columns,
 )
 from .location import DatasetLocation
 from .metadata import data_version, revision_metadata, slice_metadata, table_metadata
@@ -165,6 +166,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             upstream=plan.upstream,
             skip=None if plan.covers is not None else plan.reason,
             soft=plan.soft,
+            uses_columns=uses_columns(metadata),
         )
 
     def _log_of(self, dataset: str) -> tuple[str, tuple[Revision, ...]]:
@@ -287,7 +289,11 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         u = consumer.input(context.name)
         ds = self.location.dataset(u.root, self.spark.spark_session)
         changes = ds.changes(
-            u.ref.table, since_sequence=u.since, until_sequence=u.head, only_changed=True
+            u.ref.table,
+            since_sequence=u.since,
+            until_sequence=u.head,
+            only_changed=True,
+            columns=consumer.uses_columns if u.ref.kind == "main" else None,
         )
         context.log.info(
             f"{u.ref.asset_key}: changes since sequence {u.since} up to {u.head}"

@@ -96,6 +96,8 @@ class DatasetSlice:
     #: scoring: a major caused only by upstream resets, not by this asset's code version:
     #: re-score the entities that changed (``ChangeSet.changed``), keep the other scores
     soft: bool = False
+    #: scoring: the main input's value columns whose changes count (None: all)
+    uses_columns: tuple[str, ...] | None = None
 
     @property
     def partition(self) -> str | None:

@@ -42,7 +42,7 @@ from .errors import (
     StorageError,
     UnknownRevisionError,
 )
-from .hashing import ROW_HASH
+from .hashing import ROW_HASH, row_hash, value_columns
 from .history import table_history_frame
 from .legacy import LegacyRevision, plan_import
 from .log import RevisionLog
@@ -329,12 +329,15 @@ class RevisionedDataset:
         at: Position = None,
         with_revision: bool = False,
         only_changed: bool = False,
+        columns: Sequence[str] | None = None,
     ) -> ChangeSet:
         """Changes in (since, until], or since a sequence up to a pinned head (SPEC §3).
 
         ``only_changed``: report only the entities whose row hash differs from the state
         before the window (tombstones and null hashes always count): a rewrite of the same
         values is no change. A reset carries ``changed`` either way (see ``ChangeSet``).
+        ``columns``: only changes of these value columns count, for ``only_changed`` and
+        ``changed`` (their hash is computed at read time, old rows included).
         """
         check_text(table, "table")
         check_bool(with_revision, "with_revision")
@@ -376,6 +379,8 @@ class RevisionedDataset:
             what += f" until {until_utc.isoformat()}" if until_utc is not None else ""
             before = (since_utc, at_sequence)
         ids = list(history[-1].tables[table].id_columns)
+        if columns is not None:
+            columns = self._hashed_columns(table, columns, ids)
         changed = None
         if not selection.window:
             df = self._empty_changes(table_schema(selection.merge, table), with_revision)
@@ -383,14 +388,20 @@ class RevisionedDataset:
             df = self._merge(
                 selection, what, keep_deleted=False, with_revision=with_revision, with_hash=True
             )
-            previous = self._hashes_before(history, table, *before, what)
+            df = _rehashed(df, columns)
+            previous = self._hashes_before(history, table, *before, what, columns)
             changed = _soft_major(df, previous, ids)
             df = df.drop(ROW_HASH).withColumn(DELETED, F.lit(False))
         else:
             df = self._merge(
                 selection, what, keep_deleted=True, with_revision=with_revision, with_hash=True
             )
-            previous = self._hashes_before(history, table, *before, what) if only_changed else None
+            df = _rehashed(df, columns)
+            previous = (
+                self._hashes_before(history, table, *before, what, columns)
+                if only_changed
+                else None
+            )
             if previous is not None:
                 df = _really_changed(df, previous, ids)
             df = blank_deletions(df.drop(ROW_HASH), ids)
@@ -410,6 +421,7 @@ class RevisionedDataset:
         as_of: datetime | None,
         max_sequence: int | None,
         what: str,
+        columns: Sequence[str] | None = None,
     ) -> DataFrame | None:
         """The (ids, ``_row_hash``) of the state a change read starts from: as of ``as_of``
         pinned at ``max_sequence`` (None: no start, or no major by then: empty)."""
@@ -427,7 +439,22 @@ class RevisionedDataset:
             with_revision=False,
             with_hash=True,
         )
-        return state.select(*ids, ROW_HASH)
+        return _rehashed(state, columns).select(*ids, ROW_HASH)
+
+    def _hashed_columns(self, table: str, columns: Sequence[str], ids: Sequence[str]) -> list[str]:
+        """``columns`` checked against the table's value columns."""
+        if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+            raise InvalidArgumentError(
+                f"changes(): columns must be a list of column names, got {columns!r}"
+            )
+        values = value_columns(self.tables()[table].schema, ids)
+        unknown = [c for c in columns if c not in values]
+        if unknown:
+            raise InvalidArgumentError(
+                f"changes(): columns {unknown} are not value columns of table {table!r}; "
+                f"its value columns are {values}"
+            )
+        return list(columns)
 
     def history(
         self, table: str, *, since: TimeLike | None = None, until: TimeLike | None = None
@@ -726,6 +753,16 @@ class RevisionedDataset:
             log.warning("%s: compaction after revision %s failed: %s", self.root, record.name, exc)
             return ()
         return (compaction,) if compaction is not None else ()
+
+
+def _rehashed(df: DataFrame, columns: Sequence[str] | None) -> DataFrame:
+    """``df`` with ``_row_hash`` over ``columns`` only, computed now (None: as stored)."""
+    if columns is None:
+        return df
+    hashed = row_hash(df.schema, columns)
+    if DELETED in df.columns:
+        hashed = F.when(~F.col(DELETED), hashed)
+    return df.withColumn(ROW_HASH, hashed)
 
 
 def _system_last(df: DataFrame) -> DataFrame:

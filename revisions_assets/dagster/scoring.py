@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 
 from resources.address import (
     META_UPSTREAM,
+    META_USES_COLUMNS,
     Role,
     TableAddress,
     UpstreamRef,
@@ -151,6 +152,7 @@ def scoring_asset(
     metadata: Mapping[str, Any] | None = None,
     column_descriptions: Mapping[str, str] | None = None,
     io_manager_key: str = IO_MANAGER_KEY,
+    uses_columns: Sequence[str] | None = None,
 ) -> Callable[[Scorer], dg.AssetsDefinition]:
     """Declare a scoring asset: ``fn(main_rows, **reference_rows) -> scores``.
 
@@ -158,6 +160,11 @@ def scoring_asset(
     (re)score: all of them on a major, on a minor those changed upstream or joined to
     a changed reference row. Scores are keyed by ``id_columns`` (default: the
     upstream's); entities deleted upstream get their score deleted.
+
+    ``uses_columns``: the main input's value columns ``fn`` reads (default: all). Only
+    changes of those count: a minor re-scores the entities whose used values changed, and
+    an upstream major that changed none of them (a bump of fields this scorer does not
+    read) is a soft major that re-scores nothing and keeps the previous scores.
     """
     references = dict(references or {})
     main_address = address_of(upstream)
@@ -194,7 +201,11 @@ def scoring_asset(
                 deps=(),
                 tags=tags,
                 owners=owners,
-                metadata={META_UPSTREAM: upstream_refs_metadata(refs), **(metadata or {})},
+                metadata={
+                    META_UPSTREAM: upstream_refs_metadata(refs),
+                    **({META_USES_COLUMNS: ",".join(uses_columns)} if uses_columns else {}),
+                    **(metadata or {}),
+                },
                 column_descriptions=column_descriptions,
                 io_manager_key=io_manager_key,
             ),
