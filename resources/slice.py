@@ -298,7 +298,7 @@ def plan_consumer(
     resets = [u.ref.asset_key for u in upstream if u.is_reset]
     soft = bool(resets) and not is_major
     if soft:
-        is_major, reason = True, f"upstream reset in {', '.join(resets)} (soft: changed rows only)"
+        is_major, reason = True, f"upstream reset in {', '.join(resets)}"
     main = next(u for u in upstream if u.ref.kind == "main")
     newest = partition_key_for_end(partitions_def, main.newest_timestamp)
     if is_major:
