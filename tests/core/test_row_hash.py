@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from revisions_assets import RevisionedDataset, UpstreamPosition
-from revisions_assets.core.errors import InvalidNameError
+from revisions_assets.core.errors import InvalidArgumentError, InvalidNameError
 from revisions_assets.core.hashing import ROW_HASH, row_hash, value_columns
 
 from .helpers import by_id, day, frame
@@ -172,6 +172,22 @@ def test_soft_major_since_the_consumer_position(spark, root):
         3: (True,),
         4: (False,),
     }
+
+
+def test_changes_of_some_columns(spark, root):
+    """``columns``: a consumer that reads only ``v`` sees no change when only ``w`` moves."""
+    ds = RevisionedDataset(root, spark, id_columns=["id"])
+    ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 2, "b")], SCHEMA)}, day(0), True)
+    ds.commit({"t": frame(spark, [(1, 1, "x"), (2, 5, "b")], SCHEMA)}, day(1), False)
+    only_v = ds.changes("t", since_sequence=1, only_changed=True, columns=["v"])
+    assert by_id(only_v.df, "v") == {2: (5,)}
+    assert sorted(by_id(ds.changes("t", since_sequence=1, only_changed=True).df)) == [1, 2]
+    # a major that bumps only w: no entity changed for a consumer of v
+    ds.commit({"t": frame(spark, [(1, 1, "X"), (2, 5, "B")], SCHEMA)}, day(2), True)
+    assert by_id(ds.changes("t", since_sequence=2, columns=["v"]).changed) == {}
+    assert sorted(by_id(ds.changes("t", since_sequence=2).changed)) == [1, 2]
+    with pytest.raises(InvalidArgumentError, match=r"\['id'\] are not value columns"):
+        ds.changes("t", since_sequence=2, columns=["id"])
 
 
 # -- against the model ---------------------------------------------------------------------------
