@@ -552,6 +552,7 @@ class RevisionedDataset:
         expected_positions: Mapping[tuple[str, str], int] | None = None,
         properties: Mapping[str, str] | None = None,
         skip_unchanged: bool | None = None,
+        field_versions: Mapping[str, Mapping[str, str]] | None = None,
     ) -> Revision | None:
         """Write ``tables`` as one revision and commit it to the log (SPEC §4).
 
@@ -559,6 +560,8 @@ class RevisionedDataset:
         ``_row_hash`` differs from the row they replace (the entity's row in the state as
         of ``timestamp``); the log records ``rows_offered`` beside ``rows``. When no table
         has a changed row, nothing is committed (the rule for empty input below).
+        ``field_versions``: ``{table: {value column: version}}``, recorded per table (a
+        column not named is at the table's version).
 
         Returns the committed revision, or None when every table is empty (nothing is
         committed) — unless ``upstream`` moves a consumer position: then an empty revision
@@ -585,6 +588,14 @@ class RevisionedDataset:
             expected_positions,
             properties,
         )
+        unknown = sorted(set(field_versions or {}) - set(tables))
+        if unknown:
+            raise InvalidArgumentError(
+                f"field_versions names table(s) {unknown}, which this commit does not write "
+                f"(tables: {sorted(tables)})"
+            )
+        for staged in request.staged:
+            staged.field_versions = _field_versions(staged, field_versions)
         if skip and not request.is_major:
             for staged in request.staged:
                 staged.replaced = self._replaced_hashes(staged.table, request.timestamp)
@@ -753,6 +764,23 @@ class RevisionedDataset:
             log.warning("%s: compaction after revision %s failed: %s", self.root, record.name, exc)
             return ()
         return (compaction,) if compaction is not None else ()
+
+
+def _field_versions(
+    staged: StagedTable, given: Mapping[str, Mapping[str, str]] | None
+) -> dict[str, str] | None:
+    """The field versions of one table of a commit, checked against its value columns."""
+    if given is None or staged.table not in given:
+        return None
+    what = f"field_versions[{staged.table!r}]"
+    versions = check_string_map(given[staged.table], what)
+    values = value_columns(staged.schema, staged.id_columns)
+    unknown = sorted(set(versions) - set(values))
+    if unknown:
+        raise InvalidArgumentError(
+            f"{what} names {unknown}, not value columns of the data; they are {values}"
+        )
+    return versions
 
 
 def _rehashed(df: DataFrame, columns: Sequence[str] | None) -> DataFrame:

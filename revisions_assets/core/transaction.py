@@ -78,6 +78,7 @@ class StagedTable:
     #: offered rows with an equal, non-null hash are not written
     replaced: DataFrame | None = None
     rows_offered: int | None = None
+    field_versions: dict[str, str] | None = None
 
     def to_write(self) -> TableWrite:
         return TableWrite(
@@ -89,6 +90,7 @@ class StagedTable:
             files=self.files,
             bytes=self.bytes,
             rows_offered=self.rows_offered,
+            field_versions=self.field_versions,
         )
 
 
