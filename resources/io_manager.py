@@ -28,6 +28,7 @@ from .address import (
     NotRevisionedAssetError,
     TableAddress,
     column_descriptions,
+    field_versions,
     role_of,
     upstream_refs,
     uses_columns,
@@ -133,8 +134,9 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         }
         refs = upstream_refs(metadata)
         if not refs:
+            fields = field_versions(metadata)
             is_major, reason = decide_major(
-                history[-1] if history else None, address.table, code_version, forced
+                history[-1] if history else None, address.table, code_version, forced, fields
             )
             start, end = compute_window(pdef, keys, is_major) if keys is not None else (None, None)
             return DatasetSlice(
@@ -144,6 +146,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
                 timestamp=end or now_utc(),
                 compute_start=start,
                 compute_end=end,
+                field_versions=fields,
             )
         if keys is None:
             raise NotRevisionedAssetError(
@@ -206,6 +209,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             expected_positions=s.expected_positions,
             properties={"reason": s.reason},
             skip_unchanged=True,  # a minor writes only the rows whose values changed
+            field_versions={s.table: self._field_versions(s, obj)} if s.field_versions else None,
         )
         descriptions = column_descriptions(context.definition_metadata)
         tables = ds.tables()
@@ -243,6 +247,13 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             f"{s.asset_key}: committed {'major' if rev.is_major else 'minor'} revision "
             f"{rev.name} (sequence {rev.sequence}) to {s.root}/{s.table}: {s.reason}"
         )
+
+    @staticmethod
+    def _field_versions(s: DatasetSlice, obj: DataFrame) -> dict[str, str]:
+        """Every value column's version: declared, else the code version."""
+        values = [c for c in obj.columns if c not in s.id_columns and c != "_deleted"]
+        versions = {c: s.field_versions.get(c, s.code_version) for c in values}
+        return {c: v for c, v in versions.items() if v is not None}
 
     @staticmethod
     def _publish_data_version(context: dg.OutputContext, version: str) -> None:
