@@ -424,21 +424,22 @@ class RevisionedDataset:
         columns: Sequence[str] | None = None,
     ) -> DataFrame | None:
         """The (ids, ``_row_hash``) of the state a change read starts from: as of ``as_of``
-        pinned at ``max_sequence`` (None: no start, or no major by then: empty)."""
+        pinned at ``max_sequence``. None (every row counts as changed) when there is no
+        start, no major by then, or a vacuum removed that state's files."""
         if as_of is None and max_sequence is None:
             return None
         try:
             selection = state_selection(history, table, as_of, max_sequence)
-        except NoMajorRevisionError:
+            ids = list(history[-1].tables[table].id_columns)
+            state = self._merge(
+                selection,
+                f"{what} (the state before)",
+                keep_deleted=False,
+                with_revision=False,
+                with_hash=True,
+            )
+        except (NoMajorRevisionError, RetentionError):
             return None
-        ids = list(history[-1].tables[table].id_columns)
-        state = self._merge(
-            selection,
-            f"{what} (the state before)",
-            keep_deleted=False,
-            with_revision=False,
-            with_hash=True,
-        )
         return _rehashed(state, columns).select(*ids, ROW_HASH)
 
     def _hashed_columns(self, table: str, columns: Sequence[str], ids: Sequence[str]) -> list[str]:
@@ -646,21 +647,21 @@ class RevisionedDataset:
 
     def _replaced_hashes(self, table: str, timestamp: datetime) -> DataFrame | None:
         """The (ids, ``_row_hash``) of the rows a minor stamped ``timestamp`` replaces: the
-        state as of its timestamp (the rows its own would follow in key order)."""
+        state as of its timestamp (the rows its own would follow in key order). None (every
+        row is written) when there is no such state or a vacuum removed its files."""
         history = self._log.view().history(table)
         try:
             selection = state_selection(history, table, timestamp)
-        except NoMajorRevisionError:
+            state = self._merge(
+                selection,
+                f"state of table {table!r} before a skip-unchanged minor",
+                keep_deleted=False,
+                with_revision=False,
+                with_hash=True,
+            )
+        except (NoMajorRevisionError, RetentionError):
             return None
-        ids = list(history[-1].tables[table].id_columns)
-        state = self._merge(
-            selection,
-            f"state of table {table!r} before a skip-unchanged minor",
-            keep_deleted=False,
-            with_revision=False,
-            with_hash=True,
-        )
-        return state.select(*ids, ROW_HASH)
+        return state.select(*history[-1].tables[table].id_columns, ROW_HASH)
 
     # -- maintenance (SPEC §8) ------------------------------------------------------------
 
