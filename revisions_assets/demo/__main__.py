@@ -213,11 +213,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         "5. The current code (plane_delay_features 1 -> 2) is deployed: one major over the range;"
     )
     print("   its values are those of the minors, so the scores' soft major re-scores none")
-    demo.use(DemoVersions())
+    demo.use(DemoVersions(departure_delay="1"))
     demo.run_requests(demo.sense(code_version_sensor(list(demo.assets.values()))))
     demo.run_requests(demo.sense(upstream_changes_sensor([demo.assets["plane_delay_risk"]])))
 
-    print("6. Asset checks")
+    print("6. A field-level version: mean_dep_delay_28d 1 -> 2 (the current code rounds it); the")
+    print("   features' major rewrites it, and the scores, which do not read it, re-score none")
+    demo.use(DemoVersions(features="2", departure_delay="2"))
+    demo.run_requests(demo.sense(code_version_sensor(list(demo.assets.values()))))
+    demo.run_requests(demo.sense(upstream_changes_sensor([demo.assets["plane_delay_risk"]])))
+
+    print("7. Asset checks")
     demo.run_checks()
     demo.summary()
 
