@@ -423,9 +423,10 @@ class RevisionedDataset:
         what: str,
         columns: Sequence[str] | None = None,
     ) -> DataFrame | None:
-        """The (ids, ``_row_hash``) of the state a change read starts from: as of ``as_of``
-        pinned at ``max_sequence``. None (every row counts as changed) when there is no
-        start, no major by then, or a vacuum removed that state's files."""
+        """The (ids, ``_row_hash``) of the state as of ``as_of`` pinned at ``max_sequence``:
+        where a change read starts, or what a skip-unchanged minor replaces. None (every row
+        counts as changed) when there is no start, no major by then, or a vacuum removed
+        that state's files."""
         if as_of is None and max_sequence is None:
             return None
         try:
@@ -647,21 +648,10 @@ class RevisionedDataset:
 
     def _replaced_hashes(self, table: str, timestamp: datetime) -> DataFrame | None:
         """The (ids, ``_row_hash``) of the rows a minor stamped ``timestamp`` replaces: the
-        state as of its timestamp (the rows its own would follow in key order). None (every
-        row is written) when there is no such state or a vacuum removed its files."""
+        state as of its timestamp (the rows its own would follow in key order)."""
         history = self._log.view().history(table)
-        try:
-            selection = state_selection(history, table, timestamp)
-            state = self._merge(
-                selection,
-                f"state of table {table!r} before a skip-unchanged minor",
-                keep_deleted=False,
-                with_revision=False,
-                with_hash=True,
-            )
-        except (NoMajorRevisionError, RetentionError):
-            return None
-        return state.select(*history[-1].tables[table].id_columns, ROW_HASH)
+        what = f"state of table {table!r} before a skip-unchanged minor"
+        return self._hashes_before(history, table, timestamp, None, what)
 
     # -- maintenance (SPEC §8) ------------------------------------------------------------
 
