@@ -377,7 +377,7 @@ class RevisionedDataset:
             what = f"changes of table {table!r} since "
             what += since_utc.isoformat() if since_utc else "the start"
             what += f" until {until_utc.isoformat()}" if until_utc is not None else ""
-            before = (since_utc, at_sequence)
+            before = (since_utc, at_sequence) if since_utc is not None else (None, None)
         ids = list(history[-1].tables[table].id_columns)
         if columns is not None:
             columns = self._hashed_columns(table, columns, ids)

@@ -85,7 +85,7 @@ def test_skip_unchanged_minor(spark, root):
     moved = ds.commit(
         {"t": rows}, day(2), False, skip_unchanged=True, upstream=[UpstreamPosition("up", "u", 3)]
     )
-    assert moved.tables == {} and ds.upstream_position("up", "u") == 3
+    assert moved is not None and moved.rows == 0 and ds.upstream_position("up", "u") == 3
     # without skipping (the handle's default) every offered row is written
     plain = ds.commit({"t": rows}, day(3), False)
     assert (plain.tables["t"].rows, plain.tables["t"].rows_offered) == (3, None)
@@ -145,6 +145,9 @@ def test_old_rows_without_a_hash_count_as_changed(spark, root):
     for path in glob.glob(os.path.join(root, first.name, "t", "*.parquet")):
         table = pq.read_table(path)  # as written before hashes existed
         pq.write_table(table.drop_columns([ROW_HASH]), path)
+        crc = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.crc")
+        if os.path.exists(crc):
+            os.remove(crc)  # Hadoop's local checksum of the file as Spark wrote it
     offered = frame(spark, [(1, 1, "a"), (2, 2, "b")], SCHEMA)
     written = ds.commit({"t": offered}, day(1), False, skip_unchanged=True)
     assert written.tables["t"].rows == 2  # null hashes never match
