@@ -35,7 +35,8 @@ def _recomputed(ctx: Context, share: float, changed_every: int, generation: int)
     """``share`` of the entities recomputed: one in ``changed_every`` of them gets new values
     (generation ``generation``), the others their generation-0 values again."""
     ids = update_ids(ctx.spark, ctx.config.n, share, generation)
-    gen = F.when(F.col(ID) % changed_every == 0, F.lit(generation)).otherwise(F.lit(0))
+    picked = F.abs(F.xxhash64(F.col(ID), F.lit(generation))) % changed_every == 0
+    gen = F.when(picked, F.lit(generation)).otherwise(F.lit(0))
     return features(ids.withColumn("_gen", gen), F.col("_gen"))
 
 
