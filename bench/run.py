@@ -25,6 +25,7 @@ from .history import changes_of_last, commit_latency
 from .lifecycle import maintenance
 from .memory import driver_memory
 from .plot import plot
+from .provenance import soft_major, unchanged_rows_skipped
 from .results import RunInfo, load_average, summary, write
 from .scenarios import incremental_scoring, minor_vs_major, read_after_minors
 from .training import training_set
@@ -41,6 +42,8 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("6", "delta"): against_delta,
     ("7", "memory"): driver_memory,
     ("8", "maintenance"): maintenance,
+    ("9", "unchanged_rows_skipped"): unchanged_rows_skipped,
+    ("10", "soft_major"): soft_major,
     ("11", "training_set"): training_set,
 }
 

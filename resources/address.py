@@ -22,6 +22,10 @@ META_TABLE = "revisions/table"
 META_ID_COLUMNS = "revisions/id_columns"
 META_ROLE = "revisions/role"
 META_UPSTREAM = "revisions/upstream"
+#: optional, featurized: {value column: version} of the fields not at the code version
+META_FIELD_VERSIONS = "revisions/field_versions"
+#: optional, scoring: the main input's columns the scorer reads (changes of others are none)
+META_USES_COLUMNS = "revisions/uses_columns"
 #: optional: {column: description}, shown in the Columns tab of every materialization
 META_COLUMN_DESCRIPTIONS = "revisions/column_descriptions"
 
@@ -109,6 +113,22 @@ def address_of(assets_def: dg.AssetsDefinition) -> TableAddress:
 
 def role_of(metadata: Mapping[str, Any]) -> Role:
     return Role(_text(metadata.get(META_ROLE, Role.FEATURIZED.value)))
+
+
+def field_versions(metadata: Mapping[str, Any]) -> dict[str, str]:
+    """A featurized asset's declared field versions (empty: every field at the code version)."""
+    raw = metadata.get(META_FIELD_VERSIONS)
+    if raw is None:
+        return {}
+    return dict(raw.data if isinstance(raw, dg.JsonMetadataValue) else raw)
+
+
+def uses_columns(metadata: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """A scoring asset's ``uses_columns`` (None: every column)."""
+    raw = metadata.get(META_USES_COLUMNS)
+    if raw is None:
+        return None
+    return tuple(_text(raw).split(","))
 
 
 def column_descriptions(metadata: Mapping[str, Any]) -> dict[str, str]:

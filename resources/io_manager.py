@@ -30,8 +30,10 @@ from .address import (
     NotRevisionedAssetError,
     TableAddress,
     column_descriptions,
+    field_versions,
     role_of,
     upstream_refs,
+    uses_columns,
 )
 from .location import DatasetLocation
 from .metadata import (
@@ -150,8 +152,9 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         }
         refs = upstream_refs(metadata)
         if not refs:
+            fields = field_versions(metadata)
             is_major, reason = decide_major(
-                history[-1] if history else None, address.table, code_version, forced
+                history[-1] if history else None, address.table, code_version, forced, fields
             )
             start, end = compute_window(pdef, keys, is_major) if keys is not None else (None, None)
             return DatasetSlice(
@@ -161,6 +164,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
                 timestamp=end or now_utc(),
                 compute_start=start,
                 compute_end=end,
+                field_versions=fields,
             )
         if keys is None:
             raise NotRevisionedAssetError(
@@ -182,6 +186,8 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             compute_end=None,
             upstream=plan.upstream,
             skip=None if plan.covers is not None else plan.reason,
+            soft=plan.soft,
+            uses_columns=uses_columns(metadata),
         )
 
     def _log_of(self, dataset: str) -> tuple[str, tuple[Revision, ...]]:
@@ -220,6 +226,8 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             upstream=s.upstream_positions,
             expected_positions=s.expected_positions,
             properties={"reason": s.reason},
+            skip_unchanged=True,  # a minor writes only the rows whose values changed
+            field_versions={s.table: self._field_versions(s, obj)} if s.field_versions else None,
         )
         compaction = self._compact(context, s, ds)
         descriptions = column_descriptions(context.definition_metadata)
@@ -281,6 +289,13 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         return compaction
 
     @staticmethod
+    def _field_versions(s: DatasetSlice, obj: DataFrame) -> dict[str, str]:
+        """Every value column's version: declared, else the code version."""
+        values = [c for c in obj.columns if c not in s.id_columns and c != "_deleted"]
+        versions = {c: s.field_versions.get(c, s.code_version) for c in values}
+        return {c: v for c, v in versions.items() if v is not None}
+
+    @staticmethod
     def _publish_data_version(context: dg.OutputContext, version: str) -> None:
         """The materialization's data version is the revision's (not a hash of code + inputs)."""
         context.step_context.set_data_version(context.asset_key, dg.DataVersion(version))
@@ -324,7 +339,13 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             return None  # the body commits nothing; do not plan a read
         u = consumer.input(context.name)
         ds = self.location.dataset(u.root, self.spark.spark_session)
-        changes = ds.changes(u.ref.table, since_sequence=u.since, until_sequence=u.head)
+        changes = ds.changes(
+            u.ref.table,
+            since_sequence=u.since,
+            until_sequence=u.head,
+            only_changed=True,
+            columns=consumer.uses_columns if u.ref.kind == "main" else None,
+        )
         context.log.info(
             f"{u.ref.asset_key}: changes since sequence {u.since} up to {u.head}"
             f"{' (reset)' if changes.is_reset else ''}"

@@ -123,6 +123,10 @@ def revision_metadata(s: DatasetSlice, rev: Revision) -> dict[str, Any]:
         "bytes": t.bytes,
         "data_version": data_version(s.table, rev.sequence),
     }
+    if t.field_versions:
+        meta["field_versions"] = dg.MetadataValue.json(dict(t.field_versions))
+    if t.rows_offered is not None:  # a skip-unchanged minor: rows offered, ``rows`` changed
+        meta["rows_offered"] = t.rows_offered
     if s.partitions is not None:  # the live rows this run wrote for its partitions
         meta["dagster/partition_row_count"] = t.rows - t.tombstones
     return meta

@@ -17,7 +17,7 @@ whole day is before T.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import dagster as dg
@@ -96,6 +96,13 @@ class DatasetSlice:
     upstream: tuple[UpstreamSlice, ...] = ()  # scoring assets: one per input
     skip: str | None = None  # scoring: nothing to consume; no revision, no materialization
     force_compaction: bool = False  # compact the table after the commit (tag or run config)
+    #: scoring: a major caused only by upstream resets, not by this asset's code version:
+    #: re-score the entities that changed (``ChangeSet.changed``), keep the other scores
+    soft: bool = False
+    #: featurized: {value column: version} declared (others are at the code version)
+    field_versions: Mapping[str, str] = field(default_factory=dict)
+    #: scoring: the main input's value columns whose changes count (None: all)
+    uses_columns: tuple[str, ...] | None = None
 
     @property
     def partition(self) -> str | None:
@@ -124,17 +131,44 @@ def truthy(value: str | None) -> bool:
 
 
 def decide_major(
-    head: Revision | None, table: str, code_version: str | None, forced: bool
+    head: Revision | None,
+    table: str,
+    code_version: str | None,
+    forced: bool,
+    field_versions: Mapping[str, str] | None = None,
 ) -> tuple[bool, str]:
     """SPEC §5 as a pure function of the table's head revision: (is_major, why)."""
     if forced:
         return True, "major forced by run tag or config"
     if head is None:
         return True, "first revision of the table"
+    change = version_change(head, table, code_version, field_versions)
+    if change is not None:
+        return True, change
+    return False, f"code version {code_version!r} unchanged since revision {head.sequence}"
+
+
+def version_change(
+    head: Revision, table: str, code_version: str | None, fields: Mapping[str, str] | None
+) -> str | None:
+    """Why ``head`` was not written by this code (a major is due), or None when it was: its
+    code version differs, or a field's version (a declared one, or a recorded one now back
+    at the code version) differs."""
     recorded = head.version_of(table)
     if recorded != code_version:
-        return True, f"code version changed: {recorded!r} -> {code_version!r}"
-    return False, f"code version {code_version!r} unchanged since revision {head.sequence}"
+        return f"code version changed: {recorded!r} -> {code_version!r}"
+    write = head.tables.get(table)
+    fields = dict(fields or {})
+    named = set(fields) | set((write.field_versions or {}) if write else {})
+    bumped = {
+        c: (write.field_version(c) if write else recorded, fields.get(c, code_version))
+        for c in sorted(named)
+    }
+    bumped = {c: (old, new) for c, (old, new) in bumped.items() if old != new}
+    if bumped:
+        shown = ", ".join(f"{c} {old!r} -> {new!r}" for c, (old, new) in bumped.items())
+        return f"field versions changed: {shown}"
+    return None
 
 
 # -- partitions and windows ------------------------------------------------------------------
@@ -276,6 +310,8 @@ class ConsumerPlan:
     reason: str
     upstream: tuple[UpstreamSlice, ...]
     covers: dg.PartitionKeyRange | None
+    #: a soft major: major only because an upstream reset (own code version unchanged)
+    soft: bool = False
 
 
 def plan_consumer(
@@ -292,7 +328,8 @@ def plan_consumer(
     else (reference changes only) the main upstream's newest partition."""
     is_major, reason = decide_major(history[-1] if history else None, table, code_version, forced)
     resets = [u.ref.asset_key for u in upstream if u.is_reset]
-    if resets and not is_major:
+    soft = bool(resets) and not is_major
+    if soft:
         is_major, reason = True, f"upstream reset in {', '.join(resets)}"
     main = next(u for u in upstream if u.ref.kind == "main")
     newest = partition_key_for_end(partitions_def, main.newest_timestamp)
@@ -308,7 +345,7 @@ def plan_consumer(
         consumed = ", ".join(f"{u.ref.asset_key}@{u.since}" for u in upstream)
         reason = f"nothing new upstream (consumed up to {consumed})"
         return ConsumerPlan(False, reason, tuple(upstream), None)
-    return ConsumerPlan(is_major, reason, tuple(upstream), covers)
+    return ConsumerPlan(is_major, reason, tuple(upstream), covers, soft)
 
 
 def check_requested_partitions(

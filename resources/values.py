@@ -26,6 +26,13 @@ class UpstreamChanges:
     def id_columns(self) -> tuple[str, ...]:
         return self.slice.ref.id_columns
 
+    @property
+    def changed(self) -> DataFrame:
+        """The entities whose values changed since the consumer's position, with
+        ``_deleted``: the change set, or on a reset its soft-major ``changed``."""
+        changed = self.changes.changed if self.changes.is_reset else None
+        return changed if changed is not None else self.changes.df
+
     def state(self) -> DataFrame:
         """The table's full state at the pinned head (for majors and reverse joins)."""
         return self.dataset.read(self.slice.ref.table, at=self.slice.head)

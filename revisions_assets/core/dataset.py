@@ -11,7 +11,7 @@ from os import PathLike
 from typing import get_args
 
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -44,6 +44,7 @@ from .errors import (
     StorageError,
     UnknownRevisionError,
 )
+from .hashing import ROW_HASH, row_hash, value_columns
 from .history import table_history_frame
 from .legacy import LegacyRevision, plan_import
 from .log import RevisionLog
@@ -110,6 +111,12 @@ class ChangeSet:
     ``df`` has the table's columns plus ``_deleted``; when ``is_reset`` it is the full state
     and consumers must replace, not merge. ``until_sequence`` is the head the read was
     pinned to: a consumer records it as its new position.
+
+    ``changed`` (a reset only, else None): the soft major, the entities of ``df`` whose row
+    hash differs from the state at the read's ``since``/``since_sequence`` (added or changed,
+    ``_deleted`` false; a null hash counts as changed), plus the entities that state had
+    and ``df`` lacks (``_deleted`` true, ids only). Without a ``since`` that state is empty
+    and ``changed`` holds every row of ``df``.
     """
 
     df: DataFrame
@@ -117,6 +124,7 @@ class ChangeSet:
     revisions: tuple[Revision, ...]
     since_sequence: int | None = None
     until_sequence: int = 0
+    changed: DataFrame | None = None
 
 
 #: the default policy: compact a table once more than this many revisions sit on its base
@@ -133,6 +141,7 @@ class RevisionedDataset:
     refuses commits and maintenance with ``ReadOnlyDatasetError``.
     ``compact_after``: after a commit that leaves more than this many revisions on top of
     a table's base (its major or compaction), compact it (``None``: never on its own).
+    ``skip_unchanged``: the default of ``commit(skip_unchanged=...)``.
 
     Opening checks the log (no gap, nothing lost, every entry well formed) and raises
     CorruptLogError on damage, writing nothing; ``revisions_assets.core.verify.verify(root)``
@@ -149,6 +158,7 @@ class RevisionedDataset:
         storage_options: Mapping[str, object] | None = None,
         read_only: bool = False,
         compact_after: int | None = DEFAULT_COMPACT_AFTER,
+        skip_unchanged: bool = False,
     ):
         options = check_options(storage_options, "storage_options")
         self._spark = check_spark(spark)
@@ -160,6 +170,7 @@ class RevisionedDataset:
         self.root = self.storage.uri
         self.read_only = check_bool(read_only, "read_only")
         self.compact_after = check_count(compact_after, "compact_after", minimum=0, optional=True)
+        self.skip_unchanged = check_bool(skip_unchanged, "skip_unchanged")
         self._last_compactions: tuple[Revision, ...] = ()
         self._log = RevisionLog(self.storage)
         self._log.refresh()
@@ -326,10 +337,20 @@ class RevisionedDataset:
         until_sequence: int | None = None,
         at: Position = None,
         with_revision: bool = False,
+        only_changed: bool = False,
+        columns: Sequence[str] | None = None,
     ) -> ChangeSet:
-        """Changes in (since, until], or since a sequence up to a pinned head (SPEC §3)."""
+        """Changes in (since, until], or since a sequence up to a pinned head (SPEC §3).
+
+        ``only_changed``: report only the entities whose row hash differs from the state
+        before the window (tombstones and null hashes always count): a rewrite of the same
+        values is no change. A reset carries ``changed`` either way (see ``ChangeSet``).
+        ``columns``: only changes of these value columns count, for ``only_changed`` and
+        ``changed`` (their hash is computed at read time, old rows included).
+        """
         check_text(table, "table")
         check_bool(with_revision, "with_revision")
+        check_bool(only_changed, "only_changed")
         since_sequence = check_sequence_number(since_sequence, "since_sequence", optional=True)
         until_sequence = check_sequence_number(until_sequence, "until_sequence", optional=True)
         by_sequence = since_sequence is not None or until_sequence is not None
@@ -358,30 +379,93 @@ class RevisionedDataset:
             head = resolve_position(records, table, head)
             selection = changes_by_sequence(history, table, since_sequence, head)
             what = f"changes of table {table!r} since sequence {since_sequence}"
+            before = (None, since_sequence)
         else:
             at_sequence = resolve_position(records, table, at)
             selection = changes_by_time(history, table, since_utc, until_utc, at_sequence)
             what = f"changes of table {table!r} since "
             what += since_utc.isoformat() if since_utc else "the start"
             what += f" until {until_utc.isoformat()}" if until_utc is not None else ""
+            before = (since_utc, at_sequence) if since_utc is not None else (None, None)
         ids = list(history[-1].tables[table].id_columns)
+        if columns is not None:
+            columns = self._hashed_columns(table, columns, ids)
+        changed = None
         if not selection.window:
             df = self._empty_changes(table_schema(selection.merge, table), with_revision)
         elif selection.is_reset:
-            df = self._merge(selection, what, keep_deleted=False, with_revision=with_revision)
-            df = df.withColumn(DELETED, F.lit(False))
+            df = self._merge(
+                selection, what, keep_deleted=False, with_revision=with_revision, with_hash=True
+            )
+            df = _rehashed(df, columns)
+            previous = self._hashes_before(history, table, *before, what, columns)
+            changed = _soft_major(df, previous, ids)
+            df = df.drop(ROW_HASH).withColumn(DELETED, F.lit(False))
         else:
-            df = self._merge(selection, what, keep_deleted=True, with_revision=with_revision)
-            df = blank_deletions(df, ids)
-        system = [c for c in (DELETED, *REVISION_COLUMNS) if c in df.columns]
-        df = df.select(*[c for c in df.columns if c not in system], *system)
+            df = self._merge(
+                selection, what, keep_deleted=True, with_revision=with_revision, with_hash=True
+            )
+            df = _rehashed(df, columns)
+            previous = (
+                self._hashes_before(history, table, *before, what, columns)
+                if only_changed
+                else None
+            )
+            if previous is not None:
+                df = _really_changed(df, previous, ids)
+            df = blank_deletions(df.drop(ROW_HASH), ids)
         return ChangeSet(
-            df=df,
+            df=_system_last(df),
             is_reset=selection.is_reset,
             revisions=selection.window,
             since_sequence=since_sequence,
             until_sequence=selection.head_sequence,
+            changed=_system_last(changed) if changed is not None else None,
         )
+
+    def _hashes_before(
+        self,
+        history: Sequence[Revision],
+        table: str,
+        as_of: datetime | None,
+        max_sequence: int | None,
+        what: str,
+        columns: Sequence[str] | None = None,
+    ) -> DataFrame | None:
+        """The (ids, ``_row_hash``) of the state as of ``as_of`` pinned at ``max_sequence``:
+        where a change read starts, or what a skip-unchanged minor replaces. None (every row
+        counts as changed) when there is no start, no major by then, or a vacuum removed
+        that state's files."""
+        if as_of is None and max_sequence is None:
+            return None
+        try:
+            selection = state_selection(history, table, as_of, max_sequence)
+            ids = list(history[-1].tables[table].id_columns)
+            state = self._merge(
+                selection,
+                f"{what} (the state before)",
+                keep_deleted=False,
+                with_revision=False,
+                with_hash=True,
+            )
+        except (NoMajorRevisionError, RetentionError):
+            return None
+        return _rehashed(state, columns).select(*ids, ROW_HASH)
+
+    def _hashed_columns(self, table: str, columns: Sequence[str], ids: Sequence[str]) -> list[str]:
+        """``columns`` checked against the table's value columns."""
+        if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+            raise InvalidArgumentError(
+                f"changes(): columns must be a list of column names, got {columns!r}"
+            )
+        values = value_columns(self.tables()[table].schema, ids)
+        unknown = [c for c in columns if c not in values]
+        if unknown:
+            raise InvalidArgumentError(
+                f"changes(): columns {unknown} are not value columns of table {table!r}; "
+                f"its value columns are {values}"
+            )
+        return list(columns)
 
     def history(
         self, table: str, *, since: TimeLike | None = None, until: TimeLike | None = None
@@ -435,7 +519,15 @@ class RevisionedDataset:
             known_at=known_at,
         )
 
-    def _merge(self, selection: Selection, what: str, *, keep_deleted: bool, with_revision: bool):
+    def _merge(
+        self,
+        selection: Selection,
+        what: str,
+        *,
+        keep_deleted: bool,
+        with_revision: bool,
+        with_hash: bool = False,
+    ):
         plan = plan_read(self._log.view(), selection, f"{self.root}: {what}")
         try:
             return merge_plan(
@@ -444,6 +536,7 @@ class RevisionedDataset:
                 plan,
                 keep_deleted=keep_deleted,
                 with_revision=with_revision,
+                with_hash=with_hash,
                 strategy=self.merge_strategy,
             )
         except RevisionsError:
@@ -500,8 +593,17 @@ class RevisionedDataset:
         upstream: Sequence[UpstreamPosition] = (),
         expected_positions: Mapping[tuple[str, str], int] | None = None,
         properties: Mapping[str, str] | None = None,
+        skip_unchanged: bool | None = None,
+        field_versions: Mapping[str, Mapping[str, str]] | None = None,
     ) -> Revision | None:
         """Write ``tables`` as one revision and commit it to the log (SPEC §4).
+
+        ``skip_unchanged`` (None: the handle's default): a minor writes only the rows whose
+        ``_row_hash`` differs from the row they replace (the entity's row in the state as
+        of ``timestamp``); the log records ``rows_offered`` beside ``rows``. When no table
+        has a changed row, nothing is committed (the rule for empty input below).
+        ``field_versions``: ``{table: {value column: version}}``, recorded per table (a
+        column not named is at the table's version).
 
         Returns the committed revision, or None when every table is empty (nothing is
         committed) — unless ``upstream`` moves a consumer position: then an empty revision
@@ -512,6 +614,11 @@ class RevisionedDataset:
         """
         self._require_writable("commit")
         tables = check_tables(tables)
+        skip = (
+            self.skip_unchanged
+            if skip_unchanged is None
+            else check_bool(skip_unchanged, "skip_unchanged")
+        )
         request = self._prepare(
             tables,
             timestamp,
@@ -523,6 +630,17 @@ class RevisionedDataset:
             expected_positions,
             properties,
         )
+        unknown = sorted(set(field_versions or {}) - set(tables))
+        if unknown:
+            raise InvalidArgumentError(
+                f"field_versions names table(s) {unknown}, which this commit does not write "
+                f"(tables: {sorted(tables)})"
+            )
+        for staged in request.staged:
+            staged.field_versions = _field_versions(staged, field_versions)
+        if skip and not request.is_major:
+            for staged in request.staged:
+                staged.replaced = self._replaced_hashes(staged.table, request.timestamp)
         record = CommitTransaction(self.storage, self._log, self.spark, request).run(tables)
         self._last_compactions = self._apply_policy(record) if record is not None else ()
         return record
@@ -567,6 +685,13 @@ class RevisionedDataset:
             request.staged.append(staged)
         check_against_log(view, request, self.root)
         return request
+
+    def _replaced_hashes(self, table: str, timestamp: datetime) -> DataFrame | None:
+        """The (ids, ``_row_hash``) of the rows a minor stamped ``timestamp`` replaces: the
+        state as of its timestamp (the rows its own would follow in key order)."""
+        history = self._log.view().history(table)
+        what = f"state of table {table!r} before a skip-unchanged minor"
+        return self._hashes_before(history, table, timestamp, None, what)
 
     # -- maintenance (SPEC §8) ------------------------------------------------------------
 
@@ -694,6 +819,72 @@ class RevisionedDataset:
             log.warning("%s: compaction after revision %s failed: %s", self.root, record.name, exc)
             return ()
         return (compaction,) if compaction is not None else ()
+
+
+def _field_versions(
+    staged: StagedTable, given: Mapping[str, Mapping[str, str]] | None
+) -> dict[str, str] | None:
+    """The field versions of one table of a commit, checked against its value columns."""
+    if given is None or staged.table not in given:
+        return None
+    what = f"field_versions[{staged.table!r}]"
+    versions = check_string_map(given[staged.table], what)
+    values = value_columns(staged.schema, staged.id_columns)
+    unknown = sorted(set(versions) - set(values))
+    if unknown:
+        raise InvalidArgumentError(
+            f"{what} names {unknown}, not value columns of the data; they are {values}"
+        )
+    return versions
+
+
+def _rehashed(df: DataFrame, columns: Sequence[str] | None) -> DataFrame:
+    """``df`` with ``_row_hash`` over ``columns`` only, computed now (None: as stored)."""
+    if columns is None:
+        return df
+    hashed = row_hash(df.schema, columns)
+    if DELETED in df.columns:
+        hashed = F.when(~F.col(DELETED), hashed)
+    return df.withColumn(ROW_HASH, hashed)
+
+
+def _system_last(df: DataFrame) -> DataFrame:
+    system = [c for c in (DELETED, *REVISION_COLUMNS) if c in df.columns]
+    return df.select(*[c for c in df.columns if c not in system], *system)
+
+
+def _previous(previous: DataFrame, ids: Sequence[str]) -> DataFrame:
+    return previous.select(*ids, F.col(ROW_HASH).alias("__before"))
+
+
+def _differs() -> Column:
+    """A row's hash differs from the one before (a null hash, or none before: differs)."""
+    return ~F.col(ROW_HASH).eqNullSafe(F.col("__before")) | F.col(ROW_HASH).isNull()
+
+
+def _really_changed(rows: DataFrame, previous: DataFrame, ids: Sequence[str]) -> DataFrame:
+    """The change rows (with ``_row_hash``) that change something: tombstones, and rows
+    whose hash differs from the entity's before the window. One join on the ids."""
+    joined = rows.join(_previous(previous, ids), on=list(ids), how="left")
+    return joined.where(F.col(DELETED) | _differs()).drop("__before")
+
+
+def _soft_major(state: DataFrame, previous: DataFrame | None, ids: Sequence[str]) -> DataFrame:
+    """A reset's ``changed``: the rows of ``state`` (with ``_row_hash``) whose hash differs
+    from ``previous``, and the ids ``previous`` has and ``state`` lacks as tombstones. One
+    full outer join on the ids."""
+    columns = [c for c in state.columns if c != ROW_HASH]
+    if previous is None:
+        return state.select(*columns, F.lit(False).alias(DELETED))
+    joined = state.withColumn("__now", F.lit(True)).join(
+        _previous(previous, ids), on=list(ids), how="full_outer"
+    )
+    removed = F.col("__now").isNull()
+    kept = joined.where(removed | _differs())
+    return kept.select(
+        *[F.col(c) if c in ids else F.when(~removed, F.col(c)).alias(c) for c in columns],
+        removed.alias(DELETED),
+    )
 
 
 __all__ = ["ChangeSet", "RevisionedDataset", "TableInfo", "VacuumReport"]

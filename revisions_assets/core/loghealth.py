@@ -143,6 +143,13 @@ _TABLE_FIELDS: tuple[tuple[str, Callable[[Any], bool], str, bool], ...] = (
         True,
     ),
     ("bytes", _is_count, "a count >= 0", True),
+    ("rows_offered", lambda v: v is None or _is_count(v), "a count >= 0 or null", False),
+    (
+        "field_versions",
+        lambda v: v is None or (isinstance(v, dict) and all(_is_text(x) for x in v.values())),
+        "an object of strings or null",
+        False,
+    ),
 )
 
 

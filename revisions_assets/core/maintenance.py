@@ -122,6 +122,7 @@ class Compactor:
             plan,
             keep_deleted=True,
             with_sequence=True,
+            with_hash=True,
             strategy=self.strategy,
         )
         inputs = [plan.base.write] if plan.base is not None else []

@@ -41,6 +41,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from .hashing import ROW_HASH
 from .logview import LogView
 from .records import Revision, TableWrite
 from .selection import ReadPlan, best_compaction, state_selection
@@ -49,7 +50,7 @@ from .timeutil import to_micros
 
 DELETED = "_deleted"
 REVISION_COLUMNS = ("_revision", "_revision_timestamp", "_revision_sequence")
-SYSTEM_COLUMNS = (DELETED, *REVISION_COLUMNS)
+SYSTEM_COLUMNS = (DELETED, ROW_HASH, *REVISION_COLUMNS)
 #: the column of compaction files naming the revision that wrote each row
 SOURCE_SEQUENCE = "_revision_sequence"
 _SEQ, _ORDER, _FILE, _STAMP = "__sequence", "__revision_order", "__file", "__timestamp_us"
@@ -103,6 +104,13 @@ def state_schemas(view: LogView, table: str) -> tuple[StructType, StructType]:
     return table_schema((selection.major,), table), plan_schema(plan)
 
 
+#: the system columns of data files: ``_row_hash`` reads as null in files written before it
+_SYSTEM_FIELDS = (
+    StructField(DELETED, BooleanType(), True),
+    StructField(ROW_HASH, LongType(), True),
+)
+
+
 def file_key(path: str) -> str:
     """``<revision>/<table>/<file>``: how a data file is recognized in ``_metadata``."""
     return "/".join(path.split("/")[-3:])
@@ -117,8 +125,9 @@ def _conform(schema: StructType, own: StructType) -> list[Column]:
 
 
 class _Scanner:
-    """Scans files of a plan into rows of the read schema + ``_deleted`` + the producing
-    sequence, and when asked (``annotate``) the revision's order, name and timestamp."""
+    """Scans files of a plan into rows of the read schema + ``_deleted`` + ``_row_hash``
+    (null in files written before hashes) + the producing sequence, and when asked
+    (``annotate``) the revision's order, name and timestamp."""
 
     def __init__(self, spark: SparkSession, storage: Storage, plan: ReadPlan, schema: StructType):
         self.spark = spark
@@ -143,23 +152,25 @@ class _Scanner:
         for r in revisions:
             groups.setdefault(r.tables[table].schema_json, []).append(r)
         single = len(revisions) == 1
-        names = [*self.schema.fieldNames(), DELETED] + ([] if single else [_FILE])
+        names = [*self.schema.fieldNames(), DELETED, ROW_HASH] + ([] if single else [_FILE])
         rows = None
         for schema_json, members in groups.items():
             uris = self._uris(members)
             if not uris:
                 continue
             own = parse_schema(schema_json)
-            df = self.spark.read.schema(
-                StructType([*own.fields, StructField(DELETED, BooleanType(), True)])
-            ).parquet(*uris)
-            columns = [*_conform(self.schema, own), F.coalesce(F.col(DELETED), F.lit(False))]
+            df = self.spark.read.schema(StructType([*own.fields, *_SYSTEM_FIELDS])).parquet(*uris)
+            columns = [
+                *_conform(self.schema, own),
+                F.coalesce(F.col(DELETED), F.lit(False)),
+                F.col(ROW_HASH),
+            ]
             if not single:
                 columns.append(F.substring_index(F.col("_metadata.file_path"), "/", -3))
             df = df.select(*columns).toDF(*names)
             rows = df if rows is None else rows.unionByName(df)
         if rows is None:
-            fields = [*self.schema.fields, StructField(DELETED, BooleanType())]
+            fields = [*self.schema.fields, *_SYSTEM_FIELDS]
             fields += [] if single else [StructField(_FILE, StringType())]
             rows = self.spark.createDataFrame([], StructType(fields))
         if single:
@@ -198,23 +209,16 @@ class _Scanner:
         own = parse_schema(base.write.schema_json)
         uris = [self.storage.spark_uri(f) for f in base.write.files]
         if uris:
-            fields = [
-                *own.fields,
-                StructField(DELETED, BooleanType(), True),
-                StructField(SOURCE_SEQUENCE, LongType(), True),
-            ]
+            fields = [*own.fields, *_SYSTEM_FIELDS, StructField(SOURCE_SEQUENCE, LongType(), True)]
             df = self.spark.read.schema(StructType(fields)).parquet(*uris)
             rows = df.select(
                 *_conform(self.schema, own),
                 F.coalesce(F.col(DELETED), F.lit(False)).alias(DELETED),
+                F.col(ROW_HASH),
                 F.col(SOURCE_SEQUENCE).alias(_SEQ),
             )
         else:
-            fields = [
-                *self.schema.fields,
-                StructField(DELETED, BooleanType()),
-                StructField(_SEQ, LongType()),
-            ]
+            fields = [*self.schema.fields, *_SYSTEM_FIELDS, StructField(_SEQ, LongType())]
             rows = self.spark.createDataFrame([], StructType(fields))
         if not annotate:
             return rows
@@ -298,6 +302,7 @@ def merge_plan(
     keep_deleted: bool = False,
     with_revision: bool = False,
     with_sequence: bool = False,
+    with_hash: bool = False,
     strategy: MergeStrategy = "auto",
 ) -> DataFrame:
     """The latest row per entity over a read plan.
@@ -305,6 +310,7 @@ def merge_plan(
     ``keep_deleted``: keep tombstone rows (flagged ``_deleted``) instead of dropping them.
     ``with_revision``: add the name, timestamp and sequence of each row's revision.
     ``with_sequence``: add only ``_revision_sequence`` (what a compaction writes).
+    ``with_hash``: add ``_row_hash`` (``core/hashing.py``; null where not recorded).
     """
     table = plan.table
     first = _base_write(plan)
@@ -352,6 +358,8 @@ def merge_plan(
     if not keep_deleted and tombstones:
         merged = merged.where(~F.col(DELETED))
     system = [DELETED] if keep_deleted else []
+    if with_hash:
+        system.append(ROW_HASH)
     if with_revision:
         merged = merged.withColumns(
             {

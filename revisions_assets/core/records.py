@@ -51,9 +51,15 @@ class TableWrite:
     tombstones: int
     files: tuple[str, ...]  # data files, relative to the dataset root
     bytes: int
+    #: rows the caller offered, when a skip-unchanged minor dropped the unchanged ones
+    #: (``rows`` are those written); None otherwise, and in entries written before it
+    rows_offered: int | None = None
+    #: the version of each value column (field-level versions); None: not recorded, every
+    #: field is at ``version``
+    field_versions: Mapping[str, str] | None = None
 
     def to_doc(self) -> dict[str, Any]:
-        return {
+        doc = {
             "id_columns": list(self.id_columns),
             "schema": json.loads(self.schema_json),
             "version": self.version,
@@ -62,6 +68,15 @@ class TableWrite:
             "files": list(self.files),
             "bytes": self.bytes,
         }
+        if self.rows_offered is not None:
+            doc["rows_offered"] = self.rows_offered
+        if self.field_versions is not None:
+            doc["field_versions"] = dict(sorted(self.field_versions.items()))
+        return doc
+
+    def field_version(self, column: str) -> str | None:
+        """The version of one value column: recorded, else the table's version."""
+        return (self.field_versions or {}).get(column, self.version)
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> TableWrite:
@@ -73,6 +88,8 @@ class TableWrite:
             tombstones=int(doc["tombstones"]),
             files=tuple(doc["files"]),
             bytes=int(doc["bytes"]),
+            rows_offered=int(doc["rows_offered"]) if doc.get("rows_offered") is not None else None,
+            field_versions=dict(doc["field_versions"]) if doc.get("field_versions") else None,
         )
 
 

@@ -40,6 +40,7 @@ from .errors import (
     SchemaMismatchError,
     UnknownTableError,
 )
+from .hashing import ROW_HASH, row_hash, value_columns
 from .layout import CLAIM_FILE
 from .log import RevisionLog
 from .loghealth import mark_dataset
@@ -73,6 +74,11 @@ class StagedTable:
     prefix: str = ""
     #: columns of the current schema absent from the data: allowed on tombstone rows only
     filled: tuple[str, ...] = ()
+    #: a skip-unchanged minor: the (ids, ``_row_hash``) of the rows this one would replace;
+    #: offered rows with an equal, non-null hash are not written
+    replaced: DataFrame | None = None
+    rows_offered: int | None = None
+    field_versions: dict[str, str] | None = None
 
     def to_write(self) -> TableWrite:
         return TableWrite(
@@ -83,6 +89,8 @@ class StagedTable:
             tombstones=self.tombstones,
             files=self.files,
             bytes=self.bytes,
+            rows_offered=self.rows_offered,
+            field_versions=self.field_versions,
         )
 
 
@@ -230,8 +238,9 @@ class CommitTransaction:
         claim_folder(self.storage, self.request.name)
 
     def write_table(self, staged: StagedTable, df: DataFrame) -> None:
-        """Write one table's files with Spark, counting rows, tombstones and null ids in the
-        same job; then check the ids are unique."""
+        """Write one table's files with Spark, with each row's ``_row_hash``, counting rows,
+        tombstones and null ids in the same job (and the offered rows, when unchanged ones
+        are skipped); then check the ids are unique."""
         staged.prefix = f"{self.request.name}/{staged.table}"
         deleted = (
             F.coalesce(F.col(DELETED), F.lit(False)) if DELETED in df.columns else F.lit(False)
@@ -240,13 +249,21 @@ class CommitTransaction:
             F.lit(None).cast(f.dataType).alias(f.name) if f.name in staged.filled else F.col(f.name)
             for f in staged.schema.fields
         ]
-        out = df.select(*columns, deleted.alias(DELETED))
+        values = value_columns(staged.schema, staged.id_columns)
+        out = df.select(*columns, deleted.alias(DELETED)).withColumn(
+            ROW_HASH, F.when(~F.col(DELETED), row_hash(staged.schema, values))
+        )
+        offered = None
+        if staged.replaced is not None:
+            out, offered = skip_unchanged(out, staged.replaced, staged.id_columns)
         nulls = {c: F.sum(F.col(c).isNull().cast("long")) for c in staged.id_columns}
         stats = write_observed(
             out,
             self.storage.spark_uri(staged.prefix),
             {f"null_{i}": e for i, e in enumerate(nulls.values())},
         )
+        if offered is not None:
+            staged.rows_offered = int(offered.get.get("offered") or 0)
         files = [
             f
             for f in self.storage.list_files(staged.prefix)
@@ -355,6 +372,23 @@ def append_entry(
         f"{revision_log.storage.uri}: could not commit {what} after {MAX_COMMIT_ATTEMPTS} "
         "attempts: the log kept moving; nothing was committed"
     )
+
+
+def skip_unchanged(
+    rows: DataFrame, replaced: DataFrame, id_columns: Sequence[str]
+) -> tuple[DataFrame, Observation]:
+    """``rows`` without those whose hash equals the row they replace (one anti-join on the
+    ids and the hash; null hashes never match), and an observation counting the offered
+    rows in the write job itself."""
+    observation = Observation(f"offered-{uuid.uuid4().hex}")
+    counted = rows.observe(observation, F.count(F.lit(1)).alias("offered"))
+    current = replaced.select(
+        *[F.col(c).alias(f"__cur_{c}") for c in id_columns], F.col(ROW_HASH).alias("__cur_hash")
+    )
+    same = [F.col(c) == F.col(f"__cur_{c}") for c in id_columns]
+    same.append(F.col(ROW_HASH) == F.col("__cur_hash"))
+    kept = counted.join(current, on=same, how="left_anti")
+    return kept, observation
 
 
 def write_observed(

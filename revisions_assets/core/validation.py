@@ -30,6 +30,7 @@ from .errors import (
     InvalidNameError,
     SchemaMismatchError,
 )
+from .hashing import ROW_HASH
 from .merge import DELETED, REVISION_COLUMNS
 from .selection import HEAD_PATTERN
 from .uris import describe, redact
@@ -121,7 +122,7 @@ def data_schema(table: str, schema: StructType, id_columns: Sequence[str]) -> St
                 f"table {table!r}: id column {column!r} has type {data_type.simpleString()}, "
                 f"which cannot identify an entity{why}"
             )
-    clashes = [c for c in names if c in REVISION_COLUMNS]
+    clashes = [c for c in names if c in (*REVISION_COLUMNS, ROW_HASH)]
     if clashes:
         raise InvalidNameError(f"table {table!r}: column(s) {clashes} are reserved for reads")
     if DELETED in names and not isinstance(schema[DELETED].dataType, BooleanType):

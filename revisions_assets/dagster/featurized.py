@@ -18,7 +18,7 @@ import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from resources.address import Role, TableAddress
+from resources.address import META_FIELD_VERSIONS, Role, TableAddress
 from resources.keys import IO_MANAGER_KEY
 from resources.slice import DatasetSlice
 from revisions_assets.core.merge import DELETED
@@ -50,12 +50,18 @@ def featurized_asset(
     metadata: Mapping[str, Any] | None = None,
     column_descriptions: Mapping[str, str] | None = None,
     io_manager_key: str = IO_MANAGER_KEY,
+    field_versions: Mapping[str, str] | None = None,
 ) -> Callable[[Featurizer], dg.AssetsDefinition]:
     """Declare a time-partitioned featurized asset stored as one table of a revisioned dataset.
 
     The decorated function is ``fn(source_rows, window) -> DataFrame`` where ``window`` is
     the run's ``DatasetSlice`` (resolved by the IO manager) and
     ``source_rows = source(spark, window.compute_start - lookback, window.compute_end)``.
+
+    ``field_versions={column: version}``: fields whose version differs from ``code_version``
+    (the default of every field). Bumping one makes a major; the versions of every field are
+    recorded on each revision, so a scoring asset with ``uses_columns`` that reads none of
+    the bumped fields re-scores nothing.
     """
 
     def decorator(fn: Featurizer) -> dg.AssetsDefinition:
@@ -75,7 +81,10 @@ def featurized_asset(
                 deps=deps,
                 tags=tags,
                 owners=owners,
-                metadata=metadata,
+                metadata={
+                    **({META_FIELD_VERSIONS: dict(field_versions)} if field_versions else {}),
+                    **(metadata or {}),
+                },
                 column_descriptions=column_descriptions,
                 io_manager_key=io_manager_key,
             )

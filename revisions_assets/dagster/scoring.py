@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 
 from resources.address import (
     META_UPSTREAM,
+    META_USES_COLUMNS,
     Role,
     TableAddress,
     UpstreamRef,
@@ -76,13 +77,13 @@ def plan_inputs(
 ) -> ScoringInputs:
     """Select the main entities to (re)score and the reference rows they join to."""
     ids = list(main.id_columns)
-    if s.is_major:
+    if s.is_major and not s.soft:
         rows = main.df.drop(DELETED) if main.changes.is_reset else main.state()
         tombstones = None
     else:
-        # the change set already holds the touched entities' state at the pinned head
-        rows = main.df.filter(~F.col(DELETED)).drop(DELETED)
-        tombstones = main.df.filter(F.col(DELETED)).select(*ids)
+        # the change set (a soft major: its changed rows) holds the state at the pinned head
+        rows = main.changed.filter(~F.col(DELETED)).drop(DELETED)
+        tombstones = main.changed.filter(F.col(DELETED)).select(*ids)
         changed = [(ref, on) for ref, on in references.values() if ref.changes.revisions]
         if changed:
             # reverse join: main entities whose join keys match a changed reference row
@@ -92,7 +93,9 @@ def plan_inputs(
                 [
                     state.join(
                         F.broadcast(
-                            ref.df.select(*[F.col(r).alias(m) for m, r in on.items()]).distinct()
+                            ref.changed.select(
+                                *[F.col(r).alias(m) for m, r in on.items()]
+                            ).distinct()
                         ),
                         list(on),
                         "left_semi",
@@ -107,6 +110,19 @@ def plan_inputs(
         ref_rows = ref.df.drop(DELETED) if ref.changes.is_reset else ref.state()
         needed[name] = ref_rows.join(F.broadcast(keys), list(on.values()), "left_semi")
     return ScoringInputs(rows, needed, tombstones)
+
+
+def soft_major_scores(
+    scores: DataFrame, previous: DataFrame, plan: ScoringInputs, ids: Sequence[str]
+) -> DataFrame:
+    """A soft major's complete new base, without collecting: the new scores of the
+    re-scored entities, plus the previous scores of every other entity still present (an
+    anti-join on the ids re-scored or deleted upstream)."""
+    replaced = plan.main.select(*ids)
+    if plan.tombstones is not None:
+        replaced = replaced.unionByName(plan.tombstones)
+    kept = previous.join(replaced, list(ids), "left_anti")
+    return scores.unionByName(kept.select(*scores.columns))
 
 
 def with_tombstones(scores: DataFrame, tombstones: DataFrame | None) -> DataFrame:
@@ -136,6 +152,7 @@ def scoring_asset(
     metadata: Mapping[str, Any] | None = None,
     column_descriptions: Mapping[str, str] | None = None,
     io_manager_key: str = IO_MANAGER_KEY,
+    uses_columns: Sequence[str] | None = None,
 ) -> Callable[[Scorer], dg.AssetsDefinition]:
     """Declare a scoring asset: ``fn(main_rows, **reference_rows) -> scores``.
 
@@ -143,6 +160,11 @@ def scoring_asset(
     (re)score: all of them on a major, on a minor those changed upstream or joined to
     a changed reference row. Scores are keyed by ``id_columns`` (default: the
     upstream's); entities deleted upstream get their score deleted.
+
+    ``uses_columns``: the main input's value columns ``fn`` reads (default: all). Only
+    changes of those count: a minor re-scores the entities whose used values changed, and
+    an upstream major that changed none of them (a bump of fields this scorer does not
+    read) is a soft major that re-scores nothing and keeps the previous scores.
     """
     references = dict(references or {})
     main_address = address_of(upstream)
@@ -179,7 +201,11 @@ def scoring_asset(
                 deps=(),
                 tags=tags,
                 owners=owners,
-                metadata={META_UPSTREAM: upstream_refs_metadata(refs), **(metadata or {})},
+                metadata={
+                    META_UPSTREAM: upstream_refs_metadata(refs),
+                    **({META_USES_COLUMNS: ",".join(uses_columns)} if uses_columns else {}),
+                    **(metadata or {}),
+                },
                 column_descriptions=column_descriptions,
                 io_manager_key=io_manager_key,
             ),
@@ -199,7 +225,17 @@ def scoring_asset(
                 {n: (inputs[n], r.on) for n, r in references.items()},
             )
             context.log.info(f"{'major' if s.is_major else 'minor'}: {s.reason}")
-            yield dg.Output(with_tombstones(fn(plan.main, **plan.references), plan.tombstones))
+            scores = fn(plan.main, **plan.references)
+            if s.soft:
+                previous = io_manager(context, io_manager_key).current_state(s)
+                rescored = plan.main.count()  # one small job: the soft major's point
+                context.log.info(f"soft major: re-scored {rescored} changed entities")
+                yield dg.Output(
+                    soft_major_scores(scores, previous, plan, s.id_columns),
+                    metadata={"rescored_entities": rescored},
+                )
+            else:
+                yield dg.Output(with_tombstones(scores, plan.tombstones))
 
         return _scoring
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from resources.address import address_of, upstream_refs
+from resources.address import address_of, field_versions, upstream_refs
 from resources.location import DatasetLocation
 from resources.slice import (
     RANGE_END_TAG,
@@ -31,6 +31,7 @@ from resources.slice import (
     format_upstream_heads,
     partition_key_for_end,
     plan_consumer,
+    version_change,
 )
 
 from .lag import read_consumer
@@ -77,11 +78,12 @@ def code_version_sensor(
             if not history:
                 continue  # never materialized: its first run is a major anyway
             code_version = asset.code_versions_by_key.get(asset.key)
-            recorded = history[-1].version_of(address.table)
+            fields = field_versions(asset.metadata_by_key[asset.key])
+            change = version_change(history[-1], address.table, code_version, fields)
             marker = f"{code_version}@{history[-1].sequence}"
-            if recorded == code_version or cursor.get(key) == marker:
+            if change is None or cursor.get(key) == marker:
                 continue
-            tags = {"revisions/reason": f"code version {recorded!r} -> {code_version!r}"}
+            tags = {"revisions/reason": change}
             pdef = _time_partitions(asset)
             if pdef is not None and upstream_refs(asset.metadata_by_key[asset.key]):
                 try:

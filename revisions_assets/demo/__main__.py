@@ -97,6 +97,12 @@ class Demo:
             print(
                 f"  {name:<22} {what:<24} {meta['kind']:<5} seq {meta['sequence']:<3} "
                 f"rows {meta['rows']:<5} tombstones {meta['tombstones']:<3} ({meta['why']})"
+                + (f", {meta['rows_offered']} offered" if "rows_offered" in meta else "")
+                + (
+                    f", re-scored {meta['rescored_entities']}"
+                    if "rescored_entities" in meta
+                    else ""
+                )
                 + compacted
                 + (f" FAILED checks {failed}" if failed else "")
             )
@@ -231,14 +237,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     demo.materialize("plane_delay_risk", days[-1])
     print(f"  revisions before/after: {before}/{demo.revisions()}")
 
-    print("5. The current code (plane_delay_features 1 -> 2) is deployed: one major over the range")
-    demo.use(DemoVersions())
+    print(
+        "5. The current code (plane_delay_features 1 -> 2) is deployed: one major over the range;"
+    )
+    print("   its values are those of the minors, so the scores' soft major re-scores none")
+    demo.use(DemoVersions(departure_delay="1"))
     demo.run_requests(demo.sense(code_version_sensor(list(demo.assets.values()))))
     demo.run_requests(demo.sense(upstream_changes_sensor([demo.assets["plane_delay_risk"]])))
 
-    print("6. Asset checks")
+    print("6. A field-level version: mean_dep_delay_28d 1 -> 2 (the current code rounds it); the")
+    print("   features' major rewrites it, and the scores, which do not read it, re-score none")
+    demo.use(DemoVersions(features="2", departure_delay="2"))
+    demo.run_requests(demo.sense(code_version_sensor(list(demo.assets.values()))))
+    demo.run_requests(demo.sense(upstream_changes_sensor([demo.assets["plane_delay_risk"]])))
+
+    print("7. Asset checks")
     demo.run_checks()
-    print("7. Lifecycle: a run that forces a compaction, then the weekly vacuum as a dry run")
+    print("8. Lifecycle: a run that forces a compaction, then the weekly vacuum as a dry run")
     demo.materialize("plane_delay_features", days[-1], {TAG_FORCE_COMPACTION: "true"})
     demo.vacuum_dry_run()
     demo.summary()

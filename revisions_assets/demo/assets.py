@@ -35,9 +35,13 @@ FLIGHTS = dg.AssetSpec(
 )
 
 
-def delay_features(flights: DataFrame, window: DatasetSlice) -> DataFrame:
+def delay_features(
+    flights: DataFrame, window: DatasetSlice, departure_delay: str = "1"
+) -> DataFrame:
     """Per plane flying in the window: delay statistics over the 28 days ending on its last
-    flight day (a minor recomputes the planes that flew in the partition)."""
+    flight day (a minor recomputes the planes that flew in the partition).
+    ``departure_delay``: the version of the ``mean_dep_delay_28d`` formula (2: rounded to
+    a tenth of a minute)."""
     assert window.compute_start is not None
     in_window = flights.filter(F.col("flight_date") >= F.lit(window.compute_start.date()))
     last = in_window.groupBy("tailnum").agg(F.max("flight_date").alias("last_flight_date"))
@@ -59,7 +63,9 @@ def delay_features(flights: DataFrame, window: DatasetSlice) -> DataFrame:
     stats = recent.groupBy("tailnum", "last_flight_date").agg(
         F.count(F.lit(1)).alias("flights_28d"),
         F.sum(F.col("cancelled").cast("long")).alias("cancelled_28d"),
-        F.avg("dep_delay").alias("mean_dep_delay_28d"),
+        (F.round(F.avg("dep_delay"), 1) if departure_delay == "2" else F.avg("dep_delay")).alias(
+            "mean_dep_delay_28d"
+        ),
         F.avg("arr_delay").alias("mean_arr_delay_28d"),
         (F.sum((F.col("arr_delay") > 15).cast("long")) / F.count("arr_delay")).alias(
             "late_arrival_share_28d"
@@ -132,15 +138,31 @@ class DemoVersions:
     features: str = "2"
     scores: str = "1"
     references: str = "1"
+    #: the field version of ``mean_dep_delay_28d`` (which the scores do not read)
+    departure_delay: str = "2"
 
 
 #: the demo starts from the previous release of the features code, then deploys the current one
-PREVIOUS_RELEASE = DemoVersions(features="1")
+PREVIOUS_RELEASE = DemoVersions(features="1", departure_delay="1")
+#: the columns of the features ``delay_risk`` reads: changes of the others re-score nothing
+RISK_USES = [
+    "carrier",
+    "last_flight_date",
+    "flights_28d",
+    "cancelled_28d",
+    "mean_arr_delay_28d",
+    "late_arrival_share_28d",
+]
 
 
 def build_demo_assets(versions: DemoVersions | None = None) -> dict[str, dg.AssetsDefinition]:
     """The demo's revisioned assets by name."""
     versions = versions or DemoVersions()
+
+    def plane_delay_features(flights: DataFrame, window: DatasetSlice) -> DataFrame:
+        return delay_features(flights, window, versions.departure_delay)
+
+    plane_delay_features.__doc__ = delay_features.__doc__
     features = featurized_asset(
         name="plane_delay_features",
         id_columns=["tailnum"],
@@ -154,7 +176,8 @@ def build_demo_assets(versions: DemoVersions | None = None) -> dict[str, dg.Asse
         deps=[FLIGHTS],
         owners=["team:ml-platform"],
         column_descriptions=FEATURE_COLUMNS,
-    )(delay_features)
+        field_versions={"mean_dep_delay_28d": versions.departure_delay},
+    )(plane_delay_features)
     planes = reference_asset(
         name="planes",
         id_columns=["tailnum"],
@@ -180,6 +203,7 @@ def build_demo_assets(versions: DemoVersions | None = None) -> dict[str, dg.Asse
         },
         partitions_def=DAILY,
         code_version=versions.scores,
+        uses_columns=RISK_USES,
         dataset="scores",
         table="delay_risk",
         group_name="scores",

@@ -239,3 +239,40 @@ def as_of_join(
             continue
         out.append(state.rows.get(key))
     return out
+
+
+# -- issue 11: row hashes (value changes) ---------------------------------------------------
+
+
+def unchanged_skipped(
+    model: Model, table: str, timestamp: datetime, rows: Mapping[Key, Row | None]
+) -> dict[Key, Row | None]:
+    """What a skip-unchanged minor stamped ``timestamp`` writes: the rows whose values
+    differ from the entity's row in the state as of ``timestamp`` (tombstones always)."""
+    try:
+        before = model.state(table, as_of=timestamp).rows
+    except ModelNoMajorError:
+        before = {}
+    return {
+        k: row
+        for k, row in rows.items()
+        if row is None or k not in before or dict(before[k][0]) != dict(row)
+    }
+
+
+def value_changes(
+    model: Model, table: str, changes: ModelChanges, before: ModelState | None
+) -> dict[Key, Row | None]:
+    """The changes that change a value, relative to the state ``before`` the read (None:
+    empty): for a window, its entities whose row differs (deletions always count); for a
+    reset (a soft major), the state's entities whose row differs plus ``before``'s entities
+    the state lacks (as None)."""
+    old = {k: dict(row) for k, (row, _rev) in (before.rows.items() if before else ())}
+    out = {
+        k: (None if row is None else dict(row))
+        for k, (row, _rev) in changes.rows.items()
+        if row is None or old.get(k) != dict(row)
+    }
+    if changes.is_reset:
+        out.update({k: None for k in old if k not in changes.rows})
+    return out

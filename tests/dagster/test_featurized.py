@@ -85,7 +85,8 @@ def test_backfill_of_a_range_is_one_revision(pipe):
     tags = {RANGE.format("start"): P2, RANGE.format("end"): P3}
     minor = pipe.meta(pipe.run(pipe.features, tags=tags), pipe.features)
     assert minor["kind"] == "minor" and minor["sequence"] == 2
-    assert (minor["rows"], minor["tombstones"]) == (4, 1)  # a, d, e and the tombstone of b
+    # a, d, e recomputed and the tombstone of b offered; d and e are unchanged (skipped)
+    assert (minor["rows_offered"], minor["rows"], minor["tombstones"]) == (4, 2, 1)
     (rev,) = [r for r in pipe.dataset("main").revisions() if r.sequence == 2]
     assert rev.producer["partition_key"] == f"{P2}...{P3}"
     assert pipe.dataset("main").head_sequence == 2

@@ -1,0 +1,65 @@
+"""The row hash (``_row_hash``): what tells a real change from a rewrite of the same values.
+
+A stable 64-bit hash of a row's value columns (not its ids, not system columns), written
+beside every data row and compared by skip-unchanged commits, change reads and soft
+majors. The rules, which the README's "Provenance" section states for users:
+
+- ``F.xxhash64`` (seed 42) over, for each value column **sorted by name**, the pair
+  ``struct(name, value)``, but **only for non-null values**: Spark's hash skips null
+  arguments, so a null column contributes nothing. Hence column order is irrelevant, and
+  adding a nullable column that is null leaves every existing row's hash unchanged. A row
+  whose values are all null hashes to 42 (the seed).
+- Types are canonical: every integral type (byte, short, int, long) hashes as a long and
+  ``float`` as a double, so widening a column (int → long) changes no hash. Other types
+  hash as Spark hashes them (a decimal by its unscaled value and scale, a string by its
+  UTF-8 bytes, nested types field by field).
+- A tombstone's hash is null; a row of a revision written before hashes existed reads as
+  null. A null hash always counts as a change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ByteType,
+    DataType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StructType,
+)
+
+#: the system column holding each data row's hash (null on tombstones and old rows)
+ROW_HASH = "_row_hash"
+
+_INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
+
+
+def _canonical(column: Column, data_type: DataType) -> Column:
+    if isinstance(data_type, _INTEGRAL):
+        return column.cast("long")
+    if isinstance(data_type, FloatType):
+        return column.cast("double")
+    return column
+
+
+def row_hash(schema: StructType, columns: Iterable[str]) -> Column:
+    """The hash of ``columns`` (value columns of ``schema``) of each row, by the rules above."""
+    parts = [
+        F.when(F.col(name).isNotNull(), F.struct(F.lit(name), _canonical(F.col(name), t)))
+        for name, t in sorted((c, schema[c].dataType) for c in columns)
+    ]
+    if not parts:
+        return F.lit(42).cast("long")  # no value columns: every row has the same values
+    return F.xxhash64(*parts)
+
+
+def value_columns(schema: StructType, id_columns: Iterable[str]) -> list[str]:
+    """The columns a row hash covers: a recorded schema's columns (system columns are never
+    recorded) except the ids."""
+    ids = set(id_columns)
+    return [f.name for f in schema.fields if f.name not in ids]

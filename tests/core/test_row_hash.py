@@ -1,0 +1,271 @@
+"""Row hashes (issue 11): the hash's stability, skip-unchanged minors, change reads filtered
+to real changes and soft majors, by worked examples and against tests/core/model.py."""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+import textwrap
+
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+
+from revisions_assets import RevisionedDataset, UpstreamPosition
+from revisions_assets.core.errors import InvalidArgumentError, InvalidNameError
+from revisions_assets.core.hashing import ROW_HASH, row_hash, value_columns
+
+from .helpers import by_id, day, frame
+from .model import Model, ModelNoMajorError, unchanged_skipped, value_changes
+
+SCHEMA = "id long, v long, w string"
+
+
+def hashes(df, columns=None):
+    """{id: hash} of a tiny frame's value columns (all but ``id`` unless given)."""
+    columns = columns or value_columns(df.schema, ["id"])
+    return by_id(df.withColumn("h", row_hash(df.schema, columns)), "h")
+
+
+# -- the hash ---------------------------------------------------------------------------------
+
+
+def test_hash_ignores_column_order_and_null_columns(spark):
+    base = frame(spark, [(1, 5, "a"), (2, None, "b")], SCHEMA)
+    reordered = base.select("w", "id", "v")
+    added = base.withColumn("extra", F.lit(None).cast("double"))
+    got = hashes(base)
+    assert got == hashes(reordered) == hashes(added)
+    assert got[1] != got[2]
+    # a null column contributes nothing: (v=null, w='b') hashes like a row without v
+    assert got[2] == hashes(base.drop("v"))[2]
+    # but a value moved to another column is another row
+    swapped = frame(spark, [(1, None, "a")], "id long, v long, x string")
+    assert hashes(swapped)[1] != hashes(frame(spark, [(1, None, "a")], SCHEMA))[1]
+
+
+def test_hash_types_are_canonical(spark):
+    as_int = frame(spark, [(1, 7, 0.5)], "id long, v int, f float")
+    as_long = frame(spark, [(1, 7, 0.5)], "id long, v long, f double")
+    as_short = frame(spark, [(1, 7, 0.5)], "id long, v short, f double")
+    assert hashes(as_int) == hashes(as_long) == hashes(as_short)
+    as_string = frame(spark, [(1, "7", 0.5)], "id long, v string, f double")
+    assert hashes(as_string) != hashes(as_long)
+
+
+def test_hash_is_a_fixed_value(spark):
+    """The hash is part of the files: a change of its definition must be deliberate."""
+    row = frame(spark, [(1, 5, "a")], SCHEMA)
+    assert hashes(row)[1] == (FIXED_HASH,)
+
+
+#: xxhash64(seed 42) of struct('v', 5L), struct('w', 'a'): the definition, frozen
+FIXED_HASH = -6403949528138353663
+
+
+# -- skip-unchanged minors -----------------------------------------------------------------------
+
+
+def test_skip_unchanged_minor(spark, root):
+    ds = RevisionedDataset(root, spark, id_columns=["id"])
+    ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 2, "b"), (3, 3, "c")], SCHEMA)}, day(0), True)
+    rows = frame(spark, [(1, 1, "a"), (2, 20, "b"), (4, 4, "d")], SCHEMA)
+    written = ds.commit({"t": rows}, day(1), False, skip_unchanged=True)
+    assert (written.tables["t"].rows, written.tables["t"].rows_offered) == (2, 3)
+    assert ds.log()["rows"].tolist()[-1] == 2
+    assert by_id(ds.read("t"), "v") == {1: (1,), 2: (20,), 3: (3,), 4: (4,)}
+    assert ROW_HASH not in ds.read("t").columns
+    # every row unchanged: nothing is committed ...
+    assert ds.commit({"t": rows}, day(2), False, skip_unchanged=True) is None
+    # ... unless it moves a consumer position: an empty revision records it
+    moved = ds.commit(
+        {"t": rows}, day(2), False, skip_unchanged=True, upstream=[UpstreamPosition("up", "u", 3)]
+    )
+    assert moved is not None and moved.rows == 0 and ds.upstream_position("up", "u") == 3
+    # without skipping (the handle's default) every offered row is written
+    plain = ds.commit({"t": rows}, day(3), False)
+    assert (plain.tables["t"].rows, plain.tables["t"].rows_offered) == (3, None)
+    # a handle whose default is to skip; a tombstone is always written
+    skipping = RevisionedDataset(root, spark, skip_unchanged=True)
+    gone = frame(spark, [(1, 1, "a", False), (3, None, None, True)], SCHEMA + ", _deleted boolean")
+    written = skipping.commit({"t": gone}, day(4), False)
+    assert (written.tables["t"].rows, written.tables["t"].tombstones) == (1, 1)
+
+
+def test_skip_compares_with_the_state_as_of_the_minor(spark, root):
+    """A backfill stamped before a newer minor replaces the row of its own time."""
+    ds = RevisionedDataset(root, spark, id_columns=["id"], skip_unchanged=True)
+    ds.commit({"t": frame(spark, [(1, 1, "a")], SCHEMA)}, day(0), True)
+    ds.commit({"t": frame(spark, [(1, 2, "a")], SCHEMA)}, day(2), False)
+    # the latest row is v=2, but as of day 1 it is v=1: v=2 at day 1 is a change
+    backfill = ds.commit({"t": frame(spark, [(1, 2, "a")], SCHEMA)}, day(1), False)
+    assert backfill is not None and backfill.tables["t"].rows == 1
+    assert by_id(ds.read("t", as_of=day(1)), "v") == {1: (2,)}
+    # and v=1 at day 1 again is unchanged only against that backfill
+    assert ds.commit({"t": frame(spark, [(1, 2, "a")], SCHEMA)}, day(1.5), False) is None
+
+
+def test_row_hash_is_a_reserved_column(spark, root):
+    ds = RevisionedDataset(root, spark, id_columns=["id"])
+    df = frame(spark, [(1, 1, "a")], SCHEMA).withColumn(ROW_HASH, F.lit(3).cast("long"))
+    with pytest.raises(InvalidNameError, match="_row_hash"):
+        ds.commit({"t": df}, day(0), True)
+
+
+# -- change reads and soft majors ----------------------------------------------------------------
+
+
+def test_change_reads_report_real_changes(spark, root):
+    ds = RevisionedDataset(root, spark, id_columns=["id"])
+    ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 2, "b"), (3, 3, "c")], SCHEMA)}, day(0), True)
+    ds.commit({"t": frame(spark, [(1, 9, "a"), (2, 2, "b")], SCHEMA)}, day(1), False)  # 2 same
+    ds.commit({"t": frame(spark, [(1, 1, "a")], SCHEMA)}, day(2), False)  # 1 back to 1
+    tomb = frame(spark, [(3, None, None, True)], SCHEMA + ", _deleted boolean")
+    ds.commit({"t": tomb}, day(3), False)
+    all_touched = ds.changes("t", since_sequence=1)
+    assert sorted(by_id(all_touched.df, "_deleted")) == [1, 2, 3]
+    real = ds.changes("t", since_sequence=1, only_changed=True)
+    assert by_id(real.df, "v", "_deleted") == {3: (None, True)}
+    by_time = ds.changes("t", since=day(0), until=day(2), only_changed=True)
+    assert by_id(by_time.df, "v") == {}
+    assert by_id(ds.changes("t", since=day(1), only_changed=True).df, "v", "_deleted") == {
+        1: (1, False),
+        3: (None, True),
+    }
+    assert real.changed is None
+
+
+def test_old_rows_without_a_hash_count_as_changed(spark, root):
+    ds = RevisionedDataset(root, spark, id_columns=["id"])
+    first = ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 2, "b")], SCHEMA)}, day(0), True)
+    for path in glob.glob(os.path.join(root, first.name, "t", "*.parquet")):
+        table = pq.read_table(path)  # as written before hashes existed
+        pq.write_table(table.drop_columns([ROW_HASH]), path)
+        crc = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.crc")
+        if os.path.exists(crc):
+            os.remove(crc)  # Hadoop's local checksum of the file as Spark wrote it
+    offered = frame(spark, [(1, 1, "a"), (2, 2, "b")], SCHEMA)
+    written = ds.commit({"t": offered}, day(1), False, skip_unchanged=True)
+    assert written.tables["t"].rows == 2  # null hashes never match
+    assert ds.commit({"t": offered}, day(2), False, skip_unchanged=True) is None
+    assert sorted(by_id(ds.changes("t", since_sequence=0).changed, "v")) == [1, 2]
+
+
+def test_soft_major_since_the_consumer_position(spark, root):
+    ds = RevisionedDataset(root, spark, id_columns=["id"])
+    ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 2, "b"), (3, 3, "c")], SCHEMA)}, day(0), True)
+    ds.commit({"t": frame(spark, [(2, 20, "b")], SCHEMA)}, day(1), False)  # after position 1
+    major = [(1, 1, "a"), (2, 20, "b"), (4, 4, "d")]  # 1 same, 2 as at seq 2, 3 gone, 4 new
+    ds.commit({"t": frame(spark, major, SCHEMA)}, day(2), True, version="2")
+    cs = ds.changes("t", since_sequence=1, only_changed=True)
+    assert cs.is_reset and sorted(by_id(cs.df, "v")) == [1, 2, 4]
+    assert list(cs.changed.columns) == ["id", "v", "w", "_deleted"]
+    assert by_id(cs.changed, "v", "_deleted") == {2: (20, False), 3: (None, True), 4: (4, False)}
+    assert by_id(ds.changes("t", since_sequence=2).changed, "v", "_deleted") == {
+        3: (None, True),
+        4: (4, False),
+    }
+    assert sorted(by_id(ds.changes("t").changed, "v")) == [1, 2, 4]  # no start: all
+    ds.compact("t")  # compactions carry the hashes
+    assert by_id(ds.changes("t", since_sequence=2).changed, "_deleted") == {
+        3: (True,),
+        4: (False,),
+    }
+
+
+def test_changes_of_some_columns(spark, root):
+    """``columns``: a consumer that reads only ``v`` sees no change when only ``w`` moves."""
+    ds = RevisionedDataset(root, spark, id_columns=["id"])
+    ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 2, "b")], SCHEMA)}, day(0), True)
+    ds.commit({"t": frame(spark, [(1, 1, "x"), (2, 5, "b")], SCHEMA)}, day(1), False)
+    only_v = ds.changes("t", since_sequence=1, only_changed=True, columns=["v"])
+    assert by_id(only_v.df, "v") == {2: (5,)}
+    assert sorted(by_id(ds.changes("t", since_sequence=1, only_changed=True).df)) == [1, 2]
+    # a major that bumps only w: no entity changed for a consumer of v
+    ds.commit({"t": frame(spark, [(1, 1, "X"), (2, 5, "B")], SCHEMA)}, day(2), True)
+    assert by_id(ds.changes("t", since_sequence=2, columns=["v"]).changed) == {}
+    assert sorted(by_id(ds.changes("t", since_sequence=2).changed)) == [1, 2]
+    with pytest.raises(InvalidArgumentError, match=r"\['id'\] are not value columns"):
+        ds.changes("t", since_sequence=2, columns=["id"])
+
+
+# -- against the model ---------------------------------------------------------------------------
+
+STEPS = st.lists(
+    st.tuples(
+        st.booleans(),  # major
+        st.integers(0, 5),  # timestamp, in days: out of order on purpose
+        st.booleans(),  # skip unchanged
+        st.dictionaries(st.integers(0, 4), st.one_of(st.none(), st.integers(0, 1)), max_size=4),
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(steps=STEPS)
+def test_value_changes_match_the_model(spark, tmp_path_factory, steps):
+    root = str(tmp_path_factory.mktemp("hash") / "ds")
+    ds = RevisionedDataset(root, spark, id_columns=["id"])
+    model = Model()
+    for n, (is_major, days, skip, rows) in enumerate(steps):
+        stamp = day(days)
+        if is_major:
+            rows = {k: v for k, v in rows.items() if v is not None}
+        if not is_major and not any(r.is_major for r in model.revisions):
+            continue
+        wanted = {(k,): None if v is None else {"v": v} for k, v in rows.items()}
+        if skip and not is_major:
+            wanted = unchanged_skipped(model, "t", stamp, wanted)
+        data = [(k, v, v is None) for k, v in rows.items()]
+        df = frame(spark, data, "id long, v long, _deleted boolean")
+        record = ds.commit({"t": df}, stamp, is_major, skip_unchanged=skip)
+        expected = model.commit(f"r{n}", stamp, is_major, {"t": wanted})
+        assert (record is None) == (expected is None), f"step {n}: committed"
+    if not model.revisions:
+        return
+    for since in range(model.head + 1):
+        try:
+            want = model.changes_since_sequence("t", since)
+        except ModelNoMajorError:
+            continue
+        try:
+            before = model.state("t", at=since) if since else None
+        except ModelNoMajorError:
+            before = None
+        expected = value_changes(model, "t", want, before)
+        cs = ds.changes("t", since_sequence=since, only_changed=True)
+        got_df = cs.changed if cs.is_reset else cs.df
+        got = {
+            (r["id"],): None if r["_deleted"] else {"v": r["v"]}
+            for r in got_df.select("id", "v", "_deleted").collect()
+        }
+        assert cs.is_reset == want.is_reset
+        assert got == expected, f"changes since {since}"
+
+
+@pytest.mark.slow
+def test_same_hash_under_spark_connect(spark, tmp_path):
+    """A local Spark Connect server (bundled with pyspark) computes the same hashes."""
+    rows = [(1, 5, "a"), (2, None, "b"), (3, 7, None)]
+    classic = hashes(frame(spark, rows, SCHEMA))
+    script = textwrap.dedent(
+        f"""
+        from pyspark.sql import SparkSession
+        from revisions_assets.core.hashing import row_hash
+        spark = SparkSession.builder.remote("local[1]").getOrCreate()
+        df = spark.createDataFrame({rows!r}, {SCHEMA!r})
+        df = df.withColumn("h", row_hash(df.schema, ["v", "w"]))
+        print(sorted((r["id"], r["h"]) for r in df.collect()))
+        spark.stop()
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert out.stdout.strip().splitlines()[-1] == str(sorted((k, h) for k, (h,) in classic.items()))
