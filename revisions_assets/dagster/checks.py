@@ -4,7 +4,8 @@ Whole-table checks (unpartitioned):
 
 - ``ids_unique_non_null``: in the data files of every revision a default read sees;
 - ``log_integrity``: every data file the log references exists (but those a vacuum removed);
-- ``code_version``: the head revision was written by the asset's current code (WARN if stale);
+- ``code_version``: the head revision was written by the asset's current code and field
+  versions (WARN if stale);
 - ``compaction_due``: no more revisions on top of the table's base than the location's
   ``compact_after`` policy allows (WARN: reads are slowing down, a compaction is due);
 - ``schema``: a pandera (pandera.pyspark) schema on the table's current state;
@@ -27,10 +28,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructField, StructType
 
-from resources.address import TableAddress, address_of, upstream_refs
+from resources.address import TableAddress, address_of, field_versions, upstream_refs
 from resources.keys import LOCATION_KEY, SPARK_KEY
 from resources.location import DatasetLocation
-from resources.slice import describe, keys_of, revision_partitions
+from resources.slice import describe, keys_of, revision_partitions, version_change
 from revisions_assets.core.backends import open_storage
 from revisions_assets.core.errors import NoMajorRevisionError
 from revisions_assets.core.merge import DELETED, REVISION_COLUMNS, parse_schema
@@ -138,6 +139,7 @@ def revision_checks(
     address = address_of(asset)
     key = asset.key
     code_version = asset.code_versions_by_key.get(key)
+    fields = field_versions(asset.metadata_by_key[key])
     ids = list(address.id_columns)
 
     def spark(context: dg.AssetCheckExecutionContext) -> SparkSession:
@@ -214,13 +216,19 @@ def revision_checks(
     def code_version_check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         history = _Reader(context, address).history()
         head = history[-1].version_of(address.table) if history else None
+        stale = (
+            version_change(history[-1], address.table, code_version, fields)
+            if history
+            else "no revision yet"
+        )
         return dg.AssetCheckResult(
-            passed=bool(history) and head == code_version,
+            passed=stale is None,
             severity=dg.AssetCheckSeverity.WARN,
             metadata={
                 "asset_code_version": code_version or "",
                 "head_version": head or "",
                 "head_sequence": history[-1].sequence if history else 0,
+                "stale": stale or "",
             },
         )
 
