@@ -21,7 +21,7 @@ from resources import SparkSessionResource
 
 from .demo_workload import run_demo
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]  # a standalone cluster: several JVMs
 
 RUN_TIMEOUT_S = 600
 
