@@ -1,10 +1,13 @@
 """One racing writer of tests/s3/test_s3_concurrency.py (run as a separate process).
 
-Commits ``commits`` revisions through the log layer (RevisionLog + Revision records) to
-an S3 root: refresh, take ``head + 1``, conditional create; on a lost race, refresh and
-retry at the new head. Prints one line per commit and the number of lost races.
+Commits ``commits`` revisions to an S3 root through ``RevisionedDataset.commit`` (Spark
+writes the data through s3a; the engine appends the log entry put-if-absent and, on a lost
+race, re-validates and retries). Its first commit is a major of its own table ``w<writer>``,
+the rest minors. Each round's appends are lined up with the other writers'
+(tests/harness/race_points.py), so they contend for one sequence. Prints one line per
+commit, then the engine's count of lost races.
 
-Usage: python log_writer.py ROOT ENDPOINT WRITER COMMITS GO_FILE
+Usage: python commit_writer.py ROOT ENDPOINT WRITER COMMITS WRITERS WORK
 (credentials come from the standard AWS environment variables).
 """
 
@@ -15,47 +18,57 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from revisions_assets.core.log import RevisionLog
-from revisions_assets.core.records import Revision, TableWrite
-from revisions_assets.core.s3 import S3Storage
+from harness.race_points import align_appends, count_lost_races
+
+from revisions_assets import RevisionedDataset
+from revisions_assets.s3a import s3a_conf
+from revisions_assets.spark import build_spark_session
 
 
-def revision(writer: int, i: int, sequence: int) -> Revision:
-    name = f"w{writer}-{i:03d}"
-    return Revision(
-        name=name,
-        timestamp=datetime(2020, 1, 1, tzinfo=UTC) + timedelta(days=i % 3),
-        is_major=i == 0,
-        sequence=sequence,
-        committed_at=datetime.now(UTC),
-        tables={
-            f"w{writer}": TableWrite(
-                ("id",), '{"fields":[],"type":"struct"}', "v1", 2, 0, (f"{name}/t/p.parquet",), 1
-            )
+def main(root: str, endpoint: str, writer: int, commits: int, writers: int, work: Path) -> None:
+    spark = build_spark_session(
+        master="local[1]",
+        app_name=f"s3-writer-{writer}",
+        conf={
+            **s3a_conf(endpoint_url=endpoint),
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "1",
+            "spark.default.parallelism": "1",
+            "spark.driver.memory": "512m",
         },
-        version="v1",
-        properties={"writer": str(writer), "i": str(i)},
     )
-
-
-def main(root: str, endpoint: str, writer: int, commits: int, go: Path) -> None:
-    storage = S3Storage(root, endpoint_url=endpoint)
-    log = RevisionLog(storage)
-    go.with_name(f"ready-{writer}").touch()
-    while not go.exists():
+    ds = RevisionedDataset(
+        root, spark=spark, id_columns=["id"], storage_options={"endpoint_url": endpoint}
+    )
+    frames = [
+        spark.createDataFrame([(i, 100 * writer + i), (i + 1, 100 * writer + i)], "id long, v long")
+        for i in range(commits)
+    ]
+    lost = count_lost_races()
+    align_appends(work, writer, writers)
+    (work / f"ready-{writer}").touch()
+    while not (work / "go").exists():
         time.sleep(0.005)
-    lost_races = 0
-    for i in range(commits):
-        while True:
-            log.refresh()
-            record = revision(writer, i, log.head + 1)
-            if log.try_append(record):
-                break
-            lost_races += 1
-        log.after_commit()  # checkpoint when due, description.parquet rewrite
-        print(f"commit {record.sequence} {record.name}", flush=True)
-    print(f"lost_races {lost_races} retries {storage.retries}", flush=True)
+    for i, df in enumerate(frames):
+        rev = ds.commit(
+            {f"w{writer}": df},
+            timestamp=datetime(2020, 1, 1, tzinfo=UTC) + timedelta(days=i % 3),
+            is_major=i == 0,
+            version="v1",
+            name=f"w{writer}-{i:03d}",
+            properties={"writer": str(writer), "i": str(i)},
+        )
+        print(f"commit {rev.sequence} {rev.name}", flush=True)
+    print(f"lost_races {lost.count}", flush=True)
+    spark.stop()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), Path(sys.argv[5]))
+    main(
+        sys.argv[1],
+        sys.argv[2],
+        int(sys.argv[3]),
+        int(sys.argv[4]),
+        int(sys.argv[5]),
+        Path(sys.argv[6]),
+    )
