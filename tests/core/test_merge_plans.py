@@ -7,10 +7,11 @@ import random
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from core.model import Model
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.merge import choose_strategy
+
+from .model import Model
 
 START = datetime(2021, 3, 1, tzinfo=timezone.utc)
 
