@@ -415,7 +415,8 @@ CASES = [
         bad_commit(name="n" * 300),
     ),
     Case("name-head", InvalidNameError, ("'HEAD'", "positional"), bad_commit(name="HEAD")),
-    Case("name-head-n", InvalidNameError, ("'HEAD~3'", "positional"), bad_commit(name="HEAD~3")),
+    # '~' is outside [A-Za-z0-9._-]: refused by the character rule before the reserved one
+    Case("name-head-n", InvalidNameError, ("revision name", "'HEAD~3'"), bad_commit(name="HEAD~3")),
     Case(
         "column-revision",
         InvalidNameError,
