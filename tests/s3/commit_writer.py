@@ -19,24 +19,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from harness.race_points import align_appends, count_lost_races
+from writer_spark import writer_spark
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.s3a import s3a_conf
-from revisions_assets.spark import build_spark_session
 
 
 def main(root: str, endpoint: str, writer: int, commits: int, writers: int, work: Path) -> None:
-    spark = build_spark_session(
-        master="local[1]",
-        app_name=f"s3-writer-{writer}",
-        conf={
-            **s3a_conf(endpoint_url=endpoint),
-            "spark.ui.enabled": "false",
-            "spark.sql.shuffle.partitions": "1",
-            "spark.default.parallelism": "1",
-            "spark.driver.memory": "512m",
-        },
-    )
+    spark = writer_spark(endpoint, f"s3-writer-{writer}")
     ds = RevisionedDataset(
         root, spark=spark, id_columns=["id"], storage_options={"endpoint_url": endpoint}
     )
