@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from harness.race_points import align_appends, count_lost_races
-from writer_spark import writer_spark
+from harness.s3_writer_spark import writer_spark
 
 from revisions_assets import RevisionedDataset
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.kill_points import stop_at
-from writer_spark import writer_spark
+from harness.s3_writer_spark import writer_spark
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.s3 import S3Storage

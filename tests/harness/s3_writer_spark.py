@@ -1,4 +1,5 @@
-"""The SparkSession of a writer process of the S3 tests: local[1], s3a at the loopback server."""
+"""The SparkSession of a writer process of the S3 tests: local[1], s3a at the loopback server
+(shared by tests/s3/crash_writer.py and commit_writer.py)."""
 
 from __future__ import annotations
 
