@@ -20,14 +20,11 @@ from pydantic import Field, PrivateAttr
 from pyspark.sql import DataFrame, SparkSession
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core.arguments import check_text
 from revisions_assets.core.backends import configure_storage, open_storage
-from revisions_assets.core.errors import InvalidArgumentError
 from revisions_assets.core.log import RevisionLog
 from revisions_assets.core.merge import merge_plan
 from revisions_assets.core.records import Revision
 from revisions_assets.core.selection import plan_read, state_selection
-from revisions_assets.core.storage import check_relative
 
 
 class DatasetLocation(dg.ConfigurableResource):
@@ -68,17 +65,13 @@ class DatasetLocation(dg.ConfigurableResource):
             configure_storage(prefix, client=self.s3.get_client())
 
     def root_for(self, dataset: str) -> str:
-        """The dataset root for a dataset name, normalized as the engine records it; a
-        relative name stays under ``base_uri``."""
-        check_text(dataset, "dataset")
-        if not dataset:
-            raise InvalidArgumentError("dataset must be a non-empty name, URI or path, got ''")
+        """The dataset root for a dataset name, normalized as the engine records it."""
         if "://" in dataset or os.path.isabs(dataset):
             root = dataset
         elif "://" in self.base_uri:
-            root = f"{self.base_uri.rstrip('/')}/{check_relative(dataset)}"
+            root = f"{self.base_uri.rstrip('/')}/{dataset}"
         else:
-            root = str(Path(self.base_uri) / check_relative(dataset))
+            root = str(Path(self.base_uri) / dataset)
         return open_storage(root).uri
 
     def read_log(self, dataset: str) -> tuple[Revision, ...]:
