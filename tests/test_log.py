@@ -90,7 +90,7 @@ def test_a_stale_description_is_detected(tmp_path):
     writer.try_append(record(1))
     writer.after_commit()
     writer.try_append(record(2))  # the writer "dies" before its upkeep
-    assert not RevisionLog(storage).refresh() == ()
+    assert [r.sequence for r in RevisionLog(storage).refresh()] == [1, 2]
     fresh = RevisionLog(storage)
     fresh.refresh()
     assert not fresh.description_is_current()

@@ -366,6 +366,13 @@ def append_entry(
         record = build(revision_log.view())
         if record is None or revision_log.try_append(record):
             return record
+        # one record per lost race: how operators (and the race tests) see contention
+        log.info(
+            "%s: lost the race for sequence %d with %s; re-validating and retrying",
+            revision_log.storage.uri,
+            record.sequence,
+            what,
+        )
         time.sleep(delay * (1 + random.random()))
         delay = min(delay * 2, 0.5)
     raise CommitConflictError(

@@ -16,14 +16,54 @@ import time
 from pathlib import Path
 
 import pytest
+from core.model import Model
 
 from resources import SparkSessionResource
 
 from .demo_workload import run_demo
+from .workload import day
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]  # a standalone cluster: several JVMs
 
 RUN_TIMEOUT_S = 600
+
+
+def features_model() -> Model:
+    """The workload's feature revisions (tests/cluster/workload.py), written out by hand."""
+
+    def rows(ids: range, bump: int = 0) -> dict:
+        return {(i,): {"grp": i % 7, "v": 2 * i + bump} for i in ids}
+
+    model = Model()
+    model.commit("f0", day(0), True, {"features": rows(range(0, 200))})
+    f1 = {**rows(range(100, 150), 1000), **{(i,): None for i in range(0, 10)}}
+    model.commit("f1", day(1), False, {"features": f1})
+    model.commit("f2", day(2), False, {"features": rows(range(200, 250))})
+    model.commit("f3", day(3), True, {"features": rows(range(50, 300), 5)})
+    model.commit("f4-backfill", day(2.5), False, {"features": rows(range(20, 30), 7)})
+    return model
+
+
+def check_against_model(result: dict) -> None:
+    """A run's results are the model's states, not just another run's: independent rows."""
+    model = features_model()
+
+    def state(**where: object) -> set[tuple]:
+        found = model.state("features", **where).rows.items()
+        return {(k[0], row["grp"], row["v"]) for k, (row, _rev) in found}
+
+    assert {tuple(r) for r in result["latest"]} == state()  # f3 alone: f4 is stamped before it
+    assert {tuple(r) for r in result["as_of_day_2"]} == state(as_of=day(2))
+    at_f2 = model.state("features", at="f2").rows.items()
+    assert {tuple(r) for r in result["at_f2"]} == {
+        (k[0], row["grp"], row["v"], rev.name, rev.sequence) for k, (row, rev) in at_f2
+    }
+    # the last scoring run consumed (3, 5]: f3 is a major, so a reset to its state, scored
+    # v * grp by a major scoring revision s2 (the scores dataset's third)
+    assert result["score_positions"] == 5
+    assert {tuple(r) for r in result["scores"]} == {
+        (i, v * grp, "s2", 3) for i, grp, v in state(at=5)
+    }
 
 
 def run_workload(target: str, root: Path, env: dict[str, str], work: Path) -> tuple[int, str]:
@@ -67,7 +107,7 @@ def test_engine_on_the_standalone_cluster_matches_local(standalone_cluster, loca
         time.sleep(0.5)
 
     assert on_cluster["workload"] == local_result
-    assert len(local_result["latest"]) == 250 and local_result["score_positions"] == 5
+    check_against_model(local_result)
 
 
 def test_engine_through_spark_connect_matches_local(connect_server, local_result, tmp_path):
@@ -77,6 +117,7 @@ def test_engine_through_spark_connect_matches_local(connect_server, local_result
     remote = json.loads(output)
     assert remote["session"] == "pyspark.sql.connect.session"
     assert remote["workload"] == local_result
+    check_against_model(remote["workload"])
 
 
 def test_demo_pipeline_on_the_standalone_cluster_matches_local(standalone_cluster, tmp_path):

@@ -76,14 +76,15 @@ class Model:
         is_major: bool,
         tables: Mapping[str, Mapping[Key, Row | None]],
     ) -> ModelRevision | None:
-        """Append a revision; None when it has no rows (NoData).
+        """Append a revision; None when no table has rows (NoData).
 
-        A minor on a table that has no major yet is refused (ModelNoMajorError) and
-        nothing is committed.
+        An empty table of a major empties that table (a major re-evaluates everything); an
+        empty table of a minor is left out of the revision. A minor on a table that has no
+        major yet is refused (ModelNoMajorError) and nothing is committed.
         """
-        written = {t: dict(rows) for t, rows in tables.items() if rows}
-        if not written:
+        if not any(tables.values()):
             return None
+        written = {t: dict(rows) for t, rows in tables.items() if rows or is_major}
         if not is_major:
             for table in written:
                 if not any(r.is_major for r in self.history(table)):

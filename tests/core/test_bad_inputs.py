@@ -31,6 +31,7 @@ from revisions_assets.core.errors import (
     NaiveTimestampError,
     PathEscapeError,
     RevisionsError,
+    SchemaMismatchError,
     StorageError,
     StorageOptionsError,
     UnknownRevisionError,
@@ -414,6 +415,34 @@ CASES = [
         bad_commit(name="n" * 300),
     ),
     Case("name-head", InvalidNameError, ("'HEAD'", "positional"), bad_commit(name="HEAD")),
+    # '~' is outside [A-Za-z0-9._-]: refused by the character rule before the reserved one
+    Case("name-head-n", InvalidNameError, ("revision name", "'HEAD~3'"), bad_commit(name="HEAD~3")),
+    Case(
+        "column-revision",
+        InvalidNameError,
+        ("'t'", "'_revision'", "reserved"),
+        with_table("id long, v string, _revision string", rows=((9, "z", "x"),)),
+    ),
+    Case(
+        "column-revision-sequence",
+        InvalidNameError,
+        ("'t'", "'_revision_sequence'", "reserved"),
+        with_table("id long, v string, _revision_sequence long", rows=((9, "z", 1),)),
+    ),
+    Case(
+        "deleted-not-boolean",
+        SchemaMismatchError,
+        ("'t'", "'_deleted'", "boolean", "int"),
+        with_table("id long, v string, _deleted int", rows=((9, "z", 1),)),
+    ),
+    Case(
+        "id-columns-differ-from-the-table",
+        IdColumnsError,
+        ("'t'", "['id']", "['v']"),
+        lambda c: RevisionedDataset(str(c.root), spark=c.spark, id_columns=["v"]).commit(
+            {TABLE: c.df()}, day(3), False
+        ),
+    ),
     Case("name-escapes", InvalidNameError, ("'../r1'", "escape"), bad_commit(name="../r1")),
     Case(
         "producer-value-int",

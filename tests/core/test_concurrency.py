@@ -2,8 +2,11 @@
 
 Two writers commit minors to one table with colliding and out-of-order timestamps while a
 third process compacts that table over and over (tests/harness/processes.py starts them
-from one line). The log decides the order; the expected state at any sequence follows from
-the data revisions alone, through tests/core/model.py, whatever compactions landed between.
+from one line). Each round's appends are lined up (tests/harness/race_points.py), so the
+writers lose races for real and the engine's re-validation and retry is what lands them;
+the engine's own count of lost races must be above zero. The log decides the order; the
+expected state at any sequence follows from the data revisions alone, through
+tests/core/model.py, whatever compactions landed between.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ WRITER = r"""
 import sys, time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from harness.race_points import align_appends, count_lost_races
 from revisions_assets import RevisionedDataset
 from revisions_assets.spark import build_spark_session
 
@@ -40,6 +44,8 @@ spark = build_spark_session(master="local[1]", app_name=f"writer-{writer}", conf
 ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
 frames = [spark.createDataFrame([(i, 100 * writer + i), (i + 1, 100 * writer + i)],
                                 "id long, v long") for i in range(commits)]
+lost = count_lost_races()
+align_appends(work, writer, int(sys.argv[5]))  # each round's appends contend
 (work / f"ready-{writer}").touch()
 while not (work / "go").exists():
     time.sleep(0.01)
@@ -49,12 +55,14 @@ for i, df in enumerate(frames):
                     is_major=False, version="v1",
                     properties={"writer": str(writer), "i": str(i)})
     print(rev.sequence, rev.name, flush=True)
+print("lost_races", lost.count, flush=True)
 spark.stop()
 """
 
 COMPACTOR = r"""
 import sys, time
 from pathlib import Path
+from harness.race_points import count_lost_races
 from revisions_assets import RevisionedDataset
 from revisions_assets.spark import build_spark_session
 
@@ -65,6 +73,7 @@ spark = build_spark_session(master="local[1]", app_name="compactor", conf={
     "spark.default.parallelism": "1", "spark.driver.memory": "512m"})
 ds = RevisionedDataset(root, spark=spark, compact_after=None)
 ds.read("t").count()  # warm up
+lost = count_lost_races()
 (work / f"ready-{me}").touch()
 while not (work / "go").exists():
     time.sleep(0.01)
@@ -78,6 +87,7 @@ while done < target:
         break  # the writers are done and so is the compaction
     else:
         time.sleep(0.1)
+print("lost_races", lost.count, flush=True)
 spark.stop()
 """
 
@@ -102,7 +112,7 @@ def test_two_writers_and_a_compactor_commit_20_times_each(spark, tmp_path):
     )
     data_revisions = 1 + WRITERS * COMMITS
     commands = [
-        [sys.executable, "-c", WRITER, root, str(work), str(w), str(COMMITS)]
+        [sys.executable, "-c", WRITER, root, str(work), str(w), str(COMMITS), str(WRITERS)]
         for w in range(WRITERS)
     ]
     commands.append(
@@ -110,9 +120,13 @@ def test_two_writers_and_a_compactor_commit_20_times_each(spark, tmp_path):
         + [str(data_revisions)]
     )
     outputs = race(commands, work)
-    for out in outputs[:WRITERS]:
-        assert len(out.read_text().splitlines()) == COMMITS
-    compacted = [line.split() for line in outputs[WRITERS].read_text().splitlines()]
+    lines = [out.read_text().splitlines() for out in outputs]
+    lost = [int(out[-1].removeprefix("lost_races ")) for out in lines]
+    print(f"lost races (writers..., compactor): {lost}")
+    assert sum(lost[:WRITERS]) > 0, "the writers never contended: the race proves nothing"
+    for out in lines[:WRITERS]:
+        assert len(out) == COMMITS + 1
+    compacted = [line.split() for line in lines[WRITERS][:-1]]
 
     # the writers kept description.parquet current among themselves (before any handle heals it)
     desc = pd.read_parquet(Path(root) / "description.parquet")

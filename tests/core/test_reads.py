@@ -97,12 +97,15 @@ def test_positional_references(shared):
     assert by_id(shared.read("t", at="r4"), "day") == {i: (4,) for i in range(4, 9)}
     assert shared.revision("HEAD").name == "r6"
     assert shared.revision("HEAD~1").name == "r4"
+    # ds.revision counts in the whole log (o3), a read's HEAD~n in the table's history (r2)
+    assert shared.revision("HEAD~2").name == "o3"
+    assert by_id(shared.read("t", at="HEAD~2"), "day") == by_id(shared.read("t", at="r2"), "day")
     assert shared.revision(2).name == "o1"
     for bad in ("nope", 7, "HEAD~9"):
         with pytest.raises(UnknownRevisionError, match=str(bad)):
             shared.read("t", at=bad)
     # sequence 0 is the empty log (a consumer's initial position): nothing to read yet
-    with pytest.raises((UnknownRevisionError, NoMajorRevisionError)):
+    with pytest.raises(NoMajorRevisionError, match="'t'"):  # README: a read before the first major
         shared.read("t", at=0)
 
 

@@ -141,3 +141,21 @@ def test_history(ds):
             end = d(int(following[0][1:])) if following else None
             want.append((i, n, d(start), end, n is None, name))
     assert got == sorted(want, key=lambda r: (r[0], r[2]))
+
+
+def test_empty_tables_in_multi_table_majors_and_minors(spark, root):
+    """README: an empty table of a major empties that table; of a minor it is left out; all
+    tables empty commit nothing."""
+    ds = RevisionedDataset(root, spark=spark, id_columns=["id"])
+    rows = lambda *ids: frame(spark, [(i, i) for i in ids], "id long, v long")  # noqa: E731
+    ds.commit({"a": rows(1, 2), "b": rows(3)}, timestamp=day(0), is_major=True, name="m0")
+    minor = ds.commit({"a": rows(4), "b": rows()}, timestamp=day(1), is_major=False, name="n1")
+    assert set(minor.tables) == {"a"}  # the empty table is left out
+    assert by_id(ds.read("b"), "v") == {3: (3,)}
+    major = ds.commit({"a": rows(5), "b": rows()}, timestamp=day(2), is_major=True, name="m2")
+    assert set(major.tables) == {"a", "b"} and major.tables["b"].rows == 0
+    assert ds.read("b").count() == 0  # the major emptied b
+    assert by_id(ds.read("a"), "v") == {5: (5,)}
+    assert by_id(ds.read("b", as_of=day(1)), "v") == {3: (3,)}
+    assert ds.commit({"a": rows(), "b": rows()}, timestamp=day(3), is_major=True) is None
+    assert ds.head_sequence == 3

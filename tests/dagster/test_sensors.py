@@ -39,6 +39,10 @@ def test_sensors_request_the_right_runs_once(pipe):
     assert request.asset_selection == [pipe.scores.key] and request.partition_key == P3
     assert evaluate(pipe, upstream, first.cursor).run_requests == []  # cursor: not twice
     assert evaluate(pipe, upstream).run_requests[0].run_key == request.run_key  # run key too
+    # README: score:<asset>:<upstream heads>, the heads pinned in the run's tag
+    heads = request.tags["revisions/upstream_heads"]
+    assert request.run_key == f"score:{pipe.scores.key.to_user_string()}:{heads}"
+    assert f"{pipe.features.key.to_user_string()}@3" in heads.split(",")
     scored = pipe.meta(pipe.run(pipe.scores, P3, tags=dict(request.tags)), pipe.scores)
     assert (scored["rows"], scored["tombstones"]) == (2, 1)  # e scored, b's score deleted
     assert evaluate(pipe, upstream).run_requests == []  # consumed: nothing to do
@@ -48,6 +52,8 @@ def test_sensors_request_the_right_runs_once(pipe):
     code = code_version_sensor(pipe.assets)
     changed = evaluate(pipe, code)
     (major,) = changed.run_requests
+    # README: major:<asset>:<version>@<head>
+    assert major.run_key == f"major:{pipe.features.key.to_user_string()}:2@3"
     assert major.asset_selection == [pipe.features.key]
     assert major.tags["dagster/asset_partition_range_start"] == P1
     assert major.tags["dagster/asset_partition_range_end"] == P3

@@ -65,12 +65,18 @@ class Victim:
 TESTS = str(Path(__file__).resolve().parents[1])
 
 
-def start_victim(
-    command: Sequence[str], marker: Path, output: Path, env: Mapping[str, str] | None = None
-) -> Victim:
+def with_tests_on_path(env: Mapping[str, str] | None) -> dict[str, str]:
+    """``env`` (default: ours) with tests/ on PYTHONPATH, so a child imports ``harness``."""
     environment = dict(env if env is not None else os.environ)
     path = environment.get("PYTHONPATH", "")
     environment["PYTHONPATH"] = os.pathsep.join(p for p in (TESTS, path) if p)
+    return environment
+
+
+def start_victim(
+    command: Sequence[str], marker: Path, output: Path, env: Mapping[str, str] | None = None
+) -> Victim:
+    environment = with_tests_on_path(env)
     with open(output, "w") as out:
         proc = subprocess.Popen(
             list(command),
@@ -112,6 +118,7 @@ def race(
 ) -> list[Path]:
     """Run ``commands`` (process i gets ``work`` and i in its arguments, by convention) from
     one start line; return their stdout files once all exited with 0."""
+    environment = with_tests_on_path(env)
     procs, outputs = [], []
     for i, command in enumerate(commands):
         outputs.append(work / f"out-{i}")
@@ -121,7 +128,7 @@ def race(
                     list(command),
                     stdout=out,
                     stderr=err,
-                    env=dict(env) if env is not None else None,
+                    env=environment,
                 )
             )
     try:

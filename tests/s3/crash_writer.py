@@ -15,27 +15,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.kill_points import stop_at
+from harness.s3_writer_spark import writer_spark
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.s3 import S3Storage
-from revisions_assets.s3a import s3a_conf
-from revisions_assets.spark import build_spark_session
 
 CRASHED = "crashed"
 
 
 def main(root: str, endpoint: str, marker: Path, mode: str) -> None:
-    spark = build_spark_session(
-        master="local[1]",
-        app_name=f"s3-crash-{mode}",
-        conf={
-            **s3a_conf(endpoint_url=endpoint),
-            "spark.ui.enabled": "false",
-            "spark.sql.shuffle.partitions": "1",
-            "spark.default.parallelism": "1",
-            "spark.driver.memory": "512m",
-        },
-    )
+    spark = writer_spark(endpoint, f"s3-crash-{mode}")
     ds = RevisionedDataset(root, spark=spark, storage_options={"endpoint_url": endpoint})
     if mode == "before_log_entry":
         hit = lambda self, rel, data: rel.startswith("_log/")  # noqa: E731

@@ -8,6 +8,7 @@ open a dataset but not commit to it, an unknown key is rejected.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -161,11 +162,17 @@ def test_a_store_ignoring_conditional_writes_is_refused(s3_options):
     assert storage.list_files("_log") == []  # the probe cleaned up; no entry was written
 
 
-def test_credentials_never_reach_the_log_or_reprs(s3_spark, s3_root, s3_options):
+def test_credentials_never_reach_the_log_or_reprs(s3_spark, s3_root, s3_options, caplog):
     from core.helpers import day, frame
 
+    caplog.set_level(logging.DEBUG, logger="revisions_assets")
     ds = RevisionedDataset(s3_root, spark=s3_spark, id_columns=["id"], storage_options=s3_options)
     ds.commit({"t": frame(s3_spark, [(1, 1)], "id long, v long")}, timestamp=day(0), is_major=True)
+    empty = frame(s3_spark, [], "id long, v long")
+    assert ds.commit({"t": empty}, timestamp=day(1), is_major=False) is None  # logged: no rows
+    ours = [r for r in caplog.records if r.name.startswith("revisions_assets")]
+    assert any(s3_root in r.getMessage() for r in ours)  # the root is logged, without secrets
+    assert_no_credentials("\n".join(r.getMessage() for r in ours), s3_options)
     storage = ds.storage
     for info in storage.list_files(""):
         blob = storage.read(info.path)

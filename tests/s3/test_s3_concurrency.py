@@ -1,7 +1,8 @@
-"""Concurrent writers on S3 (SPEC §4): four processes race 25 commits each for one log.
+"""Concurrent writers on S3 (SPEC §4): three processes commit through RevisionedDataset.commit.
 
-Only S3's conditional write arbitrates: every sequence 1..100 ends up taken exactly once,
-by exactly one revision, and every revision of every writer is there.
+Only S3's conditional write arbitrates: every sequence ends up taken exactly once, by
+exactly one revision, every revision of every writer is there once, and the writers really
+lost races (the engine's own count, above zero) and landed through its re-validation.
 """
 
 from __future__ import annotations
@@ -14,21 +15,22 @@ import pandas as pd
 import pytest
 from harness.processes import race
 
-from revisions_assets.core.log import CHECKPOINT_INTERVAL, DESCRIPTION, RevisionLog, checkpoint_path
+from revisions_assets.core.log import DESCRIPTION, RevisionLog
 from revisions_assets.core.s3 import S3Storage
 
-pytestmark = pytest.mark.s3
+pytestmark = [pytest.mark.s3, pytest.mark.slow]
 
-WRITERS = 4
-COMMITS = 25
-TIMEOUT_S = 300
+WRITERS = 3
+COMMITS = 6
+TIMEOUT_S = 600
 
 
-def test_four_processes_commit_25_revisions_each_gap_free(s3_root, s3_options, s3_env, tmp_path):
-    script = Path(__file__).with_name("log_writer.py")
+def test_three_engine_writers_race_for_one_log_gap_free(s3_root, s3_options, s3_env, tmp_path):
+    script = Path(__file__).with_name("commit_writer.py")
     endpoint = s3_options["endpoint_url"]
     commands = [
-        [sys.executable, str(script), s3_root, endpoint, str(w), str(COMMITS), str(tmp_path / "go")]
+        [sys.executable, str(script), s3_root, endpoint, str(w), str(COMMITS), str(WRITERS)]
+        + [str(tmp_path)]
         for w in range(WRITERS)
     ]
     outputs = race(commands, tmp_path, s3_env, run_timeout=TIMEOUT_S)
@@ -46,7 +48,8 @@ def test_four_processes_commit_25_revisions_each_gap_free(s3_root, s3_options, s
             else:
                 lost_races += int(rest[0])
     assert sorted(claimed) == list(range(1, total + 1))
-    print(f"lost races (412 answers) across writers: {lost_races}")
+    print(f"lost races across writers (the engine's count): {lost_races}")
+    assert lost_races > 0, "the writers never contended: the race proves nothing"
 
     storage = S3Storage(s3_root, **s3_options)
     log = RevisionLog(storage)
@@ -59,7 +62,8 @@ def test_four_processes_commit_25_revisions_each_gap_free(s3_root, s3_options, s
     for w in range(WRITERS):  # each writer's own commits stay in its order
         mine = [int(r.properties["i"]) for r in records if r.properties["writer"] == str(w)]
         assert mine == list(range(COMMITS))
-    assert storage.exists(checkpoint_path(CHECKPOINT_INTERVAL))
+    for r in records:  # every committed file is on S3
+        assert all(storage.exists(f) for w in r.tables.values() for f in w.files)
     description = pd.read_parquet(io.BytesIO(storage.read(DESCRIPTION)))
     assert list(description["sequence"]) == list(range(1, total + 1))
     assert list(description["name"]) == [r.name for r in records]

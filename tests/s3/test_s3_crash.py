@@ -22,7 +22,7 @@ from revisions_assets.core.log import DESCRIPTION
 
 from .crash_writer import CRASHED
 
-pytestmark = pytest.mark.s3
+pytestmark = [pytest.mark.s3, pytest.mark.slow]  # writer processes with their own JVMs
 
 MODES = ("before_log_entry", "before_description")
 ROWS = "id long, v long"

@@ -1,0 +1,86 @@
+"""Every merge plan gives the state of the reference model (tests/core/model.py); ``auto``
+picks by the sizes in the log."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from revisions_assets import RevisionedDataset
+from revisions_assets.core.merge import choose_strategy
+
+from .model import Model
+
+START = datetime(2021, 3, 1, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module")
+def history(spark, tmp_path_factory):
+    """A major and eight minors with overlapping ids, tombstones and out-of-order timestamps,
+    committed to the engine and to the model alike."""
+    root = str(tmp_path_factory.mktemp("plans") / "ds")
+    ds = RevisionedDataset(root, spark=spark, id_columns=["k1", "k2"])
+    model = Model()
+    rng = random.Random(7)
+    base = [(i % 7, i, float(i), False) for i in range(60)]
+    schema = "k1 int, k2 int, value double, _deleted boolean"
+    for n in range(9):
+        if n == 0:
+            rows, when = base, START
+        else:
+            ids = rng.sample(range(80), 12)
+            rows = [(i % 7, i, float(100 * n + i), rng.random() < 0.25) for i in ids]
+            when = START + timedelta(days=rng.choice([1, 2, 2, 3, 5]))
+        name, is_major = f"m{n}", n == 0
+        ds.commit(
+            {"t": spark.createDataFrame(rows, schema)},
+            timestamp=when,
+            is_major=is_major,
+            name=name,
+        )
+        written = {(k1, k2): None if gone else {"value": v} for k1, k2, v, gone in rows}
+        model.commit(name, when, is_major, {"t": written})
+    return root, model
+
+
+def state(spark, root, strategy, **read):
+    ds = RevisionedDataset(root, spark=spark, merge_strategy=strategy)
+    return sorted(tuple(r) for r in ds.read("t", **read).collect())
+
+
+@pytest.mark.parametrize("read", [{}, {"at": 5}, {"as_of": START + timedelta(days=2)}])
+@pytest.mark.parametrize("strategy", ["window", "broadcast", "auto"])
+def test_every_plan_gives_the_model_state(spark, history, read, strategy):
+    root, model = history
+    want = sorted(k + (row["value"],) for k, (row, _rev) in model.state("t", **read).rows.items())
+    assert want  # the comparison is not vacuous
+    assert state(spark, root, strategy, **read) == want
+
+
+@pytest.mark.parametrize("strategy", ["window", "broadcast"])
+def test_change_reads_give_the_model_changes(spark, history, strategy):
+    root, model = history
+    expected = model.changes_since_sequence("t", 4)
+    want = sorted(
+        k + ((None, True) if row is None else (row["value"], False))
+        for k, (row, _rev) in expected.rows.items()
+    )
+    changes = RevisionedDataset(root, spark=spark, merge_strategy=strategy).changes(
+        "t", since_sequence=4
+    )
+    got = sorted(
+        (r["k1"], r["k2"], None if r["_deleted"] else r["value"], r["_deleted"])
+        for r in changes.df.collect()
+    )
+    assert changes.is_reset is expected.is_reset is False
+    assert want and any(gone for *_, gone in want)  # rows and deletions in the window
+    assert got == want
+
+
+def test_auto_uses_the_logged_row_counts(spark, history):
+    revisions = RevisionedDataset(history[0], spark=spark).revisions("t")
+    assert choose_strategy(revisions[:1], "t", "auto") == "auto"  # one revision: plain read
+    assert choose_strategy(revisions, "t", "auto") == "window"  # 96 newer rows > 60 base rows
+    assert choose_strategy(revisions[:3], "t", "auto") == "broadcast"  # 24 newer rows
