@@ -38,13 +38,16 @@ def test_checks_pass_on_good_data_and_fail_on_crafted_bad_data(pipe):
             "features:ids_unique_non_null",
             "features:log_integrity",
             "features:code_version",
+            "features:compaction_due",
             "features:schema",
             "groups:ids_unique_non_null",
             "groups:log_integrity",
             "groups:code_version",
+            "groups:compaction_due",
             "scores:ids_unique_non_null",
             "scores:log_integrity",
             "scores:code_version",
+            "scores:compaction_due",
             "scores:consumer_lag",
         ]
     )
@@ -107,3 +110,4 @@ def test_checks_pass_on_good_data_and_fail_on_crafted_bad_data(pipe):
     stale = result["features:code_version"]  # stale code: reported as a warning
     assert stale.severity == dg.AssetCheckSeverity.WARN
     assert stale.metadata["head_version"].value == "1"
+    assert stale.metadata["stale"].value == "code version changed: '1' -> '2'"

@@ -22,6 +22,12 @@ def use_policy(pipe, compact_after: int | None) -> None:
     )
 
 
+def change_day4(pipe) -> None:
+    """New values for entity a on P4: a re-run of P4 then has a changed row to commit (an
+    unchanged one is skipped, and a run that commits nothing compacts nothing new)."""
+    pipe.events.loc[pipe.events["entity"].eq("a") & pipe.events["value"].ge(100), "value"] += 1
+
+
 def test_policy_and_forced_compactions_in_metadata_and_the_compaction_due_check(pipe):
     use_policy(pipe, 2)  # compact when more than 2 revisions sit on the base
     metas = [pipe.meta(pipe.run(pipe.features, day), pipe.features) for day in (P1, P2, P3)]
@@ -42,6 +48,7 @@ def test_policy_and_forced_compactions_in_metadata_and_the_compaction_due_check(
 
     # no policy: nothing compacts on its own; the check warns past a stricter location policy
     use_policy(pipe, None)
+    change_day4(pipe)
     pipe.run(pipe.features, P4)
     assert pipe.dataset("main").revisions_on_base("features") == 1
     checks = [c for c in pipe.checks() if "compaction_due" in str(c.check_keys)]
@@ -53,15 +60,17 @@ def test_policy_and_forced_compactions_in_metadata_and_the_compaction_due_check(
 
     # a run tag forces one whatever the policy; so does the run config
     use_policy(pipe, None)
+    change_day4(pipe)
     forced = pipe.meta(pipe.run(pipe.features, P4, tags={TAG_FORCE_COMPACTION: "1"}), pipe.features)
     assert forced["compacted"] is True and forced["compaction_sequence"] == forced["sequence"] + 1
     use_policy(pipe, 0)
     assert pipe.run_checks(checks)["features:compaction_due"].passed
     use_policy(pipe, None)
+    change_day4(pipe)
     config = {"ops": {"features": {"config": {"force_compaction": True}}}}
     by_config = pipe.meta(pipe.run(pipe.features, P4, run_config=config), pipe.features)
     assert by_config["compacted"] is True
-    assert pipe.state("main", "features") == after
+    assert pipe.state("main", "features")["a"]["total"] == 103  # three changes of day 4
 
 
 def vacuum(pipe, **config) -> dict:
