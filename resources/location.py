@@ -30,6 +30,7 @@ from revisions_assets.core.logview import LogView
 from revisions_assets.core.merge import merge_plan
 from revisions_assets.core.records import Revision
 from revisions_assets.core.selection import plan_read, state_selection
+from revisions_assets.core.storage import check_relative
 from revisions_assets.core.uris import describe
 
 
@@ -80,16 +81,17 @@ class DatasetLocation(dg.ConfigurableResource):
             configure_storage(prefix, client=self.s3.get_client())
 
     def root_for(self, dataset: str) -> str:
-        """The dataset root for a dataset name, normalized as the engine records it."""
+        """The dataset root for a dataset name, normalized as the engine records it; a
+        relative name stays under ``base_uri`` (``..`` is refused: PathEscapeError)."""
         check_text(dataset, "dataset")
         if not dataset.strip():
             raise InvalidArgumentError(f"dataset must name a dataset, got {dataset!r}")
         if "://" in dataset or os.path.isabs(dataset):
             root = dataset
         elif "://" in self.base_uri:
-            root = f"{self.base_uri.rstrip('/')}/{dataset}"
+            root = f"{self.base_uri.rstrip('/')}/{check_relative(dataset)}"
         else:
-            root = str(Path(self.base_uri) / dataset)
+            root = str(Path(self.base_uri) / check_relative(dataset))
         return open_storage(root).uri
 
     def read_log(self, dataset: str) -> tuple[Revision, ...]:

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from resources import DatasetLocation, RevisionsIOManager, SparkSessionResource
-from revisions_assets.core.errors import RevisionsError
+from revisions_assets.core.errors import PathEscapeError, RevisionsError
 
 pytestmark = pytest.mark.dagster
 
@@ -51,6 +51,12 @@ def test_location_dataset_names(location, dataset):
 def test_location_blank_dataset(location, blank):
     with pytest.raises(RevisionsError, match="dataset must name a dataset"):
         location.root_for(blank)
+
+
+@pytest.mark.parametrize("escaping", ["../x", "a/../../x"])
+def test_location_relative_names_stay_under_the_base(location, escaping):
+    with pytest.raises(PathEscapeError, match="not confined"):
+        location.root_for(escaping)
 
 
 @FAST
