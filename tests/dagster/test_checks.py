@@ -91,6 +91,20 @@ def test_checks_pass_on_good_data_and_fail_on_crafted_bad_data(pipe):
     assert failed == {"features:schema", "features:ids_unique_non_null", "scores:consumer_lag"}
     assert bad["features:ids_unique_non_null"].metadata["duplicate_ids"].value == table.num_rows
     assert bad["scores:consumer_lag"].metadata["max_revisions_behind"].value == 2
+    # a time bound: 2 revisions behind is fine under max_lag_revisions=5, but their age is not
+    # under max_lag_seconds=0; an hour is enough for revisions committed seconds ago
+    lag_checks = [
+        c for c in pipe.checks(max_lag_revisions=5, max_lag_seconds=0) if "lag" in str(c.check_keys)
+    ]
+    lag = pipe.run_checks(lag_checks)["scores:consumer_lag"]
+    behind = lag.metadata["features"].value
+    assert not lag.passed and behind["revisions_behind"] == 2 and behind["seconds_behind"] > 0
+    lag_checks = [
+        c
+        for c in pipe.checks(max_lag_revisions=5, max_lag_seconds=3600)
+        if "lag" in str(c.check_keys)
+    ]
+    assert pipe.run_checks(lag_checks)["scores:consumer_lag"].passed
     assert "total" in str(bad["features:schema"].metadata["errors"].value)
 
     # a data file referenced by the log disappears, and the features code moves to version 2
