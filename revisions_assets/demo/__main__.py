@@ -92,7 +92,7 @@ class Demo:
             else ""
         )
         if meta["kind"] == "none":
-            print(f"  {name:<22} {what:<24} nothing changed: no revision committed")
+            print(f"  {name:<22} {what:<24} nothing changed: no revision committed{compacted}")
         else:
             print(
                 f"  {name:<22} {what:<24} {meta['kind']:<5} seq {meta['sequence']:<3} "
@@ -224,9 +224,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("2. The upstream-changes sensor requests the scores of the days it has not scored")
     upstream = upstream_changes_sensor([demo.assets["plane_delay_risk"]])
     demo.run_requests(demo.sense(upstream))
-    print(f"3. {len(days) - half} more days as minors, then the scores consume only those")
+    print(
+        f"3. {len(days) - half} more days as minors (the last run also forces a compaction), "
+        "then the scores consume only those (a compaction is no change for them)"
+    )
     for day in days[half:]:
-        demo.materialize("plane_delay_features", day)
+        compact = {TAG_FORCE_COMPACTION: "true"} if day == days[-1] else None
+        demo.materialize("plane_delay_features", day, compact)
     demo.run_requests(demo.sense(upstream))
 
     print("4. Nothing changed: nothing is requested, recomputed or committed")
@@ -253,8 +257,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     print("7. Asset checks")
     demo.run_checks()
-    print("8. Lifecycle: a run that forces a compaction, then the weekly vacuum as a dry run")
-    demo.materialize("plane_delay_features", days[-1], {TAG_FORCE_COMPACTION: "true"})
+    print("8. Lifecycle: the weekly vacuum job as a dry run (retain 0: what could go at most)")
     demo.vacuum_dry_run()
     demo.summary()
 
