@@ -79,14 +79,15 @@ class Model:
         """Append a revision; None when no table has rows (NoData).
 
         An empty table of a major empties that table (a major re-evaluates everything); an
-        empty table of a minor is left out of the revision. A minor on a table that has no
-        major yet is refused (ModelNoMajorError) and nothing is committed.
+        empty table of a minor is left out of the revision. A minor naming a table that has
+        no major yet, even with no rows for it, is refused (ModelNoMajorError) and nothing
+        is committed (the engine decides before writing, without counting rows).
         """
         if not any(tables.values()):
             return None
         written = {t: dict(rows) for t, rows in tables.items() if rows or is_major}
         if not is_major:
-            for table in written:
+            for table in tables:
                 if not any(r.is_major for r in self.history(table)):
                     raise ModelNoMajorError(table)
         rev = ModelRevision(name, timestamp, is_major, self.head + 1, written)

@@ -269,6 +269,7 @@ def test_the_demo_in_a_browser(ui):
         "ids_unique_non_null",
         "log_integrity",
         "code_version",
+        "compaction_due",
         "schema",
         "consumer_lag",
         "partition_ids_unique_non_null",
