@@ -24,23 +24,10 @@ from .helpers import day, frame, input_files, top_dirs
 MODES = ("compaction_before_entry", "compaction_after_entry", "vacuum_marked", "vacuum_deleting")
 
 WORKER = r"""
-import sys
 from datetime import timedelta
-from pathlib import Path
-from harness.kill_points import stop_at
-from revisions_assets import RevisionedDataset
-from revisions_assets.core.storage import LocalStorage
-from revisions_assets.spark import build_spark_session
+from harness.kill_points import local_victim
 
-root, marker, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
-
-def patch(attr, hit):
-    stop_at(LocalStorage, attr, lambda self, *args: hit(*args), marker, mode)
-
-spark = build_spark_session(master="local[1]", app_name=f"crash-{mode}", conf={
-    "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",
-    "spark.default.parallelism": "1", "spark.driver.memory": "512m"})
-ds = RevisionedDataset(root, spark=spark)
+ds, spark, patch, mode = local_victim()
 deletions = []
 if mode == "compaction_before_entry":  # its files are written, its entry is not
     patch("create_exclusive", lambda rel, data: rel.startswith("_log/"))

@@ -24,22 +24,9 @@ from .helpers import by_id, day, frame
 MODES = ("purge_before_entry", "purge_after_entry")
 
 WORKER = r"""
-import sys
-from pathlib import Path
-from harness.kill_points import stop_at
-from revisions_assets import RevisionedDataset
-from revisions_assets.core.storage import LocalStorage
-from revisions_assets.spark import build_spark_session
+from harness.kill_points import local_victim
 
-root, marker, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
-
-def patch(attr, hit):
-    stop_at(LocalStorage, attr, lambda self, *args: hit(*args), marker, mode)
-
-spark = build_spark_session(master="local[1]", app_name=f"crash-{mode}", conf={
-    "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",
-    "spark.default.parallelism": "1", "spark.driver.memory": "512m"})
-ds = RevisionedDataset(root, spark=spark)
+ds, spark, patch, mode = local_victim()
 if mode == "purge_before_entry":  # its files are rewritten, its entry is not committed
     patch("create_exclusive", lambda rel, data: rel.startswith("_log/"))
 else:  # committed, description.parquet not rewritten

@@ -29,3 +29,29 @@ def stop_at(owner: Any, attr: str, hit: Callable[..., bool], marker: Path, label
         return original(*args, **kwargs)
 
     setattr(owner, attr, wrapper)
+
+
+def local_victim() -> tuple[Any, Any, Callable[[str, Callable[..., bool]], None], str]:
+    """The start of a victim on a local dataset, from ``sys.argv`` = (root, marker, mode):
+    a one-core Spark session, the dataset handle, ``patch(method, hit)`` stopping at a
+    ``LocalStorage`` method when ``hit(*args)`` (arguments without ``self``) says so, and
+    the mode. Returns ``(ds, spark, patch, mode)``."""
+    import sys
+
+    from revisions_assets import RevisionedDataset
+    from revisions_assets.core.storage import LocalStorage
+    from revisions_assets.spark import build_spark_session
+
+    root, marker, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+
+    def patch(attr: str, hit: Callable[..., bool]) -> None:
+        stop_at(LocalStorage, attr, lambda self, *args: hit(*args), marker, mode)
+
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "1",
+        "spark.default.parallelism": "1",
+        "spark.driver.memory": "512m",
+    }
+    spark = build_spark_session(master="local[1]", app_name=f"crash-{mode}", conf=conf)
+    return RevisionedDataset(root, spark=spark), spark, patch, mode
