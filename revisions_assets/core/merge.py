@@ -1,13 +1,15 @@
 """Spark plans that turn a read plan into one DataFrame.
 
 "Latest row per entity wins" is done by Spark, never on the driver. The revisions a read
-merges are scanned together: one Parquet relation over all their files per distinct
-recorded schema (usually one), whatever their number, so building the plan costs the
-same at any history length. Each row learns its revision from its file: the last three
-segments of ``_metadata.file_path`` (``<revision>/<table>/<file>``, safe characters
-only, so the URL-encoding of the root never matters) are joined to a small broadcast
-table of file -> sequence and order. Rows of a compaction carry the sequence of the
-revision that wrote them in a ``_revision_sequence`` column.
+merges are scanned together: one Parquet relation over all the files whose columns have
+the read types (missing columns read as null; files of an older type are conformed in a
+relation of their own), whatever their number, so building the plan costs the same at any
+history length. Each row learns its revision from its file: the last three segments of
+``_metadata.file_path`` (``<revision>/<table>/<file>``, safe characters only, so the
+URL-encoding of the root never matters) are looked up in a map literal of file ->
+sequence and order (a small broadcast table when there are many files). Rows of a
+compaction carry the sequence of the revision that wrote them in a ``_revision_sequence``
+column.
 
 Two plans, for the base (the major, or a compaction) and the rows on top of it:
 
@@ -124,10 +126,46 @@ def _conform(schema: StructType, own: StructType) -> list[Column]:
     ]
 
 
+def _agrees(own: StructType, schema: StructType) -> bool:
+    """Whether files of ``own`` read under ``schema`` as they are: every column they hold
+    has the read type (the Parquet reader fills the columns they lack with nulls)."""
+    return all(f.dataType == schema[f.name].dataType for f in own.fields if f.name in schema.names)
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _sql_literal(value: object) -> str:
+    """A SQL literal of a string or an integer of the driver's own making (log values)."""
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return f"{int(value)}L"  # type: ignore[call-overload]
+
+
+#: up to this many keys, a row's revision is looked up in a map literal (a linear probe per
+#: row, no join); above, a broadcast join with a small table
+MAP_MAX_KEYS = 64
+
+#: (column, field of the per-revision struct) of the revision annotations
+_ABOUT_FIELDS = ((_SEQ, "s"), (_ORDER, "o"), ("_revision", "n"), (_STAMP, "t"))
+
+
+def _with_exprs(df: DataFrame, exprs: dict[str, str]) -> DataFrame:
+    """``df`` with columns computed by SQL expressions: one call, not one per column."""
+    if not exprs:
+        return df
+    return df.selectExpr("*", *[f"{e} AS {_quoted(n)}" for n, e in exprs.items()])
+
+
 class _Scanner:
     """Scans files of a plan into rows of the read schema + ``_deleted`` + ``_row_hash``
     (null in files written before hashes) + the producing sequence, and when asked
-    (``annotate``) the revision's order, name and timestamp."""
+    (``annotate``) the revision's order, name and timestamp.
+
+    Building the plan stays cheap: files whose columns have the read types are read as
+    one relation under the read schema (missing columns read as null), annotations are SQL
+    expressions, so a read costs a few dozen calls into the JVM whatever its width."""
 
     def __init__(self, spark: SparkSession, storage: Storage, plan: ReadPlan, schema: StructType):
         self.spark = spark
@@ -145,60 +183,82 @@ class _Scanner:
         table = self.plan.table
         return [self.storage.spark_uri(f) for r in revisions for f in r.tables[table].files]
 
-    def revisions(self, revisions: Sequence[Revision], annotate: bool) -> DataFrame:
-        """The rows of data revisions (tombstones included), one relation per schema."""
+    def _read(self, revisions: Sequence[Revision], with_file: bool = False) -> DataFrame:
+        """The files of ``revisions`` in the read schema + the system columns (files of
+        another column type are conformed to it), and with ``with_file`` the ``_FILE`` key
+        of each row's file (``_metadata`` resolves only on a relation of files)."""
         table = self.plan.table
-        groups: dict[str, list[Revision]] = {}
+        fitting: list[Revision] = []
+        others: dict[str, list[Revision]] = {}
         for r in revisions:
-            groups.setdefault(r.tables[table].schema_json, []).append(r)
-        single = len(revisions) == 1
-        names = [*self.schema.fieldNames(), DELETED, ROW_HASH] + ([] if single else [_FILE])
-        rows = None
-        for schema_json, members in groups.items():
-            uris = self._uris(members)
-            if not uris:
-                continue
-            own = parse_schema(schema_json)
-            df = self.spark.read.schema(StructType([*own.fields, *_SYSTEM_FIELDS])).parquet(*uris)
-            columns = [
-                *_conform(self.schema, own),
-                F.coalesce(F.col(DELETED), F.lit(False)),
-                F.col(ROW_HASH),
-            ]
-            if not single:
-                columns.append(F.substring_index(F.col("_metadata.file_path"), "/", -3))
-            df = df.select(*columns).toDF(*names)
-            rows = df if rows is None else rows.unionByName(df)
-        if rows is None:
+            schema_json = r.tables[table].schema_json
+            if _agrees(parse_schema(schema_json), self.schema):
+                fitting.append(r)
+            else:
+                others.setdefault(schema_json, []).append(r)
+        system = [f.name for f in _SYSTEM_FIELDS]
+        file = {_FILE: "substring_index(_metadata.file_path, '/', -3)"} if with_file else {}
+        parts = []
+        if fitting and (uris := self._uris(fitting)):
+            full = StructType([*self.schema.fields, *_SYSTEM_FIELDS])
+            parts.append(_with_exprs(self.spark.read.schema(full).parquet(*uris), file))
+        for schema_json, members in others.items():
+            if uris := self._uris(members):
+                own = parse_schema(schema_json)
+                fields = [*own.fields, *_SYSTEM_FIELDS]
+                df = _with_exprs(self.spark.read.schema(StructType(fields)).parquet(*uris), file)
+                parts.append(df.select(*_conform(self.schema, own), *system, *file))
+        if not parts:
             fields = [*self.schema.fields, *_SYSTEM_FIELDS]
-            fields += [] if single else [StructField(_FILE, StringType())]
-            rows = self.spark.createDataFrame([], StructType(fields))
-        if single:
-            seq, order, name, stamp = self._about(revisions[0])
-            rows = rows.withColumn(_SEQ, F.lit(seq).cast("long"))
-            if not annotate:
-                return rows
-            return rows.withColumns(
-                {
-                    _ORDER: F.lit(order).cast("long"),
-                    "_revision": F.lit(name),
-                    _STAMP: F.lit(stamp).cast("long"),
-                }
+            fields += [StructField(_FILE, StringType())] if with_file else []
+            return self.spark.createDataFrame([], StructType(fields))
+        rows = parts[0]
+        for part in parts[1:]:
+            rows = rows.unionByName(part)
+        # files written before tombstones were flagged hold no _deleted column
+        return rows.withColumn(DELETED, F.expr(f"coalesce({DELETED}, false)"))
+
+    def _annotated(self, rows: DataFrame, key: str, keyed: dict, names: Sequence[str]) -> DataFrame:
+        """``rows`` with the columns ``names`` (of ``_ABOUT_FIELDS``) of each row's revision,
+        found by the SQL expression ``key`` in ``keyed`` ({key value: ``_about`` tuple}):
+        a map literal when small, else a broadcast join with a local relation."""
+        fields = [(c, f, i) for i, (c, f) in enumerate(_ABOUT_FIELDS) if c in names]
+        if len(keyed) <= MAP_MAX_KEYS:
+            entries = ", ".join(
+                f"{_sql_literal(k)}, named_struct("
+                + ", ".join(f"'{f}', {_sql_literal(about[i])}" for _, f, i in fields)
+                + ")"
+                for k, about in keyed.items()
             )
+            about = f"element_at(map({entries}), {key})"
+            return _with_exprs(rows, {c: f"{about}.{f}" for c, f, _ in fields})
         lookup = self._lookup(
-            [
-                (file_key(f), *(self._about(r) if annotate else (r.sequence,)))
-                for r in revisions
-                for f in r.tables[table].files
-            ],
-            [_FILE, _SEQ, *([_ORDER, "_revision", _STAMP] if annotate else [])],
+            [(k, *(about[i] for _, _, i in fields)) for k, about in keyed.items()],
+            ["__key", *(c for c, _, _ in fields)],
         )
-        return rows.join(F.broadcast(lookup), on=_FILE).drop(_FILE)
+        rows = _with_exprs(rows, {"__key": key})
+        return rows.join(F.broadcast(lookup), on="__key", how="left").drop("__key")
+
+    def revisions(self, revisions: Sequence[Revision], annotate: bool) -> DataFrame:
+        """The rows of data revisions (tombstones included), in one relation when their
+        files agree with the read schema."""
+        names = [_SEQ, _ORDER, "_revision", _STAMP] if annotate else [_SEQ]
+        if len(revisions) == 1:
+            about = self._about(revisions[0])
+            exprs = {c: f"{_sql_literal(about[i])}" for i, (c, _) in enumerate(_ABOUT_FIELDS)}
+            return _with_exprs(self._read(revisions), {c: exprs[c] for c in names})
+        keyed = {
+            file_key(f): self._about(r) for r in revisions for f in r.tables[self.plan.table].files
+        }
+        rows = self._annotated(self._read(revisions, with_file=True), _FILE, keyed, names)
+        return rows.drop(_FILE)
 
     def _lookup(self, rows: list[tuple], names: list[str]) -> DataFrame:
         """A small table built on the driver, as a local relation: no Python worker runs to
         read it (a list of tuples would become an RDD of pickled rows)."""
-        types = {_FILE: "string", _SEQ: "bigint", _ORDER: "bigint", "_revision": "string"}
+        types = {"__key": "string", "_revision": "string"}
+        if rows and not isinstance(rows[0][0], str):
+            types["__key"] = "bigint"
         schema = StructType.fromDDL(", ".join(f"{n} {types.get(n, 'bigint')}" for n in names))
         return self.spark.createDataFrame(pd.DataFrame(rows, columns=names), schema)
 
@@ -207,28 +267,32 @@ class _Scanner:
         base = self.plan.base
         assert base is not None
         own = parse_schema(base.write.schema_json)
+        source = StructField(SOURCE_SEQUENCE, LongType(), True)
         uris = [self.storage.spark_uri(f) for f in base.write.files]
-        if uris:
-            fields = [*own.fields, *_SYSTEM_FIELDS, StructField(SOURCE_SEQUENCE, LongType(), True)]
+        if not uris:
+            fields = [*self.schema.fields, *_SYSTEM_FIELDS, StructField(_SEQ, LongType())]
+            rows = self.spark.createDataFrame([], StructType(fields))
+        elif _agrees(own, self.schema):
+            full = StructType([*self.schema.fields, *_SYSTEM_FIELDS, source])
+            rows = self.spark.read.schema(full).parquet(*uris)
+            rows = rows.withColumnRenamed(SOURCE_SEQUENCE, _SEQ)
+        else:
+            fields = [*own.fields, *_SYSTEM_FIELDS, source]
             df = self.spark.read.schema(StructType(fields)).parquet(*uris)
             rows = df.select(
                 *_conform(self.schema, own),
-                F.coalesce(F.col(DELETED), F.lit(False)).alias(DELETED),
-                F.col(ROW_HASH),
+                DELETED,
+                ROW_HASH,
                 F.col(SOURCE_SEQUENCE).alias(_SEQ),
             )
-        else:
-            fields = [*self.schema.fields, *_SYSTEM_FIELDS, StructField(_SEQ, LongType())]
-            rows = self.spark.createDataFrame([], StructType(fields))
+        rows = rows.withColumn(DELETED, F.expr(f"coalesce({DELETED}, false)"))
         if not annotate:
             return rows
-        lookup = self._lookup(
-            [self._about(r) for r in self.plan.merge], [_SEQ, _ORDER, "_revision", _STAMP]
-        )
         # rows older than the plan's merge (the state part of a change read) never win
         # against the merge's rows for the ids the read reports: order -1
-        rows = rows.join(F.broadcast(lookup), on=_SEQ, how="left")
-        return rows.withColumn(_ORDER, F.coalesce(F.col(_ORDER), F.lit(-1).cast("long")))
+        keyed = {r.sequence: self._about(r) for r in self.plan.merge}
+        rows = self._annotated(rows, _quoted(_SEQ), keyed, [_ORDER, "_revision", _STAMP])
+        return rows.withColumn(_ORDER, F.expr(f"coalesce({_ORDER}, -1L)"))
 
     def ids_of(self, revisions: Sequence[Revision], ids: Sequence[str]) -> DataFrame:
         """The distinct ids written by ``revisions``: one relation over their files."""
@@ -332,17 +396,17 @@ def merge_plan(
         rows = scan.revisions(newer, annotate_newer)
         # one broadcast of the newer rows' ids (and order): the base rows they replace and
         # the newer rows a later one replaces drop out by anti-joins, with no shuffle
-        keys = rows.select(
-            *[F.col(c).alias(f"__key_{c}") for c in ids],
-            *([F.col(_ORDER).alias(_LATER)] if len(newer) > 1 else []),
+        keys = rows.selectExpr(
+            *[f"{_quoted(c)} AS {_quoted('__key_' + c)}" for c in ids],
+            *([f"{_ORDER} AS {_LATER}"] if len(newer) > 1 else []),
         )
         keys = F.broadcast(keys)
-        same = [base[c] == keys[f"__key_{c}"] for c in ids]
-        kept = base.join(keys, on=same, how="left_anti")
+        same = " AND ".join(f"{_quoted(c)} = {_quoted('__key_' + c)}" for c in ids)
+        kept = base.join(keys, on=F.expr(same), how="left_anti")
         top = rows
         if len(newer) > 1:
-            replaced = [rows[c] == keys[f"__key_{c}"] for c in ids]
-            top = rows.join(keys, on=[*replaced, rows[_ORDER] < keys[_LATER]], how="left_anti")
+            replaced = F.expr(f"{same} AND {_ORDER} < {_LATER}")
+            top = rows.join(keys, on=replaced, how="left_anti")
         merged = kept.unionByName(top, allowMissingColumns=True)
     else:
         rows = scan.revisions(newer, True)
@@ -356,22 +420,20 @@ def merge_plan(
 
     tombstones = first.tombstones + sum(r.tables[table].tombstones for r in plan.direct)
     if not keep_deleted and tombstones:
-        merged = merged.where(~F.col(DELETED))
+        merged = merged.where(f"NOT {DELETED}")
     system = [DELETED] if keep_deleted else []
     if with_hash:
         system.append(ROW_HASH)
     if with_revision:
-        merged = merged.withColumns(
-            {
-                "_revision_timestamp": F.timestamp_micros(F.col(_STAMP)),
-                "_revision_sequence": F.col(_SEQ),
-            }
+        merged = _with_exprs(
+            merged,
+            {"_revision_timestamp": f"timestamp_micros({_STAMP})", "_revision_sequence": _SEQ},
         )
         system += list(REVISION_COLUMNS)
     elif with_sequence:
-        merged = merged.withColumn(SOURCE_SEQUENCE, F.col(_SEQ))
+        merged = _with_exprs(merged, {SOURCE_SEQUENCE: _SEQ})
         system.append(SOURCE_SEQUENCE)
-    return merged.select(*schema.fieldNames(), *system)
+    return merged.selectExpr(*map(_quoted, [*schema.fieldNames(), *system]))
 
 
 def blank_deletions(df: DataFrame, ids: Sequence[str]) -> DataFrame:

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from revisions_assets import RevisionedDataset
+from revisions_assets.core import merge
 from revisions_assets.core.merge import choose_strategy
 
 from .model import Model
@@ -57,6 +58,40 @@ def test_every_plan_gives_the_model_state(spark, history, read, strategy):
     want = sorted(k + (row["value"],) for k, (row, _rev) in model.state("t", **read).rows.items())
     assert want  # the comparison is not vacuous
     assert state(spark, root, strategy, **read) == want
+
+
+@pytest.mark.parametrize("strategy", ["window", "broadcast"])
+def test_rows_find_their_revision_through_the_lookup_join_too(spark, history, strategy):
+    """Above ``MAP_MAX_KEYS`` files a row's revision comes from a broadcast join instead of
+    a map literal: same states, same revision of each row."""
+    root, model = history
+    want = sorted(
+        k + (row["value"], rev.name) for k, (row, rev) in model.state("t", at=6).rows.items()
+    )
+
+    def read() -> list[tuple]:
+        df = RevisionedDataset(root, spark=spark, merge_strategy=strategy).read(
+            "t", at=6, with_revision=True
+        )
+        return sorted(tuple(r) for r in df.select("k1", "k2", "value", "_revision").collect())
+
+    assert read() == want
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(merge, "MAP_MAX_KEYS", 0)
+        assert read() == want
+
+
+def test_a_major_that_changes_a_type_reads_with_older_revisions(spark, tmp_path):
+    """Files of another column type are read in a relation of their own (a change read and
+    the rows of every revision across a major that turned ``v`` from int into string)."""
+    ds = RevisionedDataset(str(tmp_path / "ds"), spark=spark, id_columns=["id"])
+    ds.commit({"t": spark.createDataFrame([(1, 1)], "id long, v int")}, START, is_major=True)
+    ds.commit({"t": spark.createDataFrame([(1, "a")], "id long, v string")}, START, True)
+    changes = ds.changes("t", since_sequence=0)
+    assert changes.is_reset
+    assert [tuple(r) for r in changes.df.select("id", "v").collect()] == [(1, "a")]
+    rows = merge.read_revisions(spark, ds.storage, "t", ds.revisions("t"))  # one per type
+    assert sorted(tuple(r) for r in rows.select("id", merge.ORDER).collect()) == [(1, 0), (1, 1)]
 
 
 @pytest.mark.parametrize("strategy", ["window", "broadcast"])
