@@ -70,7 +70,7 @@ class Config:
             vacuum_revisions=40,
             log_sizes=(10, 40),
             history_sizes=(10, 30),
-            memory_scales=(1, 2),
+            memory_scales=(1,),  # one fresh-process probe: the smoke checks the structure
             driver_memory="1g",
             memory_master="local[1]",
         )

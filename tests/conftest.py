@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from harness.processes import TEST_JVM_OPTS
 
 from revisions_assets.s3a import s3a_conf
 from revisions_assets.spark import build_spark_session
@@ -19,6 +20,7 @@ def spark():
             "spark.ui.enabled": "false",
             "spark.driver.memory": "2g",
             "spark.sql.adaptive.enabled": "false",
+            "spark.driver.extraJavaOptions": TEST_JVM_OPTS,
             # the s3a connector on the JVM's classpath from the start (tests/s3 need it)
             **s3a_conf(jars="classpath"),
         },

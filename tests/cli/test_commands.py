@@ -9,6 +9,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from core.legacy_layout import worked_example
 
 from revisions_assets.cli import cli
 
@@ -212,3 +213,20 @@ def test_debug_shows_the_traceback(staged):
     result = run("show", staged.features, "nope", "--debug", code=2)
     assert "Traceback" in result.stderr and "UnknownTableError" in result.stderr
     assert result.stderr.rstrip().splitlines()[-1].startswith("revisions: error: ")
+
+
+def test_import_legacy(tmp_path):
+    src, dst = tmp_path / "original", tmp_path / "imported"
+    worked_example(src)
+    imported = run("import-legacy", str(src), str(dst))
+    assert "imported 4 revisions (2 major, 2 minor)" in imported.stdout
+    assert "featurizer_A [id], featurizer_B [id]" in imported.stdout
+    assert "naive timestamps; they are taken in UTC" in imported.stderr
+    again = run("import-legacy", str(src), str(dst), code=2)
+    assert "already has 4 revisions" in again.stderr
+    assert [(r["name"], r["is_major"]) for r in rows("log", str(dst))] == [
+        ("revision_0", True),
+        ("revision_2", False),
+        ("revision_4", True),
+        ("revision_6", False),
+    ]

@@ -7,14 +7,13 @@ commands each start a JVM of their own: that test is marked slow.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from core.legacy_layout import worked_example
+from harness.processes import with_tests_on_path
 
 from .conftest import Staged
 
@@ -31,7 +30,7 @@ def script() -> str:
 
 def revisions(*args: str, code: int = 0, module: bool = False) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "revisions_assets"] if module else [script()]
-    env = {**os.environ, "SPARK_MASTER": "local[1]", "COLUMNS": "160"}
+    env = {**with_tests_on_path(None), "SPARK_MASTER": "local[1]", "COLUMNS": "160"}
     done = subprocess.run(
         [*command, *args], capture_output=True, text=True, env=env, timeout=600, check=False
     )
@@ -70,42 +69,15 @@ def test_verify_and_vacuum_run_in_the_driver(staged: Staged, tmp_path):
 
 
 @pytest.mark.slow
-def test_compact_and_purge(staged: Staged, tmp_path):
-    root = tmp_path / "features"
-    shutil.copytree(staged.features, root)
-    compacted = json.loads(revisions("compact", str(root), "--table", "t", "--json").stdout)
-    assert [(r["table"], r["revisions"]) for r in compacted] == [("t", 3)]
-    purged = revisions("purge", str(root), "t", "--id", "id=6", "--reason", "erasure request")
-    assert "rows removed" in purged.stdout and SPARK_BANNER not in purged.stderr
-    log = json.loads(revisions("log", str(root), "--json").stdout)
-    assert [r["kind"] for r in log][-2:] == ["compaction", "purge"]
-
-
-@pytest.mark.slow
-def test_data_commands(staged: Staged, tmp_path):
+def test_data_commands_start_a_quiet_spark(staged: Staged, tmp_path):
+    """One read and one write through the script, each with a JVM of its own (the other
+    data commands run in-process in test_commands.py and test_maintenance_commands.py)."""
     shown = json.loads(revisions("show", staged.features, "t", "--json", "--where", "v = 6").stdout)
     assert shown == [{"id": i, "v": 6} for i in (6, 7, 8)]
-    diff = revisions("diff", staged.features, "t", "--since", "2020-01-06T00:00:00Z")
-    assert "changed" in diff.stdout and "4 -> 6" in diff.stdout and "added" in diff.stdout
-    history = json.loads(
-        revisions("history", staged.features, "t", "--id", "id=9", "--json").stdout
-    )
-    assert [(v["v"], v["_revision"]) for v in history] == [(6, "r6"), (7, "r7")]
-    for done in (diff,):
-        assert SPARK_BANNER not in done.stderr, f"the JVM's log is not quiet: {done.stderr}"
-
-    src, dst = tmp_path / "original", tmp_path / "imported"
-    worked_example(src)
-    imported = revisions("import-legacy", str(src), str(dst))
-    assert "imported 4 revisions (2 major, 2 minor)" in imported.stdout
-    assert "featurizer_A [id], featurizer_B [id]" in imported.stdout
-    assert "naive timestamps; they are taken in UTC" in imported.stderr
-    again = revisions("import-legacy", str(src), str(dst), code=2)
-    assert "already has 4 revisions" in again.stderr
-    log = json.loads(revisions("log", str(dst), "--json").stdout)
-    assert [(r["name"], r["is_major"]) for r in log] == [
-        ("revision_0", True),
-        ("revision_2", False),
-        ("revision_4", True),
-        ("revision_6", False),
-    ]
+    root = tmp_path / "features"
+    shutil.copytree(staged.features, root)
+    purged = revisions("purge", str(root), "t", "--id", "id=6", "--reason", "erasure request")
+    assert "rows removed" in purged.stdout
+    assert SPARK_BANNER not in purged.stderr, f"the JVM's log is not quiet: {purged.stderr}"
+    log = json.loads(revisions("log", str(root), "--json").stdout)
+    assert [r["kind"] for r in log][-1] == "purge"

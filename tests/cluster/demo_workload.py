@@ -8,7 +8,8 @@ ephemeral instance. The Spark session comes from the demo's ``SparkSessionResour
 (row count and an order-independent hash computed by Spark, doubles rounded so that a
 different summation order cannot matter) and of the logs.
 
-Run as a script: ``python demo_workload.py BASE_DIR OUT.json``.
+Run as a script, it is the one driver application the cluster tests start: the demo, then
+the engine workload in the same session: ``python demo_workload.py BASE_DIR OUT.json``.
 """
 
 from __future__ import annotations
@@ -17,14 +18,18 @@ import json
 import sys
 
 import dagster as dg
+from harness.processes import TEST_JVM_OPTS
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType
 
+from cluster.workload import executor_dirs, run  # tests/ is on the path, as for the harness
 from resources import SparkSessionResource, revisions_resources
 from resources.slice import RANGE_END_TAG, RANGE_START_TAG
 from revisions_assets import RevisionedDataset
 from revisions_assets.demo.assets import FLIGHTS, build_demo_assets
+
+CLUSTER_APP = "revisions-assets-on-cluster"
 
 STEPS = [
     ("planes", None),
@@ -91,20 +96,33 @@ def run_demo(base: str, spark: SparkSessionResource) -> dict:
 
 
 def main(base: str, out_path: str) -> None:
+    """One driver application on the cluster (``SPARK_MASTER``): the demo through Dagster,
+    then the engine workload (tests/cluster/workload.py) in the same session."""
     spark = SparkSessionResource(
-        app_name="revisions-assets-demo-on-cluster",
+        app_name=CLUSTER_APP,
         spark_config={
             "spark.ui.enabled": "false",
             "spark.driver.memory": "1g",
+            "spark.driver.host": "127.0.0.1",
             "spark.executor.memory": "512m",
+            "spark.executor.cores": "1",
+            "spark.executor.extraJavaOptions": TEST_JVM_OPTS,
             "spark.cores.max": "2",
+            "spark.sql.shuffle.partitions": "4",
+            "spark.default.parallelism": "4",
+            # start only once both executors (one per worker) have registered
             "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+            "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
         },
     )
-    result = {"master": spark.spark_session.sparkContext.master, "demo": run_demo(base, spark)}
+    session = spark.spark_session
+    result = {"master": session.sparkContext.master, "demo": run_demo(f"{base}/demo", spark)}
+    result["workload"] = run(session, f"{base}/engine")
+    result["executors"] = session.sparkContext._jsc.sc().getExecutorIds().size()
+    result["executor_dirs"] = executor_dirs(session)
     with open(out_path, "w") as fh:
         json.dump(result, fh)
-    spark.spark_session.stop()
+    session.stop()
 
 
 if __name__ == "__main__":

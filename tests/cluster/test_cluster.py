@@ -2,9 +2,10 @@
 Connect, gives the local[*] results.
 
 The workload (tests/cluster/workload.py: featurization with majors, minors, tombstones and
-a backfill, then scoring from recorded upstream positions) runs as its own Spark
-application (one SparkContext per process), writing to a shared local folder; the same
-workload on the tests' local session is the reference.
+a backfill, then scoring from recorded upstream positions, and row hashes) runs in one
+driver application on the cluster after the demo's Dagster assets (one SparkContext per
+process), and through a Spark Connect server; the same workload on the tests' local
+session is the reference, itself checked against hand-written model revisions.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from pathlib import Path
 
 import pytest
 from core.model import Model
+from harness.processes import with_tests_on_path
 
 from resources import SparkSessionResource
 
-from .demo_workload import run_demo
+from .demo_workload import CLUSTER_APP, run_demo
 from .workload import day
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]  # a standalone cluster: several JVMs
@@ -66,43 +68,41 @@ def check_against_model(result: dict) -> None:
     }
 
 
-def run_workload(target: str, root: Path, env: dict[str, str], work: Path) -> tuple[int, str]:
-    out, log = work / "result.json", work / "driver.log"
+def run_script(script: str, args: list[str], env: dict[str, str], log: Path) -> int:
+    """Run a driver script of this folder (tests/ on its path); its output goes to ``log``."""
     with open(log, "w") as driver_log:
-        proc = subprocess.run(
-            [
-                sys.executable,
-                str(Path(__file__).with_name("workload.py")),
-                target,
-                str(root),
-                str(out),
-            ],
+        return subprocess.run(
+            [sys.executable, str(Path(__file__).with_name(script)), *args],
             stdout=driver_log,
             stderr=subprocess.STDOUT,
-            env=env,
+            env=with_tests_on_path(env),
             timeout=RUN_TIMEOUT_S,
-        )
-    if proc.returncode != 0:
-        return proc.returncode, log.read_text()[-4000:]
-    return 0, out.read_text()
+        ).returncode
 
 
-def test_engine_on_the_standalone_cluster_matches_local(standalone_cluster, local_result, tmp_path):
-    code, output = run_workload(
-        standalone_cluster.master_url, tmp_path / "data", standalone_cluster.env, tmp_path
-    )
-    assert code == 0, f"{output}\n{standalone_cluster.logs()}"
-    on_cluster = json.loads(output)
+@pytest.fixture(scope="module")
+def on_cluster(standalone_cluster, tmp_path_factory) -> dict:
+    """One driver application on the standalone cluster (``SPARK_MASTER``): the demo through
+    Dagster, then the engine workload (tests/cluster/demo_workload.py)."""
+    work = tmp_path_factory.mktemp("on-cluster")
+    env = {**standalone_cluster.env, "SPARK_MASTER": standalone_cluster.master_url}
+    env.pop("SPARK_REMOTE", None)
+    out, log = work / "result.json", work / "driver.log"
+    code = run_script("demo_workload.py", [str(work / "data"), str(out)], env, log)
+    assert code == 0, f"{log.read_text()[-4000:]}\n{standalone_cluster.logs()}"
+    return json.loads(out.read_text())
 
+
+def test_engine_on_the_standalone_cluster_matches_local(
+    standalone_cluster, on_cluster, local_result
+):
     # it really ran on the cluster: two executors, one per worker process
     assert on_cluster["master"] == standalone_cluster.master_url
     assert on_cluster["executors"] == 2
     dirs = on_cluster["executor_dirs"]
     assert len(dirs) == 2 and {Path(d).parent.parent.name for d in dirs} == {"worker-0", "worker-1"}
     deadline = time.monotonic() + 60  # the master files the stopped application shortly after
-    while "revisions-assets-cluster-workload" not in [
-        a["name"] for a in standalone_cluster.status()["completedapps"]
-    ]:
+    while CLUSTER_APP not in [a["name"] for a in standalone_cluster.status()["completedapps"]]:
         assert time.monotonic() < deadline, standalone_cluster.status()
         time.sleep(0.5)
 
@@ -112,37 +112,18 @@ def test_engine_on_the_standalone_cluster_matches_local(standalone_cluster, loca
 
 def test_engine_through_spark_connect_matches_local(connect_server, local_result, tmp_path):
     env = {k: v for k, v in connect_server.env.items() if k != "SPARK_REMOTE"}
-    code, output = run_workload(connect_server.url, tmp_path / "data", env, tmp_path)
-    assert code == 0, output
-    remote = json.loads(output)
+    out, log = tmp_path / "result.json", tmp_path / "driver.log"
+    args = [connect_server.url, str(tmp_path / "data"), str(out)]
+    assert run_script("workload.py", args, env, log) == 0, log.read_text()[-4000:]
+    remote = json.loads(out.read_text())
     assert remote["session"] == "pyspark.sql.connect.session"
     assert remote["workload"] == local_result
     check_against_model(remote["workload"])
 
 
-def test_demo_pipeline_on_the_standalone_cluster_matches_local(standalone_cluster, tmp_path):
+def test_demo_pipeline_on_the_standalone_cluster_matches_local(on_cluster, tmp_path):
     """The demo's featurization and scoring assets, materialized by Dagster with
     SPARK_MASTER pointing at the cluster, leave the same datasets as on local[*]."""
-    env = {**standalone_cluster.env, "SPARK_MASTER": standalone_cluster.master_url}
-    env.pop("SPARK_REMOTE", None)
-    out, log = tmp_path / "demo.json", tmp_path / "demo-driver.log"
-    with open(log, "w") as driver_log:
-        proc = subprocess.run(
-            [
-                sys.executable,
-                str(Path(__file__).with_name("demo_workload.py")),
-                str(tmp_path / "on-cluster"),
-                str(out),
-            ],
-            stdout=driver_log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            timeout=RUN_TIMEOUT_S,
-        )
-    assert proc.returncode == 0, f"{log.read_text()[-4000:]}\n{standalone_cluster.logs()}"
-    on_cluster = json.loads(out.read_text())
-    assert on_cluster["master"] == standalone_cluster.master_url
-
     local = json.loads(json.dumps(run_demo(str(tmp_path / "local"), SparkSessionResource())))
     assert on_cluster["demo"] == local
     kinds = [m[2] for m in local["materializations"]]

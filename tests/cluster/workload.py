@@ -2,11 +2,12 @@
 
 A featurized dataset (majors, minors, tombstones, an out-of-order backfill) and a scoring
 dataset that consumes its changes with recorded upstream positions, through the engine.
-Returns small, deterministic results (revision names are fixed) for comparison.
+Returns small, deterministic results (revision names are fixed) for comparison, row
+hashes of the latest state included.
 
-Run as a script it builds its own SparkSession (one SparkContext per process) and writes
-the results as JSON: ``python workload.py MASTER ROOT OUT.json``; MASTER may be a Spark
-Connect URL (``sc://host:port``).
+On the standalone cluster it runs in the demo's driver (tests/cluster/demo_workload.py).
+Run as a script it is a Spark Connect client and writes the results as JSON:
+``python workload.py sc://host:port ROOT OUT.json``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from revisions_assets import RevisionedDataset, UpstreamPosition
+from revisions_assets.core.hashing import row_hash
 from revisions_assets.spark import build_spark_session
 
 FEATURES = "id long, grp int, v long"
@@ -119,6 +121,9 @@ def run(spark: SparkSession, root: str) -> dict:
     log = feats.log()[["name", "is_major", "version", "sequence", "rows", "tombstones"]]
     out["log"] = log.astype(str).values.tolist()
     out["score_positions"] = scores.upstream_position(feats.root, "features")
+    # row hashes (core/hashing.py) are the same under every Spark: equal to the local ones
+    latest = feats.read("features")
+    out["row_hashes"] = rows(latest.select("id", row_hash(latest.schema, ["grp", "v"])))
     return out
 
 
@@ -129,35 +134,10 @@ def executor_dirs(spark: SparkSession) -> list[str]:
     )
 
 
-def main(master: str, root: str, out_path: str) -> None:
-    if master.startswith("sc://"):
-        spark = build_spark_session(remote=master, app_name="revisions-assets-connect-workload")
-        result = {"session": type(spark).__module__, "workload": run(spark, root)}
-    else:
-        spark = build_spark_session(
-            master=master,
-            app_name="revisions-assets-cluster-workload",
-            conf={
-                "spark.ui.enabled": "false",
-                "spark.driver.memory": "512m",
-                "spark.executor.memory": "512m",
-                "spark.executor.cores": "1",
-                "spark.cores.max": "2",
-                "spark.sql.shuffle.partitions": "4",
-                "spark.default.parallelism": "4",
-                "spark.driver.host": "127.0.0.1",
-                # start only once both executors (one per worker) have registered
-                "spark.scheduler.minRegisteredResourcesRatio": "1.0",
-                "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
-            },
-        )
-        workload = run(spark, root)
-        result = {
-            "master": spark.sparkContext.master,
-            "executors": spark.sparkContext._jsc.sc().getExecutorIds().size(),
-            "executor_dirs": executor_dirs(spark),
-            "workload": workload,
-        }
+def main(url: str, root: str, out_path: str) -> None:
+    """The workload through a Spark Connect server (``sc://host:port``)."""
+    spark = build_spark_session(remote=url, app_name="revisions-assets-connect-workload")
+    result = {"session": type(spark).__module__, "workload": run(spark, root)}
     with open(out_path, "w") as fh:
         json.dump(result, fh)
     spark.stop()

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import glob
 import os
-import subprocess
-import sys
-import textwrap
 
 import pyarrow.parquet as pq
 import pytest
@@ -247,25 +244,3 @@ def test_value_changes_match_the_model(spark, tmp_path_factory, steps):
         }
         assert cs.is_reset == want.is_reset
         assert got == expected, f"changes since {since}"
-
-
-@pytest.mark.slow
-def test_same_hash_under_spark_connect(spark, tmp_path):
-    """A local Spark Connect server (bundled with pyspark) computes the same hashes."""
-    rows = [(1, 5, "a"), (2, None, "b"), (3, 7, None)]
-    classic = hashes(frame(spark, rows, SCHEMA))
-    script = textwrap.dedent(
-        f"""
-        from pyspark.sql import SparkSession
-        from revisions_assets.core.hashing import row_hash
-        spark = SparkSession.builder.remote("local[1]").getOrCreate()
-        df = spark.createDataFrame({rows!r}, {SCHEMA!r})
-        df = df.withColumn("h", row_hash(df.schema, ["v", "w"]))
-        print(sorted((r["id"], r["h"]) for r in df.collect()))
-        spark.stop()
-        """
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
-    )
-    assert out.stdout.strip().splitlines()[-1] == str(sorted((k, h) for k, (h,) in classic.items()))

@@ -9,7 +9,6 @@ group to a weight; the score is total * weight.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,7 +100,6 @@ class Pipeline:
         self.events = _events()
         self.groups = pd.DataFrame({"grp": ["g1", "g2"], "weight": [1.0, 2.0]})
         self.fail_scoring = False
-        self.on_score: Callable[[], None] | None = None
         self.resources = dict(revisions_resources(base, spark))
         self.build(Versions())
 
@@ -130,9 +128,6 @@ class Pipeline:
         def score(features: DataFrame, groups: DataFrame) -> DataFrame:
             if pipe.fail_scoring:
                 raise RuntimeError("injected failure in the scoring function")
-            if pipe.on_score is not None:
-                hook, pipe.on_score = pipe.on_score, None
-                hook()
             return features.join(groups, "grp", "left").select(
                 "entity", "grp", (F.col("total") * F.col("weight")).alias("score")
             )

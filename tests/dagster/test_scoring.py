@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
+from pathlib import Path
 
 import dagster as dg
 import pytest
 from revisions_pipeline import P1, P2, P3, Versions
 
+from revisions_assets.core import transaction
 from revisions_assets.core.errors import ConsumerPositionConflictError
+from revisions_assets.core.layout import LOG_DIR
 from revisions_assets.core.log import RevisionLog
+from revisions_assets.core.storage import LocalStorage
 
 pytestmark = pytest.mark.dagster
 
@@ -35,7 +40,7 @@ def failure_of(result: dg.ExecuteInProcessResult) -> str:
     return event.step_failure_data.error.to_string()
 
 
-def test_consumes_only_new_revisions_exactly_once(pipe):
+def test_consumes_only_new_revisions_exactly_once(pipe, caplog):
     pipe.run(pipe.groups_asset)
     pipe.run(pipe.features, P1)
     first = pipe.meta(pipe.run(pipe.scores, P1), pipe.scores)
@@ -71,15 +76,33 @@ def test_consumes_only_new_revisions_exactly_once(pipe):
         assert again.success and pipe.partitions(again, pipe.scores) == []
     assert len(pipe.dataset("out").revisions()) == 2
 
-    # a concurrent duplicate: another run consumes the same changes between our read and
-    # our commit; ours must fail with a position conflict, not commit the changes twice
+    # a concurrent duplicate that wins the race: another run of the same day commits after
+    # ours validated its positions and before ours creates its log entry. Ours loses the
+    # put-if-absent, re-validates, and must fail with a position conflict instead of
+    # committing the same changes twice
     pipe.run(pipe.features, P3)
-    pipe.on_score = lambda: pipe.run(pipe.scores, P3)
-    raced = pipe.run(pipe.scores, P3, raise_on_error=False)
+    out_root = str(Path(pipe.dataset("out").root).resolve())
+    create_entry = LocalStorage.create_exclusive
+    rivals: list[str] = []
+
+    def rival_first(storage: LocalStorage, rel: str, data: bytes) -> bool:
+        is_entry = rel.startswith(f"{LOG_DIR}/") and rel.endswith(".json")
+        if is_entry and storage.uri == out_root and not rivals:
+            rivals.append(rel)
+            assert pipe.run(pipe.scores, P3).success  # the rival: same day, same changes
+        return create_entry(storage, rel, data)
+
+    caplog.set_level(logging.INFO, logger=transaction.__name__)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(LocalStorage, "create_exclusive", rival_first)
+        raced = pipe.run(pipe.scores, P3, raise_on_error=False)
+    assert rivals, "the rival run never ran: the race was not forced"
     assert not raced.success
     assert ConsumerPositionConflictError.__name__ in failure_of(raced)
+    lost = [r for r in caplog.records if "lost the race" in r.getMessage()]
+    assert len(lost) == 1 and out_root in lost[0].getMessage()  # the re-check, not the first
     revs = pipe.dataset("out").revisions()
-    assert len(revs) == 3 and positions(pipe)["features"] == 3  # only the inner run committed
+    assert len(revs) == 3 and positions(pipe)["features"] == 3  # only the rival committed
 
 
 def test_upstream_reset_reference_change_and_deletions(pipe):
