@@ -21,7 +21,7 @@ from revisions_assets.core.s3 import S3Storage
 pytestmark = [pytest.mark.s3, pytest.mark.slow]
 
 WRITERS = 3
-COMMITS = 6
+COMMITS = 4
 TIMEOUT_S = 600
 
 
