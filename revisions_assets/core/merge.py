@@ -165,7 +165,7 @@ class _Scanner:
 
     Building the plan stays cheap: files whose columns have the read types are read as
     one relation under the read schema (missing columns read as null), annotations are SQL
-    expressions, so a read costs a few dozen calls into the JVM whatever its width."""
+    expressions, so a read costs about a hundred calls into the JVM whatever its width."""
 
     def __init__(self, spark: SparkSession, storage: Storage, plan: ReadPlan, schema: StructType):
         self.spark = spark
