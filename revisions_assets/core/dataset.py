@@ -56,6 +56,7 @@ from .maintenance import (
     VacuumReport,
 )
 from .merge import (
+    BROADCAST_MAX_ROWS,
     DELETED,
     REVISION_COLUMNS,
     MergeStrategy,
@@ -412,7 +413,8 @@ class RevisionedDataset:
                 else None
             )
             if previous is not None:
-                df = _really_changed(df, previous, ids)
+                window_rows = sum(r.tables[table].rows for r in selection.window)
+                df = _really_changed(df, previous, ids, window_rows)
             df = blank_deletions(df.drop(ROW_HASH), ids)
         return ChangeSet(
             df=_system_last(df),
@@ -862,10 +864,18 @@ def _differs() -> Column:
     return ~F.col(ROW_HASH).eqNullSafe(F.col("__before")) | F.col(ROW_HASH).isNull()
 
 
-def _really_changed(rows: DataFrame, previous: DataFrame, ids: Sequence[str]) -> DataFrame:
+def _really_changed(
+    rows: DataFrame, previous: DataFrame, ids: Sequence[str], window_rows: int
+) -> DataFrame:
     """The change rows (with ``_row_hash``) that change something: tombstones, and rows
-    whose hash differs from the entity's before the window. One join on the ids."""
-    joined = rows.join(_previous(previous, ids), on=list(ids), how="left")
+    whose hash differs from the entity's before the window. One join on the ids; when the
+    window is small (the log's row counts), the state before is narrowed to the window's
+    ids by a broadcast semi-join and broadcast itself: the state is scanned, never shuffled."""
+    before = _previous(previous, ids)
+    if window_rows <= BROADCAST_MAX_ROWS:
+        touched = F.broadcast(rows.select(*ids))
+        before = F.broadcast(before.join(touched, on=list(ids), how="left_semi"))
+    joined = rows.join(before, on=list(ids), how="left")
     return joined.where(F.col(DELETED) | _differs()).drop("__before")
 
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from revisions_assets import RevisionedDataset, UpstreamPosition
+from revisions_assets.core import dataset as dataset_module
 from revisions_assets.core.errors import InvalidArgumentError, InvalidNameError
 from revisions_assets.core.hashing import ROW_HASH, row_hash, value_columns
 
@@ -116,7 +117,12 @@ def test_row_hash_is_a_reserved_column(spark, root):
 # -- change reads and soft majors ----------------------------------------------------------------
 
 
-def test_change_reads_report_real_changes(spark, root):
+@pytest.mark.parametrize("window_max", [None, 0], ids=["narrowed", "shuffled"])
+def test_change_reads_report_real_changes(spark, root, monkeypatch, window_max):
+    """Both plans of the hash join: the state before narrowed to a small window's ids (a
+    broadcast), and the plain join a window above BROADCAST_MAX_ROWS rows gets."""
+    if window_max is not None:
+        monkeypatch.setattr(dataset_module, "BROADCAST_MAX_ROWS", window_max)
     ds = RevisionedDataset(root, spark, id_columns=["id"])
     ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 2, "b"), (3, 3, "c")], SCHEMA)}, day(0), True)
     ds.commit({"t": frame(spark, [(1, 9, "a"), (2, 2, "b")], SCHEMA)}, day(1), False)  # 2 same
