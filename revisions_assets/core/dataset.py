@@ -407,10 +407,11 @@ class RevisionedDataset:
                 selection, what, keep_deleted=True, with_revision=with_revision, with_hash=True
             )
             df = _rehashed(df, columns)
+            compare = only_changed and not (
+                by_sequence and _holds_only_real_changes(history, table, selection.window, columns)
+            )
             previous = (
-                self._hashes_before(history, table, *before, what, columns)
-                if only_changed
-                else None
+                self._hashes_before(history, table, *before, what, columns) if compare else None
             )
             if previous is not None:
                 window_rows = sum(r.tables[table].rows for r in selection.window)
@@ -862,6 +863,25 @@ def _previous(previous: DataFrame, ids: Sequence[str]) -> DataFrame:
 def _differs() -> Column:
     """A row's hash differs from the one before (a null hash, or none before: differs)."""
     return ~F.col(ROW_HASH).eqNullSafe(F.col("__before")) | F.col(ROW_HASH).isNull()
+
+
+def _holds_only_real_changes(
+    history: Sequence[Revision],
+    table: str,
+    window: Sequence[Revision],
+    columns: Sequence[str] | None,
+) -> bool:
+    """Whether a change window already holds only real changes, so ``only_changed`` needs
+    no hash join: one minor committed with ``skip_unchanged`` (it records ``rows_offered``)
+    in logical order (no earlier revision has a later timestamp), whose commit compared
+    every row with the state just before it, the state a change read since then starts
+    from. Hashing only some ``columns`` always compares."""
+    if columns is not None or len(window) != 1:
+        return False
+    (minor,) = window
+    if minor.is_major or minor.tables[table].rows_offered is None:
+        return False
+    return all(r.timestamp <= minor.timestamp for r in history if r.sequence < minor.sequence)
 
 
 def _really_changed(

@@ -142,6 +142,36 @@ def test_change_reads_report_real_changes(spark, root, monkeypatch, window_max):
     assert real.changed is None
 
 
+def test_an_in_order_skip_minor_needs_no_hash_join_a_backfill_does(spark, root, monkeypatch):
+    """A window of one skip-unchanged minor in logical order holds only real changes (its
+    commit compared every row with the state before it): no join. A backfill was compared
+    with the state as of its own time, not with the later rows that shadow it: joined."""
+    joins = []
+    hashes_before = RevisionedDataset._hashes_before
+
+    def counted(self, *args, **kwargs):
+        joins.append(args)
+        return hashes_before(self, *args, **kwargs)
+
+    monkeypatch.setattr(RevisionedDataset, "_hashes_before", counted)
+    ds = RevisionedDataset(root, spark, id_columns=["id"], skip_unchanged=True)
+    ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 1, "b")], SCHEMA)}, day(0), True)
+    ds.commit({"t": frame(spark, [(1, 2, "a")], SCHEMA)}, day(5), False)
+    # a backfill at day 3: entity 1's row differs from day 3's but equals the day-5 row
+    ds.commit({"t": frame(spark, [(1, 2, "a"), (2, 2, "b")], SCHEMA)}, day(3), False)
+    joins.clear()
+    assert by_id(ds.changes("t", since_sequence=2, only_changed=True).df, "v") == {2: (2,)}
+    assert len(joins) == 1
+    ds.commit({"t": frame(spark, [(1, 2, "a"), (2, 3, "b")], SCHEMA)}, day(6), False)
+    joins.clear()
+    assert by_id(ds.changes("t", since_sequence=3, only_changed=True).df, "v") == {2: (3,)}
+    assert joins == []
+    # a window of two revisions, and hashes of some columns only, still compare
+    assert by_id(ds.changes("t", since_sequence=2, only_changed=True).df, "v") == {2: (3,)}
+    assert by_id(ds.changes("t", since_sequence=3, only_changed=True, columns=["w"]).df) == {}
+    assert len(joins) == 2
+
+
 def test_old_rows_without_a_hash_count_as_changed(spark, root):
     ds = RevisionedDataset(root, spark, id_columns=["id"])
     first = ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 2, "b")], SCHEMA)}, day(0), True)
