@@ -644,6 +644,7 @@ class RevisionedDataset:
         if skip and not request.is_major:
             for staged in request.staged:
                 staged.replaced = self._replaced_hashes(staged.table, request.timestamp)
+                staged.compared_with = self._log.head
         record = CommitTransaction(self.storage, self._log, self.spark, request).run(tables)
         self._last_compactions = self._apply_policy(record) if record is not None else ()
         return record
@@ -872,16 +873,19 @@ def _holds_only_real_changes(
     columns: Sequence[str] | None,
 ) -> bool:
     """Whether a change window already holds only real changes, so ``only_changed`` needs
-    no hash join: one minor committed with ``skip_unchanged`` (it records ``rows_offered``)
-    in logical order (no earlier revision has a later timestamp), whose commit compared
-    every row with the state just before it, the state a change read since then starts
-    from. Hashing only some ``columns`` always compares."""
+    no hash join: one minor committed with ``skip_unchanged`` in logical order (no earlier
+    revision has a later timestamp) whose commit compared every row with the state just
+    before it (no revision of the table landed between the head it compared with, its
+    ``compared_with``, and its own sequence: a concurrent commit may have), the state a
+    change read since then starts from. Hashing only some ``columns`` always compares."""
     if columns is not None or len(window) != 1:
         return False
     (minor,) = window
-    if minor.is_major or minor.tables[table].rows_offered is None:
+    compared_with = minor.tables[table].compared_with
+    if minor.is_major or compared_with is None:
         return False
-    return all(r.timestamp <= minor.timestamp for r in history if r.sequence < minor.sequence)
+    earlier = [r for r in history if r.sequence < minor.sequence]
+    return all(r.sequence <= compared_with and r.timestamp <= minor.timestamp for r in earlier)
 
 
 def _really_changed(

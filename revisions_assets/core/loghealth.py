@@ -144,6 +144,7 @@ _TABLE_FIELDS: tuple[tuple[str, Callable[[Any], bool], str, bool], ...] = (
     ),
     ("bytes", _is_count, "a count >= 0", True),
     ("rows_offered", lambda v: v is None or _is_count(v), "a count >= 0 or null", False),
+    ("compared_with", lambda v: v is None or _is_count(v), "a sequence >= 0 or null", False),
     (
         "field_versions",
         lambda v: v is None or (isinstance(v, dict) and all(_is_text(x) for x in v.values())),

@@ -54,6 +54,9 @@ class TableWrite:
     #: rows the caller offered, when a skip-unchanged minor dropped the unchanged ones
     #: (``rows`` are those written); None otherwise, and in entries written before it
     rows_offered: int | None = None
+    #: the head sequence whose state a skip-unchanged minor compared its rows with (a
+    #: concurrent commit may land between that and this revision); None when not recorded
+    compared_with: int | None = None
     #: the version of each value column (field-level versions); None: not recorded, every
     #: field is at ``version``
     field_versions: Mapping[str, str] | None = None
@@ -70,6 +73,8 @@ class TableWrite:
         }
         if self.rows_offered is not None:
             doc["rows_offered"] = self.rows_offered
+        if self.compared_with is not None:
+            doc["compared_with"] = self.compared_with
         if self.field_versions is not None:
             doc["field_versions"] = dict(sorted(self.field_versions.items()))
         return doc
@@ -89,6 +94,9 @@ class TableWrite:
             files=tuple(doc["files"]),
             bytes=int(doc["bytes"]),
             rows_offered=int(doc["rows_offered"]) if doc.get("rows_offered") is not None else None,
+            compared_with=(
+                int(doc["compared_with"]) if doc.get("compared_with") is not None else None
+            ),
             field_versions=dict(doc["field_versions"]) if doc.get("field_versions") else None,
         )
 

@@ -77,6 +77,7 @@ class StagedTable:
     #: a skip-unchanged minor: the (ids, ``_row_hash``) of the rows this one would replace;
     #: offered rows with an equal, non-null hash are not written
     replaced: DataFrame | None = None
+    compared_with: int | None = None  # the head sequence of ``replaced``'s state
     rows_offered: int | None = None
     field_versions: dict[str, str] | None = None
 
@@ -90,6 +91,7 @@ class StagedTable:
             files=self.files,
             bytes=self.bytes,
             rows_offered=self.rows_offered,
+            compared_with=self.compared_with,
             field_versions=self.field_versions,
         )
 

@@ -172,6 +172,27 @@ def test_an_in_order_skip_minor_needs_no_hash_join_a_backfill_does(spark, root, 
     assert len(joins) == 2
 
 
+def test_a_skip_minor_that_lost_a_race_is_compared_again(spark, root, monkeypatch):
+    """A rival commit lands after a skip-unchanged minor compared its rows with the head:
+    the minor (committed after the rival) may repeat the rival's values, so a change read
+    since the rival joins instead of trusting the minor's own comparison."""
+    ds = RevisionedDataset(root, spark, id_columns=["id"], skip_unchanged=True)
+    ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 1, "b")], SCHEMA)}, day(0), True)
+    rival = RevisionedDataset(root, spark, id_columns=["id"])
+    replaced_hashes = RevisionedDataset._replaced_hashes
+
+    def then_a_rival_commits(self, *args, **kwargs):
+        hashes = replaced_hashes(self, *args, **kwargs)
+        if self is ds:
+            rival.commit({"t": frame(spark, [(1, 2, "a")], SCHEMA)}, day(1), False)
+        return hashes
+
+    monkeypatch.setattr(RevisionedDataset, "_replaced_hashes", then_a_rival_commits)
+    record = ds.commit({"t": frame(spark, [(1, 2, "a"), (2, 3, "b")], SCHEMA)}, day(2), False)
+    assert (record.sequence, record.tables["t"].compared_with, record.tables["t"].rows) == (3, 1, 2)
+    assert by_id(ds.changes("t", since_sequence=2, only_changed=True).df, "v") == {2: (3,)}
+
+
 def test_old_rows_without_a_hash_count_as_changed(spark, root):
     ds = RevisionedDataset(root, spark, id_columns=["id"])
     first = ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 2, "b")], SCHEMA)}, day(0), True)
