@@ -16,9 +16,13 @@ and no known major ordered after it is. Hence
 ``end = min v of the majors ordered after it``.
 
 The Spark plan reads the rows of the revisions with a non-empty span once (the one-scan
-reader of ``core/merge.py``), joins them to the events on the ids with the span condition,
-and keeps per event the row of the latest revision by (timestamp, sequence); a tombstone
-leaves the event's columns null, like an event with no entity.
+reader of ``core/merge.py``). Per event the row of the latest revision by (timestamp,
+sequence) whose span holds the event's time wins. A later revision's span never ends
+before an earlier one's (fewer majors come after it), so the times at which a row wins are
+its span cut at the start of the entity's next later row: one window over the rows makes
+each entity's spans disjoint, and a join on the ids with the span condition then meets at
+most one row per event. A tombstone leaves the event's columns null, like an event with
+no entity.
 """
 
 from __future__ import annotations
@@ -53,8 +57,8 @@ from .uris import describe
 EVENT = "event"
 KnownAt = TimeLike | Literal["event"] | None
 REVISION = "_revision"
-_EVENT_ID, _EVENT_US = "__event_id", "__event_us"
-_START, _END, _RANK = "__span_start_us", "__span_end_us", "__rank"
+_EVENT_US = "__event_us"
+_START, _END = "__span_start_us", "__span_end_us"
 _KEY_PREFIX = "__key_"
 
 
@@ -248,9 +252,7 @@ def as_of_join_plan(
     what = f"as_of_join of table {table!r}"
     what += f" known at {known.isoformat()}" if isinstance(known, datetime) else ""
     what += " known at each event's time" if known == EVENT else ""
-    marked = events.withColumns(
-        {_EVENT_ID: F.monotonically_increasing_id(), _EVENT_US: F.col(event_time)}
-    )
+    marked = events.withColumn(_EVENT_US, F.col(event_time))
     spans = needed_spans(view, visible_spans(history, known), marked, what)
     if not spans:
         nulls = {f.name: F.lit(None).cast(f.dataType) for f in values}
@@ -267,18 +269,27 @@ def as_of_join_plan(
         ],
         F.col(DELETED),
         F.col(ORDER),
-        revision_value([s.revision.name for s in spans], StringType()).alias(REVISION),
-        revision_value([s.start_us for s in spans], LongType()).alias(_START),
-        revision_value([s.end_us for s in spans], LongType()).alias(_END),
     )
+
+    # the row of an entity an event gets is the latest (by ORDER) whose span holds the
+    # event's time; since a later revision's span ends no earlier than an earlier one's,
+    # that is the row whose span holds it cut at the next later row's start: one window
+    # over the rows (partitioned by the ids, which the join's shuffle then reuses) makes
+    # the spans disjoint per entity, and each event meets at most one row. The spans and
+    # the revision's name are looked up from ORDER, not shuffled.
+    start = revision_value([s.start_us for s in spans], LongType())
+    later = Window.partitionBy(*[_KEY_PREFIX + i for i in ids]).orderBy(F.col(ORDER).desc())
+    cut = F.min(start).over(later.rowsBetween(Window.unboundedPreceding, -1))
+    end = F.least(revision_value([s.end_us for s in spans], LongType()), cut)
+    rows = rows.withColumns({_START: start, _END: end})
+    rows = rows.where(F.col(_END).isNull() | (F.col(_START) < F.col(_END)))
 
     when = F.unix_micros(marked[_EVENT_US])
     condition = [marked[e] == rows[_KEY_PREFIX + i] for e, i in pairs.items()]
     condition += [rows[_START] <= when, rows[_END].isNull() | (when < rows[_END])]
     joined = marked.join(rows, on=condition, how="left")
-    # partitioned by the join keys too, so the window reuses the join's shuffle
-    latest = Window.partitionBy(*pairs, _EVENT_ID).orderBy(F.col(ORDER).desc_nulls_last())
-    joined = joined.withColumn(_RANK, F.row_number().over(latest)).where(F.col(_RANK) == 1)
+    names = revision_value([s.revision.name for s in spans], StringType())
+    joined = joined.withColumn(REVISION, names)
     deleted = F.coalesce(F.col(DELETED), F.lit(False))
     added = [
         F.when(deleted, F.lit(None).cast(t)).otherwise(F.col(c)).alias(c)

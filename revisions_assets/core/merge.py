@@ -30,6 +30,7 @@ import json
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Literal
+from urllib.parse import unquote
 
 import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -114,8 +115,20 @@ _SYSTEM_FIELDS = (
 
 
 def file_key(path: str) -> str:
-    """``<revision>/<table>/<file>``: how a data file is recognized in ``_metadata``."""
+    """``<revision>/<table>/<file>``: how a data file is recognized."""
     return "/".join(path.split("/")[-3:])
+
+
+def _reported_uri(uri: str) -> str:
+    """``uri`` as Spark reports it in ``_metadata.file_path`` (Hadoop drops the empty
+    authority of ``file:///…``)."""
+    return "file:/" + uri.removeprefix("file:///") if uri.startswith("file:///") else uri
+
+
+def spark_file_key(path: str) -> str:
+    """The ``file_key`` of a path as Spark reports it (``_metadata.file_path``,
+    ``inputFiles()``): a URI, so URL-encoded."""
+    return file_key(unquote(path))
 
 
 def _conform(schema: StructType, own: StructType) -> list[Column]:
@@ -197,7 +210,7 @@ class _Scanner:
             else:
                 others.setdefault(schema_json, []).append(r)
         system = [f.name for f in _SYSTEM_FIELDS]
-        file = {_FILE: "substring_index(_metadata.file_path, '/', -3)"} if with_file else {}
+        file = {_FILE: "_metadata.file_path"} if with_file else {}
         parts = []
         if fitting and (uris := self._uris(fitting)):
             full = StructType([*self.schema.fields, *_SYSTEM_FIELDS])
@@ -218,26 +231,44 @@ class _Scanner:
         # files written before tombstones were flagged hold no _deleted column
         return rows.withColumn(DELETED, F.expr(f"coalesce({DELETED}, false)"))
 
-    def _annotated(self, rows: DataFrame, key: str, keyed: dict, names: Sequence[str]) -> DataFrame:
-        """``rows`` with the columns ``names`` (of ``_ABOUT_FIELDS``) of each row's revision,
-        found by the SQL expression ``key`` in ``keyed`` ({key value: ``_about`` tuple}):
-        a map literal when small, else a broadcast join with a local relation."""
+    def _annotated(
+        self, rows: DataFrame, lookups: Sequence[tuple[str, dict]], names: Sequence[str]
+    ) -> DataFrame:
+        """``rows`` with the columns ``names`` (of ``_ABOUT_FIELDS``) of each row's revision.
+
+        ``lookups``: (SQL key expression, {key value: ``_about`` tuple}) pairs, tried in
+        turn (a cheap key first, a sure one last; a later key is computed only where the
+        earlier ones miss): map literals when small, else a broadcast join with a local
+        relation holding every key (an ``IN`` list of the earlier keys picks the key)."""
         fields = [(c, f, i) for i, (c, f) in enumerate(_ABOUT_FIELDS) if c in names]
-        if len(keyed) <= MAP_MAX_KEYS:
-            entries = ", ".join(
-                f"{_sql_literal(k)}, named_struct("
-                + ", ".join(f"'{f}', {_sql_literal(about[i])}" for _, f, i in fields)
-                + ")"
-                for k, about in keyed.items()
-            )
-            about = f"element_at(map({entries}), {key})"
+        if len(lookups[-1][1]) <= MAP_MAX_KEYS:
+            found = [
+                f"element_at(map({self._entries(keyed, fields)}), {key})" for key, keyed in lookups
+            ]
+            about = found[0] if len(found) == 1 else f"coalesce({', '.join(found)})"
             return _with_exprs(rows, {c: f"{about}.{f}" for c, f, _ in fields})
+        # one join on the first key that knows the row's value: the lookup holds every key
+        key, keyed = lookups[-1]
+        for earlier, known in reversed(lookups[:-1]):
+            listed = ", ".join(map(_sql_literal, known))
+            key = f"CASE WHEN {earlier} IN ({listed}) THEN {earlier} ELSE {key} END"
+            keyed = {**known, **keyed}
         lookup = self._lookup(
             [(k, *(about[i] for _, _, i in fields)) for k, about in keyed.items()],
             ["__key", *(c for c, _, _ in fields)],
         )
         rows = _with_exprs(rows, {"__key": key})
         return rows.join(F.broadcast(lookup), on="__key", how="left").drop("__key")
+
+    @staticmethod
+    def _entries(keyed: dict, fields: Sequence[tuple[str, str, int]]) -> str:
+        """The arguments of a SQL ``map`` literal: key, ``named_struct`` of the fields."""
+        return ", ".join(
+            f"{_sql_literal(k)}, named_struct("
+            + ", ".join(f"'{f}', {_sql_literal(about[i])}" for _, f, i in fields)
+            + ")"
+            for k, about in keyed.items()
+        )
 
     def revisions(self, revisions: Sequence[Revision], annotate: bool) -> DataFrame:
         """The rows of data revisions (tombstones included), in one relation when their
@@ -247,10 +278,16 @@ class _Scanner:
             about = self._about(revisions[0])
             exprs = {c: f"{_sql_literal(about[i])}" for i, (c, _) in enumerate(_ABOUT_FIELDS)}
             return _with_exprs(self._read(revisions), {c: exprs[c] for c in names})
-        keyed = {
-            file_key(f): self._about(r) for r in revisions for f in r.tables[self.plan.table].files
-        }
-        rows = self._annotated(self._read(revisions, with_file=True), _FILE, keyed, names)
+        files = [(f, self._about(r)) for r in revisions for f in r.tables[self.plan.table].files]
+        # Spark reports a file by its URI (local ones as file:/…): looking that up costs
+        # nothing per row, while cutting the file key out of it cost as much as the scan
+        # itself (2 s on 2.6M rows); the key is the sure lookup where a URI is spelled
+        # otherwise
+        lookups = [
+            (_FILE, {_reported_uri(self.storage.spark_uri(f)): about for f, about in files}),
+            (f"substring_index({_FILE}, '/', -3)", {file_key(f): about for f, about in files}),
+        ]
+        rows = self._annotated(self._read(revisions, with_file=True), lookups, names)
         return rows.drop(_FILE)
 
     def _lookup(self, rows: list[tuple], names: list[str]) -> DataFrame:
@@ -291,7 +328,7 @@ class _Scanner:
         # rows older than the plan's merge (the state part of a change read) never win
         # against the merge's rows for the ids the read reports: order -1
         keyed = {r.sequence: self._about(r) for r in self.plan.merge}
-        rows = self._annotated(rows, _quoted(_SEQ), keyed, [_ORDER, "_revision", _STAMP])
+        rows = self._annotated(rows, [(_quoted(_SEQ), keyed)], [_ORDER, "_revision", _STAMP])
         return rows.withColumn(_ORDER, F.expr(f"coalesce({_ORDER}, -1L)"))
 
     def ids_of(self, revisions: Sequence[Revision], ids: Sequence[str]) -> DataFrame:
@@ -320,9 +357,10 @@ def read_revisions(
 
 def revision_value(values: Sequence[object], data_type: DataType) -> Column:
     """A value of each ``read_revisions`` row's revision: ``values[ORDER]``, as an array
-    literal (a small per-revision table without a join)."""
+    literal (a small per-revision table without a join); null where ORDER is null."""
     array = F.array(*[F.lit(v).cast(data_type) for v in values])
-    return F.element_at(array, F.col(ORDER) + 1)
+    # Spark 4.0 answers element_at(array, NULL) with an element, not null: guard it
+    return F.when(F.col(ORDER).isNotNull(), F.element_at(array, F.col(ORDER) + 1))
 
 
 def choose_strategy(revisions: Sequence[Revision], table: str, strategy: MergeStrategy) -> str:

@@ -29,7 +29,7 @@ from pyspark.sql.types import BooleanType, StructField, StructType
 from .errors import CommitConflictError, IdColumnsError
 from .log import RevisionLog
 from .logview import LogView
-from .merge import DELETED, file_key, parse_schema
+from .merge import DELETED, file_key, parse_schema, spark_file_key
 from .records import PURGE, PurgedWrite, PurgeMark, Revision, TableWrite
 from .storage import Storage
 from .timeutil import now_utc
@@ -151,7 +151,7 @@ class Purge:
         rows = rows.select(
             *id_columns,
             F.coalesce(F.col(DELETED), F.lit(False)).alias(DELETED),
-            F.substring_index(F.col("_metadata.file_path"), "/", -3).alias(_PATH),
+            F.col("_metadata.file_path").alias(_PATH),
         )
         counts = (
             rows.join(ids, on=list(id_columns), how="left_semi")
@@ -161,7 +161,7 @@ class Purge:
         )
         hits: dict[int, list[_Hit]] = {}
         for row in counts:
-            sequence, path = where[row[_PATH]]
+            sequence, path = where[spark_file_key(row[_PATH])]
             hits.setdefault(sequence, []).append(_Hit(path, int(row["rows"]), int(row["tomb"])))
         return hits
 

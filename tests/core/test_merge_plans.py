@@ -61,9 +61,10 @@ def test_every_plan_gives_the_model_state(spark, history, read, strategy):
 
 
 @pytest.mark.parametrize("strategy", ["window", "broadcast"])
-def test_rows_find_their_revision_through_the_lookup_join_too(spark, history, strategy):
+def test_rows_find_their_revision_by_every_lookup(spark, history, strategy):
     """Above ``MAP_MAX_KEYS`` files a row's revision comes from a broadcast join instead of
-    a map literal: same states, same revision of each row."""
+    a map literal; a file whose URI Spark spells otherwise than predicted is found by its
+    ``<revision>/<table>/<file>`` key: same states, same revision of each row."""
     root, model = history
     want = sorted(
         k + (row["value"], rev.name) for k, (row, rev) in model.state("t", at=6).rows.items()
@@ -75,10 +76,23 @@ def test_rows_find_their_revision_through_the_lookup_join_too(spark, history, st
         )
         return sorted(tuple(r) for r in df.select("k1", "k2", "value", "_revision").collect())
 
-    assert read() == want
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(merge, "MAP_MAX_KEYS", 0)
-        assert read() == want
+    for max_keys, spelled in [(None, None), (0, None), (None, "x:"), (0, "x:")]:
+        with pytest.MonkeyPatch.context() as patch:
+            if max_keys is not None:
+                patch.setattr(merge, "MAP_MAX_KEYS", max_keys)
+            if spelled is not None:
+                patch.setattr(merge, "_reported_uri", lambda uri, s=spelled: s + uri)
+            assert read() == want, (max_keys, spelled)
+
+
+def test_spark_reports_a_file_as_predicted(spark, history):
+    """The cheap lookup (no per-row string cutting) hits only when Spark reports a file's
+    URI as ``_reported_uri`` predicts."""
+    root, _model = history
+    ds = RevisionedDataset(root, spark=spark)
+    uri = ds.storage.spark_uri(ds.revisions("t")[0].tables["t"].files[0])
+    reported = spark.read.parquet(uri).select("_metadata.file_path").first()[0]
+    assert reported == merge._reported_uri(uri)
 
 
 def test_a_major_that_changes_a_type_reads_with_older_revisions(spark, tmp_path):
