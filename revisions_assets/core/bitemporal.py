@@ -261,13 +261,15 @@ def as_of_join_plan(
     revisions = [s.revision for s in spans]  # key order: ORDER is the rank by (timestamp, seq)
     rows = read_revisions(spark, storage, table, revisions)
     present = set(rows.columns)
+    keys = [_KEY_PREFIX + c for c in ids]
+    tombstones = any(r.tables[table].tombstones for r in revisions)
     rows = rows.select(
-        *[F.col(c).alias(_KEY_PREFIX + c) for c in ids],
+        *[F.col(c).alias(k) for c, k in zip(ids, keys, strict=True)],
         *[
             (F.col(f.name) if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name)
             for f in values
         ],
-        F.col(DELETED),
+        *([F.col(DELETED)] if tombstones else []),
         F.col(ORDER),
     )
 
@@ -278,7 +280,7 @@ def as_of_join_plan(
     # the spans disjoint per entity, and each event meets at most one row. The spans and
     # the revision's name are looked up from ORDER, not shuffled.
     start = revision_value([s.start_us for s in spans], LongType())
-    later = Window.partitionBy(*[_KEY_PREFIX + i for i in ids]).orderBy(F.col(ORDER).desc())
+    later = Window.partitionBy(*keys).orderBy(F.col(ORDER).desc())
     cut = F.min(start).over(later.rowsBetween(Window.unboundedPreceding, -1))
     end = F.least(revision_value([s.end_us for s in spans], LongType()), cut)
     rows = rows.withColumns({_START: start, _END: end})
@@ -290,11 +292,14 @@ def as_of_join_plan(
     joined = marked.join(rows, on=condition, how="left")
     names = revision_value([s.revision.name for s in spans], StringType())
     joined = joined.withColumn(REVISION, names)
-    deleted = F.coalesce(F.col(DELETED), F.lit(False))
-    added = [
-        F.when(deleted, F.lit(None).cast(t)).otherwise(F.col(c)).alias(c)
-        for c, t in [*((f.name, f.dataType) for f in values), (REVISION, StringType())]
-    ]
+    added = [*(f.name for f in values), REVISION]
+    if tombstones:  # a tombstone leaves the event's columns null
+        deleted = F.coalesce(F.col(DELETED), F.lit(False))
+        types = [*(f.dataType for f in values), StringType()]
+        added = [
+            F.when(deleted, F.lit(None).cast(t)).otherwise(F.col(c)).alias(c)
+            for c, t in zip(added, types, strict=True)
+        ]
     return joined.select(*events.columns, *added)
 
 
