@@ -75,6 +75,7 @@ from .selection import (
     changes_by_sequence,
     changes_by_time,
     consumer_position,
+    head_state,
     live_spans,
     plan_read,
     resolve_position,
@@ -710,7 +711,7 @@ class RevisionedDataset:
         governing major, or the compaction it uses): what ``compact_after`` bounds."""
         self.refresh()
         view = self._log.view()
-        selection = state_selection(view.history(table), table)
+        selection = head_state(view, table)
         return plan_read(view, selection, f"{self.root}: read of table {table!r}").on_base
 
     def compaction_due(self, table: str) -> bool:

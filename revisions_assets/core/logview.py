@@ -19,9 +19,10 @@ view, so a new maintenance kind is applied here and nowhere else.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any, TypeVar
 
 from .errors import CorruptLogError, UnknownTableError
 from .records import (
@@ -71,6 +72,9 @@ class Compaction:
         )
 
 
+_T = TypeVar("_T")
+
+
 class LogView:
     """Every entry of a log, with the maintenance entries applied (see the module doc)."""
 
@@ -79,6 +83,7 @@ class LogView:
         self._histories: dict[str, list[Revision]] = {}
         self._compactions: dict[str, list[Compaction]] = {}
         self._removed_by: dict[int, Revision] = {}
+        self._memo: dict[Hashable, Any] = {}
         for record in self.records:
             if record.kind in DATA_KINDS:
                 for table in record.tables:
@@ -102,6 +107,13 @@ class LogView:
     @property
     def head(self) -> int:
         return len(self.records)
+
+    def memo(self, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """A value derived from this view alone, computed once: a view never changes, and a
+        commit asks for the same head state several times (checks, schemas, the policy)."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def tables(self) -> list[str]:
         """Every table some data revision wrote, sorted."""

@@ -40,7 +40,7 @@ from .records import (
     canonical_json,
 )
 from .retention import Horizon, removable, retention_horizon
-from .selection import ReadPlan, Selection, plan_read, state_selection
+from .selection import ReadPlan, Selection, head_state, plan_read
 from .storage import FileInfo, Storage
 from .timeutil import now_utc
 from .transaction import append_entry, claim_folder, upkeep, write_observed
@@ -82,7 +82,7 @@ class Compactor:
         view = self.log.view()
         jobs = []
         for table in tables if tables is not None else view.tables():
-            selection = state_selection(view.history(table), table)
+            selection = head_state(view, table)
             plan = plan_read(view, selection, f"{self.storage.uri}: compaction of {table!r}")
             if plan.on_base:
                 jobs.append(_TableJob(table, selection, plan))

@@ -47,7 +47,7 @@ from pyspark.sql.types import (
 from .hashing import ROW_HASH
 from .logview import LogView
 from .records import Revision, TableWrite
-from .selection import ReadPlan, best_compaction, state_selection
+from .selection import ReadPlan, best_compaction, head_state
 from .storage import Storage
 from .timeutil import to_micros
 
@@ -100,7 +100,11 @@ def state_schemas(view: LogView, table: str) -> tuple[StructType, StructType]:
     Parses only the schemas of the base and the revisions on top of it: a compaction
     records the schema of the revisions it holds.
     """
-    selection = state_selection(view.history(table), table)
+    return view.memo(("state_schemas", table), lambda: _state_schemas(view, table))
+
+
+def _state_schemas(view: LogView, table: str) -> tuple[StructType, StructType]:
+    selection = head_state(view, table)
     base = best_compaction(view, selection)
     direct = tuple(r for r in selection.merge if base is None or not base.contains(r))
     plan = ReadPlan(table, selection.merge, base, direct)

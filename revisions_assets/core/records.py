@@ -373,26 +373,25 @@ class Revision:
         )
 
     @classmethod
-    def from_columns(
-        cls,
-        *,
-        name: str,
-        timestamp_us: int,
-        is_major: bool,
-        kind: str,
-        sequence: int,
-        committed_at_us: int,
-        version: str | None,
-        tables: Sequence[str],
-        upstream: str | None,
-        data_change: bool,
-        record: str,
-    ) -> Revision:
-        """A data revision from a checkpoint row; its details are parsed on first use.
+    def from_checkpoint_row(cls, row: Sequence[Any], record: str) -> Revision:
+        """A data revision from a checkpoint row (the values of ``CHECKPOINT_COLUMNS`` of
+        ``core/log.py``, in that order); its details are parsed on first use.
 
         Built without ``__init__`` (its values come from our own checkpoint, already
         typed): opening a long log creates thousands of these.
         """
+        (
+            sequence,
+            name,
+            kind,
+            is_major,
+            timestamp_us,
+            committed_at_us,
+            version,
+            tables,
+            upstream,
+            data_change,
+        ) = row
         source = _StoredJson(record)
         revision = object.__new__(cls)
         revision.__dict__.update(

@@ -135,6 +135,11 @@ def state_selection(
     return Selection(table, major, merge, merge, True, max_seq, as_of)
 
 
+def head_state(view: LogView, table: str) -> Selection:
+    """The state selection of ``table`` at the head of ``view`` (computed once per view)."""
+    return view.memo(("head_state", table), lambda: state_selection(view.history(table), table))
+
+
 def changes_by_time(
     history: Sequence[Revision],
     table: str,
