@@ -363,7 +363,7 @@ def revision_value(values: Sequence[object], data_type: DataType) -> Column:
     """A value of each ``read_revisions`` row's revision: ``values[ORDER]``, as an array
     literal (a small per-revision table without a join); null where ORDER is null."""
     array = F.array(*[F.lit(v).cast(data_type) for v in values])
-    # Spark 4.0 answers element_at(array, NULL) with an element, not null: guard it
+    # Spark 4 (4.3 here) answers element_at(array, NULL) with an element, not null: guard it
     return F.when(F.col(ORDER).isNotNull(), F.element_at(array, F.col(ORDER) + 1))
 
 
