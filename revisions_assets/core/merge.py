@@ -27,8 +27,8 @@ Two plans, for the base (the major, or a compaction) and the rows on top of it:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from functools import lru_cache
+from collections.abc import Callable, Sequence
+from functools import lru_cache, partial
 from typing import Literal
 from urllib.parse import unquote
 
@@ -56,7 +56,7 @@ REVISION_COLUMNS = ("_revision", "_revision_timestamp", "_revision_sequence")
 SYSTEM_COLUMNS = (DELETED, ROW_HASH, *REVISION_COLUMNS)
 #: the column of compaction files naming the revision that wrote each row
 SOURCE_SEQUENCE = "_revision_sequence"
-_SEQ, _ORDER, _FILE, _STAMP = "__sequence", "__revision_order", "__file", "__timestamp_us"
+_SEQ, _ORDER, _STAMP = "__sequence", "__revision_order", "__timestamp_us"
 #: the column of ``read_revisions`` rows giving the index of their revision
 ORDER = _ORDER
 _LATER = "__later_order"
@@ -164,8 +164,8 @@ def _sql_literal(value: object) -> str:
 #: row, no join); above, a broadcast join with a small table
 MAP_MAX_KEYS = 64
 
-#: (column, field of the per-revision struct) of the revision annotations
-_ABOUT_FIELDS = ((_SEQ, "s"), (_ORDER, "o"), ("_revision", "n"), (_STAMP, "t"))
+#: the revision annotations, in the order of ``_Scanner._about``'s values
+_ABOUT_FIELDS = (_SEQ, _ORDER, "_revision", _STAMP)
 
 
 def _with_exprs(df: DataFrame, exprs: dict[str, str]) -> DataFrame:
@@ -200,10 +200,11 @@ class _Scanner:
         table = self.plan.table
         return [self.storage.spark_uri(f) for r in revisions for f in r.tables[table].files]
 
-    def _read(self, revisions: Sequence[Revision], with_file: bool = False) -> DataFrame:
+    def _read(self, revisions: Sequence[Revision], exprs: dict[str, str]) -> DataFrame:
         """The files of ``revisions`` in the read schema + the system columns (files of
-        another column type are conformed to it), and with ``with_file`` the ``_FILE`` key
-        of each row's file (``_metadata`` resolves only on a relation of files)."""
+        another column type are conformed to it) + columns computed by the SQL ``exprs``,
+        which may use ``_metadata`` (it resolves only on a relation of files). One select
+        per relation: every DataFrame call is an analysis of the plan on the driver."""
         table = self.plan.table
         fitting: list[Revision] = []
         others: dict[str, list[Revision]] = {}
@@ -213,44 +214,61 @@ class _Scanner:
                 fitting.append(r)
             else:
                 others.setdefault(schema_json, []).append(r)
-        system = [f.name for f in _SYSTEM_FIELDS]
-        file = {_FILE: "_metadata.file_path"} if with_file else {}
+        # files written before tombstones were flagged hold no _deleted column
+        system = [f"coalesce({DELETED}, false) AS {DELETED}", _quoted(ROW_HASH)]
+        system += [f"{e} AS {_quoted(n)}" for n, e in exprs.items()]
+        full = StructType([*self.schema.fields, *_SYSTEM_FIELDS])
+        columns = [*map(_quoted, self.schema.fieldNames()), *system]
         parts = []
         if fitting and (uris := self._uris(fitting)):
-            full = StructType([*self.schema.fields, *_SYSTEM_FIELDS])
-            parts.append(_with_exprs(self.spark.read.schema(full).parquet(*uris), file))
+            parts.append(self.spark.read.schema(full).parquet(*uris).selectExpr(*columns))
         for schema_json, members in others.items():
             if uris := self._uris(members):
                 own = parse_schema(schema_json)
-                fields = [*own.fields, *_SYSTEM_FIELDS]
-                df = _with_exprs(self.spark.read.schema(StructType(fields)).parquet(*uris), file)
-                parts.append(df.select(*_conform(self.schema, own), *system, *file))
+                df = self.spark.read.schema(StructType([*own.fields, *_SYSTEM_FIELDS]))
+                own_columns = [*_conform(self.schema, own), *map(F.expr, system)]
+                parts.append(df.parquet(*uris).select(*own_columns))
         if not parts:
-            fields = [*self.schema.fields, *_SYSTEM_FIELDS]
-            fields += [StructField(_FILE, StringType())] if with_file else []
-            return self.spark.createDataFrame([], StructType(fields))
+            # no file: an empty relation whose _metadata.file_path resolves like a scan's
+            metadata = StructField(
+                "_metadata", StructType([StructField("file_path", StringType())])
+            )
+            empty = self.spark.createDataFrame([], StructType([*full.fields, metadata]))
+            return empty.selectExpr(*columns)
         rows = parts[0]
         for part in parts[1:]:
             rows = rows.unionByName(part)
-        # files written before tombstones were flagged hold no _deleted column
-        return rows.withColumn(DELETED, F.expr(f"coalesce({DELETED}, false)"))
+        return rows
 
     def _annotated(
-        self, rows: DataFrame, lookups: Sequence[tuple[str, dict]], names: Sequence[str]
+        self,
+        read: Callable[[dict[str, str]], DataFrame],
+        lookups: Sequence[tuple[str, dict]],
+        names: Sequence[str],
     ) -> DataFrame:
-        """``rows`` with the columns ``names`` (of ``_ABOUT_FIELDS``) of each row's revision.
+        """The rows ``read`` gives (called with SQL expressions of further columns) with
+        the columns ``names`` (of ``_ABOUT_FIELDS``) of each row's revision.
 
         ``lookups``: (SQL key expression, {key value: ``_about`` tuple}) pairs, tried in
         turn (a cheap key first, a sure one last; a later key is computed only where the
         earlier ones miss): map literals when small, else a broadcast join with a local
         relation holding every key (an ``IN`` list of the earlier keys picks the key)."""
-        fields = [(c, f, i) for i, (c, f) in enumerate(_ABOUT_FIELDS) if c in names]
+        fields = [(c, i) for i, c in enumerate(_ABOUT_FIELDS) if c in names]
         if len(lookups[-1][1]) <= MAP_MAX_KEYS:
-            found = [
-                f"element_at(map({self._entries(keyed, fields)}), {key})" for key, keyed in lookups
-            ]
-            about = found[0] if len(found) == 1 else f"coalesce({', '.join(found)})"
-            return _with_exprs(rows, {c: f"{about}.{f}" for c, f, _ in fields})
+            # one map of scalars per column: a map of structs repeated in every column
+            # cost the analyzer a fifth of the read's plan-building time (10 minors)
+            def value(i: int) -> str:
+                found = [
+                    "element_at(map("
+                    + ", ".join(
+                        f"{_sql_literal(k)}, {_sql_literal(a[i])}" for k, a in keyed.items()
+                    )
+                    + f"), {key})"
+                    for key, keyed in lookups
+                ]
+                return found[0] if len(found) == 1 else f"coalesce({', '.join(found)})"
+
+            return read({c: value(i) for c, i in fields})
         # one join on the first key that knows the row's value: the lookup holds every key
         key, keyed = lookups[-1]
         for earlier, known in reversed(lookups[:-1]):
@@ -258,21 +276,11 @@ class _Scanner:
             key = f"CASE WHEN {earlier} IN ({listed}) THEN {earlier} ELSE {key} END"
             keyed = {**known, **keyed}
         lookup = self._lookup(
-            [(k, *(about[i] for _, _, i in fields)) for k, about in keyed.items()],
-            ["__key", *(c for c, _, _ in fields)],
+            [(k, *(about[i] for _, i in fields)) for k, about in keyed.items()],
+            ["__key", *(c for c, _ in fields)],
         )
-        rows = _with_exprs(rows, {"__key": key})
+        rows = read({"__key": key})
         return rows.join(F.broadcast(lookup), on="__key", how="left").drop("__key")
-
-    @staticmethod
-    def _entries(keyed: dict, fields: Sequence[tuple[str, str, int]]) -> str:
-        """The arguments of a SQL ``map`` literal: key, ``named_struct`` of the fields."""
-        return ", ".join(
-            f"{_sql_literal(k)}, named_struct("
-            + ", ".join(f"'{f}', {_sql_literal(about[i])}" for _, f, i in fields)
-            + ")"
-            for k, about in keyed.items()
-        )
 
     def revisions(self, revisions: Sequence[Revision], annotate: bool) -> DataFrame:
         """The rows of data revisions (tombstones included), in one relation when their
@@ -280,19 +288,19 @@ class _Scanner:
         names = [_SEQ, _ORDER, "_revision", _STAMP] if annotate else [_SEQ]
         if len(revisions) == 1:
             about = self._about(revisions[0])
-            exprs = {c: f"{_sql_literal(about[i])}" for i, (c, _) in enumerate(_ABOUT_FIELDS)}
-            return _with_exprs(self._read(revisions), {c: exprs[c] for c in names})
+            exprs = {c: _sql_literal(about[i]) for i, c in enumerate(_ABOUT_FIELDS)}
+            return self._read(revisions, {c: exprs[c] for c in names})
         files = [(f, self._about(r)) for r in revisions for f in r.tables[self.plan.table].files]
         # Spark reports a file by its URI (local ones as file:/…): looking that up costs
         # nothing per row, while cutting the file key out of it cost as much as the scan
         # itself (2 s on 2.6M rows); the key is the sure lookup where a URI is spelled
         # otherwise
+        path = "_metadata.file_path"
         lookups = [
-            (_FILE, {_reported_uri(self.storage.spark_uri(f)): about for f, about in files}),
-            (f"substring_index({_FILE}, '/', -3)", {file_key(f): about for f, about in files}),
+            (path, {_reported_uri(self.storage.spark_uri(f)): about for f, about in files}),
+            (f"substring_index({path}, '/', -3)", {file_key(f): about for f, about in files}),
         ]
-        rows = self._annotated(self._read(revisions, with_file=True), lookups, names)
-        return rows.drop(_FILE)
+        return self._annotated(lambda exprs: self._read(revisions, exprs), lookups, names)
 
     def _lookup(self, rows: list[tuple], names: list[str]) -> DataFrame:
         """A small table built on the driver, as a local relation: no Python worker runs to
@@ -332,7 +340,9 @@ class _Scanner:
         # rows older than the plan's merge (the state part of a change read) never win
         # against the merge's rows for the ids the read reports: order -1
         keyed = {r.sequence: self._about(r) for r in self.plan.merge}
-        rows = self._annotated(rows, [(_quoted(_SEQ), keyed)], [_ORDER, "_revision", _STAMP])
+        rows = self._annotated(
+            partial(_with_exprs, rows), [(_quoted(_SEQ), keyed)], [_ORDER, "_revision", _STAMP]
+        )
         return rows.withColumn(_ORDER, F.expr(f"coalesce({_ORDER}, -1L)"))
 
     def ids_of(self, revisions: Sequence[Revision], ids: Sequence[str]) -> DataFrame:
