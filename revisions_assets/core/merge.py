@@ -30,7 +30,7 @@ import json
 from collections.abc import Callable, Sequence
 from functools import lru_cache, partial
 from typing import Literal
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -118,15 +118,21 @@ _SYSTEM_FIELDS = (
 )
 
 
+#: what java.net.URI leaves unquoted in a path, besides letters and digits
+_URI_PATH_SAFE = "/_-!.~'()*,;:$&+=@"
+
+
 def file_key(path: str) -> str:
     """``<revision>/<table>/<file>``: how a data file is recognized."""
     return "/".join(path.split("/")[-3:])
 
 
 def _reported_uri(uri: str) -> str:
-    """``uri`` as Spark reports it in ``_metadata.file_path`` (Hadoop drops the empty
-    authority of ``file:///…``)."""
-    return "file:/" + uri.removeprefix("file:///") if uri.startswith("file:///") else uri
+    """``uri`` (a ``spark_uri``) as Spark reports it in ``_metadata.file_path``: Hadoop
+    drops the empty authority of ``file:///…`` and quotes what a URI path cannot hold."""
+    if uri.startswith("file:///"):
+        return "file:" + quote(uri.removeprefix("file://"), safe=_URI_PATH_SAFE)
+    return uri
 
 
 def spark_file_key(path: str) -> str:

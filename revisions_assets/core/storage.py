@@ -168,8 +168,10 @@ class LocalStorage(Storage):
             self._abs(rel)
 
     def spark_uri(self, rel: str = "") -> str:
+        # the path as it is: Hadoop quotes what a URI must quote itself, and would quote the
+        # escapes of Path.as_uri() again (a folder "a b" became "a%2520b": not found)
         with self._os_errors("resolve", rel):
-            return self._abs(rel).as_uri()
+            return "file://" + self._abs(rel).as_posix()
 
     def read(self, rel: str) -> bytes | None:
         with self._os_errors("read", rel):
