@@ -1,6 +1,7 @@
 """What the revision IO manager hands a scoring asset for each of its inputs."""
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from pyspark.sql import DataFrame
 
@@ -26,12 +27,16 @@ class UpstreamChanges:
     def id_columns(self) -> tuple[str, ...]:
         return self.slice.ref.id_columns
 
-    @property
+    @cached_property
     def changed(self) -> DataFrame:
         """The entities whose values changed since the consumer's position, with
-        ``_deleted``: the change set, or on a reset its soft-major ``changed``."""
+        ``_deleted``: the change set, or on a reset its soft-major ``changed``.
+
+        A soft major's ``changed`` is a join of two whole states that a scoring run reads
+        several times (the rows to score, the tombstones, the ids it replaces, the count it
+        reports): it is computed once and kept by the executors (``localCheckpoint``)."""
         changed = self.changes.changed if self.changes.is_reset else None
-        return changed if changed is not None else self.changes.df
+        return changed.localCheckpoint() if changed is not None else self.changes.df
 
     def state(self) -> DataFrame:
         """The table's full state at the pinned head (for majors and reverse joins)."""
