@@ -21,8 +21,10 @@ sequence) whose span holds the event's time wins. A later revision's span never 
 before an earlier one's (fewer majors come after it), so the times at which a row wins are
 its span cut at the start of the entity's next later row: one window over the rows makes
 each entity's spans disjoint, and a join on the ids with the span condition then meets at
-most one row per event. A tombstone leaves the event's columns null, like an event with
-no entity.
+most one row per event. The first revision's rows (most often a major with nearly every
+row) lose to any later row that holds the event, so they skip the window: a second merge
+join on the ids (the events are shuffled once) gives them to the events no later row
+took. A tombstone leaves the event's columns null, like an event with no entity.
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ from datetime import datetime
 from typing import Literal
 
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StringType, TimestampType
+from pyspark.sql.types import LongType, StringType, StructField, TimestampType
 
 from .arguments import check_text, check_type
 from .errors import (
@@ -60,6 +62,7 @@ REVISION = "_revision"
 _EVENT_US = "__event_us"
 _START, _END = "__span_start_us", "__span_end_us"
 _KEY_PREFIX = "__key_"
+_FIRST_PREFIX = "__first_"
 
 
 @dataclass(frozen=True)
@@ -258,49 +261,86 @@ def as_of_join_plan(
         nulls = {f.name: F.lit(None).cast(f.dataType) for f in values}
         return events.withColumns({**nulls, REVISION: F.lit(None).cast("string")})
 
-    revisions = [s.revision for s in spans]  # key order: ORDER is the rank by (timestamp, seq)
-    rows = read_revisions(spark, storage, table, revisions)
-    present = set(rows.columns)
-    keys = [_KEY_PREFIX + c for c in ids]
-    tombstones = any(r.tables[table].tombstones for r in revisions)
-    rows = rows.select(
-        *[F.col(c).alias(k) for c, k in zip(ids, keys, strict=True)],
-        *[
-            (F.col(f.name) if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name)
-            for f in values
-        ],
-        *([F.col(DELETED)] if tombstones else []),
-        F.col(ORDER),
-    )
-
-    # the row of an entity an event gets is the latest (by ORDER) whose span holds the
-    # event's time; since a later revision's span ends no earlier than an earlier one's,
-    # that is the row whose span holds it cut at the next later row's start: one window
-    # over the rows (partitioned by the ids, which the join's shuffle then reuses) makes
-    # the spans disjoint per entity, and each event meets at most one row. The spans and
-    # the revision's name are looked up from ORDER, not shuffled.
-    start = revision_value([s.start_us for s in spans], LongType())
-    later = Window.partitionBy(*keys).orderBy(F.col(ORDER).desc())
-    cut = F.min(start).over(later.rowsBetween(Window.unboundedPreceding, -1))
-    end = F.least(revision_value([s.end_us for s in spans], LongType()), cut)
-    rows = rows.withColumns({_START: start, _END: end})
-    rows = rows.where(F.col(_END).isNull() | (F.col(_START) < F.col(_END)))
-
+    tombstones = any(s.revision.tables[table].tombstones for s in spans)
     when = F.unix_micros(marked[_EVENT_US])
-    condition = [marked[e] == rows[_KEY_PREFIX + i] for e, i in pairs.items()]
-    condition += [rows[_START] <= when, rows[_END].isNull() | (when < rows[_END])]
-    joined = marked.join(rows, on=condition, how="left")
-    names = revision_value([s.revision.name for s in spans], StringType())
-    joined = joined.withColumn(REVISION, names)
-    added = [*(f.name for f in values), REVISION]
+    first, later = spans[0], spans[1:]
+    joined = marked
+    if later:
+        # the row of an entity an event gets is the latest (by ORDER) whose span holds the
+        # event's time; since a later revision's span ends no earlier than an earlier
+        # one's, that is the row whose span holds it cut at the next later row's start: one
+        # window over the rows (partitioned by the ids, which the join's shuffle then
+        # reuses) makes the spans disjoint per entity, and each event meets at most one
+        # row. The spans and the revision's name are looked up from ORDER, not shuffled.
+        keys = [_KEY_PREFIX + c for c in ids]
+        rows = _span_rows(spark, storage, table, later, ids, values, tombstones, "")
+        start = revision_value([s.start_us for s in later], LongType())
+        newer = Window.partitionBy(*keys).orderBy(F.col(ORDER).desc())
+        cut = F.min(start).over(newer.rowsBetween(Window.unboundedPreceding, -1))
+        end = F.least(revision_value([s.end_us for s in later], LongType()), cut)
+        rows = rows.withColumns({_START: start, _END: end})
+        rows = rows.where(F.col(_END).isNull() | (F.col(_START) < F.col(_END)))
+        condition = [marked[e] == rows[_KEY_PREFIX + i] for e, i in pairs.items()]
+        condition += [rows[_START] <= when, rows[_END].isNull() | (when < rows[_END])]
+        joined = marked.join(rows, on=condition, how="left")
+
+    # the first revision (a major, most often nearly all the rows) wins only where no
+    # later row holds the event, which no later start cuts: its rows need no window, and
+    # the events, already partitioned by the ids, meet them in a second merge join
+    base = _span_rows(spark, storage, table, [first], ids, values, tombstones, _FIRST_PREFIX)
+    condition = [marked[e] == base[_FIRST_PREFIX + i] for e, i in pairs.items()]
+    condition.append(F.lit(first.start_us) <= when)
+    if first.end_us is not None:
+        condition.append(when < F.lit(first.end_us))
+    joined = joined.join(base, on=condition, how="left")
+
+    def pick(column: str) -> Column:
+        """The later row's value where one holds the event, else the first revision's."""
+        chosen = F.col(_FIRST_PREFIX + column)
+        return (
+            F.when(F.col(ORDER).isNotNull(), F.col(column)).otherwise(chosen) if later else chosen
+        )
+
+    name = F.when(F.col(_FIRST_PREFIX + ids[0]).isNotNull(), F.lit(first.revision.name))
+    if later:  # null where no later row holds the event
+        name = F.coalesce(revision_value([s.revision.name for s in later], StringType()), name)
+    added = [*(pick(f.name).alias(f.name) for f in values), name.alias(REVISION)]
     if tombstones:  # a tombstone leaves the event's columns null
-        deleted = F.coalesce(F.col(DELETED), F.lit(False))
+        deleted = F.coalesce(pick(DELETED), F.lit(False))
         types = [*(f.dataType for f in values), StringType()]
         added = [
-            F.when(deleted, F.lit(None).cast(t)).otherwise(F.col(c)).alias(c)
-            for c, t in zip(added, types, strict=True)
+            F.when(deleted, F.lit(None).cast(t)).otherwise(c).alias(n)
+            for c, n, t in zip(added, [*(f.name for f in values), REVISION], types, strict=True)
         ]
     return joined.select(*events.columns, *added)
+
+
+def _span_rows(
+    spark: SparkSession,
+    storage: Storage,
+    table: str,
+    spans: Sequence[VisibleSpan],
+    ids: Sequence[str],
+    values: Sequence[StructField],
+    tombstones: bool,
+    prefix: str,
+) -> DataFrame:
+    """The rows of the spans' revisions: the ids as ``__key_<id>`` (``prefix`` + id when a
+    prefix is given), the value columns in the table's types (``prefix`` + name), the
+    tombstone flag, and ORDER (the index in ``spans``) when no prefix is given."""
+    rows = read_revisions(spark, storage, table, [s.revision for s in spans])
+    present = set(rows.columns)
+    return rows.select(
+        *[F.col(c).alias((prefix or _KEY_PREFIX) + c) for c in ids],
+        *[
+            (F.col(f.name) if f.name in present else F.lit(None))
+            .cast(f.dataType)
+            .alias(prefix + f.name)
+            for f in values
+        ],
+        *([F.col(DELETED).alias(prefix + DELETED)] if tombstones else []),
+        *([] if prefix else [F.col(ORDER)]),
+    )
 
 
 __all__ = ["EVENT", "KnownAt", "VisibleSpan", "as_of_join_plan", "visible_spans"]
