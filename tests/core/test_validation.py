@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from revisions_assets import RevisionedDataset
+from revisions_assets.core import transaction
 from revisions_assets.core.errors import (
     DuplicateIdError,
     DuplicateRevisionNameError,
@@ -95,8 +96,11 @@ def test_null_in_one_of_composite_ids(spark, root):
     assert pair.head_sequence == 0
 
 
-def test_duplicate_ids(ds, spark, unchanged):
-    with pytest.raises(DuplicateIdError, match=rf"{TABLE}.*4242"):
+@pytest.mark.parametrize("check", ["one task", "shuffled"])
+def test_duplicate_ids(ds, spark, unchanged, check, monkeypatch):
+    if check == "shuffled":  # the plan of writes over ONE_TASK_CHECK_MAX_ROWS rows
+        monkeypatch.setattr(transaction, "ONE_TASK_CHECK_MAX_ROWS", 0)
+    with pytest.raises(DuplicateIdError, match=rf"{TABLE}.*4242.*2 times"):
         commit(ds, {TABLE: rows(spark, (4242, 1.0, "x"), (7, 1.0, "x"), (4242, 2.0, "y"))})
 
 
