@@ -13,7 +13,8 @@ each revision of the table takes part in the state as of T for one interval of T
 state as of T iff ``v <= T``, some known major ordered at or before it is visible at T,
 and no known major ordered after it is. Hence
 ``start = max(v, min v of the majors ordered at or before it)`` and
-``end = min v of the majors ordered after it``.
+``end = min v of the majors ordered after it`` — but a carrying major keeps the revisions
+it carries, so ``end`` is over the majors that do not carry it.
 
 The Spark plan reads the rows of the revisions with a non-empty span once (the one-scan
 reader of ``core/merge.py``). Per event the row of the latest revision by (timestamp,
@@ -50,7 +51,7 @@ from .errors import (
 from .logview import LogView
 from .merge import DELETED, ORDER, read_revisions, revision_value, table_schema
 from .records import Revision
-from .selection import retention_message
+from .selection import carried_by, carried_pieces, retention_message
 from .storage import Storage
 from .timeutil import TimeLike, to_micros, to_utc
 from .uris import describe
@@ -73,16 +74,27 @@ class VisibleSpan:
     revision: Revision
     start_us: int
     end_us: int | None
+    rank: tuple = ()  # see ``selection.carried_pieces``
+
+    @property
+    def order_key(self) -> tuple:
+        return self.rank or (*self.revision.key, 1)
 
     def meets(self, low_us: int, high_us: int) -> bool:
         """Whether an event time in ``[low_us, high_us]`` falls in the span."""
         return self.start_us <= high_us and (self.end_us is None or self.end_us > low_us)
 
 
+def _visible_from(r: Revision, known_at: datetime | str | None) -> int:
+    """When a revision is visible on the event axis (µs)."""
+    stamp = to_micros(r.timestamp)
+    return max(stamp, to_micros(r.committed_at)) if known_at == EVENT else stamp
+
+
 def visible_spans(
-    history: Sequence[Revision], known_at: datetime | str | None
+    history: Sequence[Revision], table: str, known_at: datetime | str | None
 ) -> list[VisibleSpan]:
-    """The non-empty visible span of every data revision of a table, in key order.
+    """The non-empty visible span of every data revision of ``table``, in key order.
 
     ``known_at``: None (everything committed), an aware datetime (revisions committed at or
     before it), or ``"event"`` (revisions committed at or before each event's time).
@@ -92,8 +104,7 @@ def visible_spans(
     ordered = sorted((r for r in history if r.data_change), key=lambda r: r.key)
 
     def visible_from(r: Revision) -> int:
-        stamp = to_micros(r.timestamp)
-        return max(stamp, to_micros(r.committed_at)) if known_at == EVENT else stamp
+        return _visible_from(r, known_at)
 
     # the earliest time a major ordered at or before (after) each revision is visible
     first_before: list[int | None] = []
@@ -102,16 +113,27 @@ def visible_spans(
         if r.is_major:
             earliest = visible_from(r) if earliest is None else min(earliest, visible_from(r))
         first_before.append(earliest)
+    # the earliest time a major ordered after each revision that does not carry it is
+    # visible (a carrying major keeps the revisions it carries)
     first_after: list[int | None] = [None] * len(ordered)
     earliest = None
+    carrying: list[Revision] = []  # carrying majors after the position (few)
     for i in range(len(ordered) - 1, -1, -1):
-        first_after[i] = earliest
+        voiding = [
+            visible_from(m) for m in carrying if ordered[i].sequence not in carried_by(m, table)
+        ]
+        first_after[i] = (
+            min([earliest, *voiding]) if earliest is not None else min(voiding, default=None)
+        )
         if ordered[i].is_major:
-            earliest = (
-                visible_from(ordered[i])
-                if earliest is None
-                else min(earliest, visible_from(ordered[i]))
-            )
+            if carried_by(ordered[i], table):
+                carrying.append(ordered[i])
+            else:
+                earliest = (
+                    visible_from(ordered[i])
+                    if earliest is None
+                    else min(earliest, visible_from(ordered[i]))
+                )
     spans = []
     for r, governed_from, voided_at in zip(ordered, first_before, first_after, strict=True):
         if governed_from is None:
@@ -256,7 +278,7 @@ def as_of_join_plan(
     what += f" known at {known.isoformat()}" if isinstance(known, datetime) else ""
     what += " known at each event's time" if known == EVENT else ""
     marked = events.withColumn(_EVENT_US, F.col(event_time))
-    spans = needed_spans(view, visible_spans(history, known), marked, what)
+    spans = needed_spans(view, visible_spans(history, table, known), marked, what)
     if not spans:
         nulls = {f.name: F.lit(None).cast(f.dataType) for f in values}
         return events.withColumns({**nulls, REVISION: F.lit(None).cast("string")})
@@ -264,6 +286,13 @@ def as_of_join_plan(
     tombstones = any(s.revision.tables[table].tombstones for s in spans)
     when = F.unix_micros(marked[_EVENT_US])
     first, later = spans[0], spans[1:]
+    # the first span is never cut: it wins only where no later row holds the event
+    carrying = [
+        (r, _visible_from(r, known))
+        for r in sorted(history, key=lambda r: r.key)
+        if carried_by(r, table) and (not isinstance(known, datetime) or r.committed_at <= known)
+    ]
+    later = carried_pieces(later, carrying, table, "start_us", "end_us")
     joined = marked
     if later:
         # the row of an entity an event gets is the latest (by ORDER) whose span holds the

@@ -41,6 +41,7 @@ from .errors import (
     ReadOnlyDatasetError,
     RetentionError,
     RevisionsError,
+    SchemaMismatchError,
     StorageError,
     UnknownRevisionError,
 )
@@ -72,6 +73,7 @@ from .selection import (
     Position,
     ReadPlan,
     Selection,
+    carried_by,
     changes_by_sequence,
     changes_by_time,
     consumer_position,
@@ -93,7 +95,7 @@ from .transaction import (
     complete_for_tombstones,
     table_id_columns,
 )
-from .validation import check_name, data_schema, normalize_id_columns
+from .validation import check_compatible, check_name, data_schema, normalize_id_columns
 from .verify import Finding, deep_findings, verify_storage
 
 log = logging.getLogger(__name__)
@@ -400,8 +402,10 @@ class RevisionedDataset:
                 selection, what, keep_deleted=False, with_revision=with_revision, with_hash=True
             )
             df = _rehashed(df, columns)
-            previous = self._hashes_before(history, table, *before, what, columns)
-            changed = _soft_major(df, previous, ids)
+            changed = self._changed_on_top(history, selection, before, what, columns, df.schema)
+            if changed is None:
+                previous = self._hashes_before(history, table, *before, what, columns)
+                changed = _soft_major(df, previous, ids)
             df = df.drop(ROW_HASH).withColumn(DELETED, F.lit(False))
         else:
             df = self._merge(
@@ -425,6 +429,70 @@ class RevisionedDataset:
             since_sequence=since_sequence,
             until_sequence=selection.head_sequence,
             changed=_system_last(changed) if changed is not None else None,
+        )
+
+    def _changed_on_top(
+        self,
+        history: Sequence[Revision],
+        reset: Selection,
+        before: tuple[datetime | None, int | None],
+        what: str,
+        columns: Sequence[str] | None,
+        schema: StructType,
+    ) -> DataFrame | None:
+        """A reset's ``changed`` without comparing two whole states, when every revision
+        of the state before is still merged (a carrying major kept it): then only entities
+        the other revisions wrote can differ, so ``changed`` is the change read of those
+        revisions, compared with the state before unless they are one carrying major that
+        compared its rows with exactly that state. None when the states do not nest."""
+        table = reset.table
+        if before == (None, None):
+            return None
+        try:
+            start = state_selection(history, table, *before)
+        except NoMajorRevisionError:
+            return None
+        old = {r.sequence for r in start.merge}
+        if not old <= {r.sequence for r in reset.merge}:
+            return None
+        window = tuple(r for r in reset.merge if r.sequence not in old)
+        ids = list(history[-1].tables[table].id_columns)
+        if not window:
+            return self._empty_changes(schema, False).drop(ROW_HASH)
+        merge = tuple(r for r in reset.merge if r.key >= window[0].key)
+        on_top = Selection(
+            table, reset.major, merge, window, False, reset.head_sequence, reset.as_of
+        )
+        rows = self._merge(
+            on_top,
+            what,
+            keep_deleted=True,
+            with_revision=REVISION_COLUMNS[0] in schema.names,
+            with_hash=True,
+        )
+        rows = _rehashed(rows, columns)
+        (first,) = window if len(window) == 1 else (None,)
+        compared = (
+            columns is None
+            and first is not None
+            and first.tables[table].rows_offered is not None
+            and set(carried_by(first, table)) == old
+        )
+        if not compared:
+            previous = self._hashes_before(history, table, *before, what, columns)
+            window_rows = sum(r.tables[table].rows for r in window)
+            if previous is not None:
+                rows = _really_changed(rows, previous, ids, window_rows)
+        rows = blank_deletions(rows.drop(ROW_HASH), ids)
+        return rows.select(
+            *[
+                F.col(f.name)
+                if f.name in rows.columns
+                else F.lit(None).cast(f.dataType).alias(f.name)
+                for f in schema.fields
+                if f.name != ROW_HASH
+            ],
+            F.col(DELETED),
         )
 
     def _hashes_before(
@@ -484,7 +552,7 @@ class RevisionedDataset:
         self.refresh()
         view = self._log.view()
         history = view.history(table)
-        spans = live_spans(history, to_utc(until, "until") if until is not None else None)
+        spans = live_spans(history, table, to_utc(until, "until") if until is not None else None)
         for span in spans:  # the versions need every revision ever part of a state
             vacuum = view.removed_by(span.revision.sequence)
             if vacuum is not None:
@@ -599,6 +667,7 @@ class RevisionedDataset:
         properties: Mapping[str, str] | None = None,
         skip_unchanged: bool | None = None,
         field_versions: Mapping[str, Mapping[str, str]] | None = None,
+        carry: bool = False,
     ) -> Revision | None:
         """Write ``tables`` as one revision and commit it to the log (SPEC §4).
 
@@ -608,6 +677,19 @@ class RevisionedDataset:
         has a changed row, nothing is committed (the rule for empty input below).
         ``field_versions``: ``{table: {value column: version}}``, recorded per table (a
         column not named is at the table's version).
+
+        A major with ``skip_unchanged`` is written as a *carrying* major when it can be: its
+        rows are taken as the complete new state, compared with the state as of
+        ``timestamp`` (one hash join), and only the changed and new rows are written, plus
+        a tombstone for every entity they lack; the record lists the revisions whose state
+        it carries. Reads see the complete new state all the same; change readers get a
+        reset whose ``changed`` costs what the changed rows cost. When the table has no
+        state to carry (no major yet, a schema change a minor could not make, carried
+        files a vacuum removed) the major is written complete.
+        ``carry``: a major that keeps the current state (as of ``timestamp``) of every
+        entity its rows do not name, with ``_deleted`` rows removing entities: what a
+        consumer that re-scored only ``ChangeSet.changed`` commits. Errors when there is
+        no state to carry.
 
         Returns the committed revision, or None when every table is empty (nothing is
         committed) — unless ``upstream`` moves a consumer position: then an empty revision
@@ -642,7 +724,14 @@ class RevisionedDataset:
             )
         for staged in request.staged:
             staged.field_versions = _field_versions(staged, field_versions)
-        if skip and not request.is_major:
+        if check_bool(carry, "carry") and not request.is_major:
+            raise InvalidArgumentError(
+                "carry=True is for majors (is_major=True): a minor keeps the state anyway"
+            )
+        if request.is_major and (carry or skip):
+            for staged in request.staged:
+                self._carry(staged, request.timestamp, tables[staged.table], carry, skip)
+        elif skip:
             for staged in request.staged:
                 staged.replaced = self._replaced_hashes(staged.table, request.timestamp)
                 staged.compared_with = self._log.head
@@ -690,6 +779,40 @@ class RevisionedDataset:
             request.staged.append(staged)
         check_against_log(view, request, self.root)
         return request
+
+    def _carry(
+        self, staged: StagedTable, timestamp: datetime, df: DataFrame, required: bool, skip: bool
+    ) -> None:
+        """Make ``staged`` a carrying major of the state as of ``timestamp``, if it can be:
+        ``required`` (``carry=True``) raises where a complete major would be written."""
+        view = self._log.view()
+        table = staged.table
+        what = f"state of table {table!r} carried by a major"
+        if table not in view.tables():
+            if required:
+                raise NoMajorRevisionError(
+                    f"carry=True: table {table!r} has no state to carry; commit a complete "
+                    "major first"
+                )
+            return
+        history = view.history(table)
+        try:
+            selection = state_selection(history, table, timestamp)
+            plan_read(view, selection, what)
+            if required and DELETED in df.columns:
+                complete_for_tombstones(view, staged)
+            # the carried rows must read as rows of the new state: it keeps every column
+            _major, current = state_schemas(view, table)
+            check_compatible(table, major=current, current=current, new=staged.schema)
+        except (NoMajorRevisionError, RetentionError, SchemaMismatchError):
+            if required:
+                raise
+            return  # nothing to carry: the major is written complete
+        staged.carries = tuple(r.sequence for r in selection.merge)
+        staged.compared_with = self._log.head
+        staged.complete_offer = not required
+        if skip or not required:
+            staged.replaced = self._hashes_before(history, table, timestamp, None, what)
 
     def _replaced_hashes(self, table: str, timestamp: datetime) -> DataFrame | None:
         """The (ids, ``_row_hash``) of the rows a minor stamped ``timestamp`` replaces: the

@@ -131,3 +131,8 @@ class DatasetNotEmptyError(RevisionsError):
 class RetentionError(RevisionsError):
     """A read, time-travel read or change read that needs files a vacuum removed (SPEC §8),
     or a major stamped before data a vacuum removed. Never partial data instead."""
+
+
+class CarriedStateError(RevisionsError, ValueError):
+    """A major stamped before a carrying major would void revisions that major carries:
+    their rows would drop out of the state and come back at the carrying major's time."""

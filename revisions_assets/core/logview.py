@@ -44,6 +44,7 @@ class Compaction:
     table: str
     covers: CompactedRange
     major_key: tuple[datetime, int]  # key of the major its state starts from
+    carried: frozenset[int] = frozenset()  # the revisions that major carries
 
     @property
     def write(self) -> TableWrite:
@@ -55,6 +56,8 @@ class Compaction:
 
     def contains(self, revision: Revision) -> bool:
         """Whether a data revision of this table is one of those it replaces."""
+        if revision.sequence in self.carried:
+            return True
         return revision.sequence <= self.covers.through and revision.key >= self.major_key
 
     def usable_for(self, major: Revision, max_sequence: int, as_of: datetime | None) -> bool:
@@ -91,8 +94,13 @@ class LogView:
             elif record.kind == COMPACTION:
                 for table, covers in record.replaces.items():
                     major = self.records[covers.major - 1]
+                    carried = (
+                        frozenset(major.tables[table].carries)
+                        if table in major.tables
+                        else frozenset()
+                    )
                     self._compactions.setdefault(table, []).append(
-                        Compaction(record, table, covers, major.key)
+                        Compaction(record, table, covers, major.key, carried)
                     )
             elif record.kind == VACUUM:
                 assert record.vacuum is not None

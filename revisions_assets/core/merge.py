@@ -367,12 +367,22 @@ def read_revisions(
 
     Rows are in the read schema of ``revisions`` plus ``_deleted`` and ``ORDER``: the index
     of the row's revision in ``revisions``, for plans that rank or window rows by revision.
+    A revision named more than once (the pieces of a carried revision's span) is read once
+    and its rows repeated, once per index.
     """
-    plan = ReadPlan(table, merge=tuple(revisions), base=None, direct=tuple(revisions))
-    rows = _Scanner(spark, storage, plan, table_schema(revisions, table)).revisions(
-        revisions, annotate=True
+    distinct = list({r.sequence: r for r in revisions}.values())
+    plan = ReadPlan(table, merge=tuple(distinct), base=None, direct=tuple(distinct))
+    rows = _Scanner(spark, storage, plan, table_schema(distinct, table)).revisions(
+        distinct, annotate=True
     )
-    return rows.drop(_SEQ, "_revision", _STAMP).withColumn(ORDER, F.col(ORDER).cast("int"))
+    rows = rows.drop(_SEQ, "_revision", _STAMP).withColumn(ORDER, F.col(ORDER).cast("int"))
+    if len(distinct) == len(revisions):
+        return rows
+    indexes = [
+        F.array(*[F.lit(i) for i, r in enumerate(revisions) if r.sequence == d.sequence])
+        for d in distinct
+    ]
+    return rows.withColumn(ORDER, F.explode(F.element_at(F.array(*indexes), F.col(ORDER) + 1)))
 
 
 def revision_value(values: Sequence[object], data_type: DataType) -> Column:

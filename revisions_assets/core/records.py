@@ -60,6 +60,10 @@ class TableWrite:
     #: the version of each value column (field-level versions); None: not recorded, every
     #: field is at ``version``
     field_versions: Mapping[str, str] | None = None
+    #: a carrying major: the sequences of the data revisions whose state it keeps (the
+    #: merge of the table's state as of its timestamp when it was written); its own rows
+    #: are the changed entities and tombstones on top of them. Empty: a complete major
+    carries: tuple[int, ...] = ()
 
     def to_doc(self) -> dict[str, Any]:
         doc = {
@@ -77,6 +81,8 @@ class TableWrite:
             doc["compared_with"] = self.compared_with
         if self.field_versions is not None:
             doc["field_versions"] = dict(sorted(self.field_versions.items()))
+        if self.carries:
+            doc["carries"] = to_ranges(self.carries)
         return doc
 
     def field_version(self, column: str) -> str | None:
@@ -98,6 +104,7 @@ class TableWrite:
                 int(doc["compared_with"]) if doc.get("compared_with") is not None else None
             ),
             field_versions=dict(doc["field_versions"]) if doc.get("field_versions") else None,
+            carries=from_ranges(doc.get("carries") or ()),
         )
 
 

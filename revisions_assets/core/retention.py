@@ -12,10 +12,10 @@ T_h), so, per table, an allowed read merges exactly those of them ordered at or 
 its governing major, which is the latest major up to S_h (M_h) or a later major
 committed after S_h. Hence a revision up to S_h is *needed* when:
 
-* it is ordered at or after M_h and no compaction that fits every read governed by M_h
-  (one whose replaced set lies within M_h's merge at S_h) holds it;
-* it is ordered at or after a major committed after S_h but ordered after M_h (such
-  reads cannot use the compactions of M_h);
+* it is ordered at or after M_h, or M_h carries it, and no compaction that fits every
+  read governed by M_h (one whose replaced set lies within M_h's merge at S_h) holds it;
+* it is ordered at or after, or carried by, a major committed after S_h but ordered
+  after M_h (such reads cannot use the compactions of M_h);
 * it is a major that governs the default read (the newest base), or, with
   ``keep_majors``, any major;
 * a consumer's next change read reports it: committed after the consumer's position
@@ -36,6 +36,7 @@ from datetime import datetime, timedelta
 from .errors import RetentionError
 from .logview import Compaction, LogView
 from .records import Revision
+from .selection import carried_by
 
 
 @dataclass(frozen=True)
@@ -99,14 +100,16 @@ def _judge_table(
     if not old_majors:
         return {r.sequence for r in history}, set()  # nothing is voided or compacted yet
     m_h = max(old_majors, key=lambda r: r.key)
-    merge_h = [r for r in old if r.key >= m_h.key]
+    carried_h = carried_by(m_h, table)
+    merge_h = [r for r in old if r.key >= m_h.key or r.sequence in carried_h]
 
     keep = {r.sequence for r in history if r.sequence > horizon}
     base = _fitting_compaction(view, table, m_h, horizon)
     keep |= {r.sequence for r in merge_h if base is None or not base.contains(r)}
     for later in history:
         if later.is_major and later.sequence > horizon and later.key > m_h.key:
-            keep |= {r.sequence for r in old if r.key >= later.key}
+            carried = carried_by(later, table)
+            keep |= {r.sequence for r in old if r.key >= later.key or r.sequence in carried}
     head_major = max((r for r in history if r.is_major), key=lambda r: r.key)
     keep.add(head_major.sequence)
     if keep_majors:

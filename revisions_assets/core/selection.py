@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any, TypeVar
 
 from .errors import (
     ArgumentTypeError,
+    CarriedStateError,
+    CommitConflictError,
     ConsumerPositionConflictError,
     InvalidArgumentError,
     NoMajorRevisionError,
@@ -127,12 +130,27 @@ def state_selection(
     max_sequence: int | None = None,
 ) -> Selection:
     """State as of T (rules 1–3): the latest major M with timestamp <= T and every
-    revision with timestamp <= T whose key is >= key(M)."""
+    revision with timestamp <= T whose key is >= key(M), plus the revisions M carries (a
+    carrying major keeps their state under its own rows; they are all ordered before it)."""
     max_seq = max_sequence if max_sequence is not None else _max_seq(history)
     visible = _visible(history, as_of, max_seq)
     major = _latest_major(visible, table, as_of)
-    merge = tuple(sorted((r for r in visible if r.key >= major.key), key=lambda r: r.key))
+    carried = carried_by(major, table)
+    merge = tuple(
+        sorted(
+            (r for r in visible if r.key >= major.key or r.sequence in carried),
+            key=lambda r: r.key,
+        )
+    )
     return Selection(table, major, merge, merge, True, max_seq, as_of)
+
+
+def carried_by(major: Revision, table: str) -> frozenset[int]:
+    """The sequences of the revisions whose state ``major`` carries for ``table`` (empty
+    for a complete major, and for entries that are not majors)."""
+    if not major.is_major or table not in major.tables:
+        return frozenset()
+    return frozenset(major.tables[table].carries)
 
 
 def head_state(view: LogView, table: str) -> Selection:
@@ -270,6 +288,62 @@ def retention_message(what: str, revision: Revision, vacuum: Revision) -> str:
     )
 
 
+# -- carrying majors ------------------------------------------------------------------------
+
+
+def check_carried(
+    view: LogView,
+    table: str,
+    timestamp: datetime,
+    carries: Sequence[int] = (),
+    compared_with: int | None = None,
+) -> None:
+    """The commit rules of carrying majors, re-checked on every attempt of a major.
+
+    A major stamped before a carrying major must not void a revision that major carries
+    (it would leave the state at the major's time and return at the carrying major's). A
+    carrying major (``carries``, compared with the state at ``compared_with``) needs its
+    carried revisions' files, and no major ordered before it may have landed since it
+    compared: its carried state would not know that major.
+    """
+    if table not in view.tables():
+        return
+    history = view.history(table)
+    for major in history:
+        carried = carried_by(major, table)
+        if major.timestamp <= timestamp or not carried:
+            continue
+        voided = [r for r in history if r.sequence in carried and r.timestamp <= timestamp]
+        if voided:
+            raise CarriedStateError(
+                f"table {table!r}: a major stamped {timestamp.isoformat()} would void revision "
+                f"{voided[0].name!r} ({voided[0].timestamp.isoformat()}), which the major "
+                f"{major.name!r} (sequence {major.sequence}, {major.timestamp.isoformat()}) "
+                f"carries; stamp the major at or after {major.timestamp.isoformat()}"
+            )
+    if not carries:
+        return
+    for sequence in carries:
+        vacuum = view.removed_by(sequence)
+        if vacuum is not None:
+            raise RetentionError(
+                retention_message(
+                    f"a carrying major of table {table!r}", view.records[sequence - 1], vacuum
+                )
+            )
+    landed = [
+        r
+        for r in history
+        if r.is_major and r.sequence > (compared_with or 0) and r.timestamp <= timestamp
+    ]
+    if landed:
+        raise CommitConflictError(
+            f"table {table!r}: major {landed[0].name!r} (sequence {landed[0].sequence}) landed "
+            "while a carrying major compared its rows with the state before it; nothing was "
+            "committed: commit again"
+        )
+
+
 # -- consumer positions (SPEC §6) -------------------------------------------------------------
 
 
@@ -367,30 +441,50 @@ class LiveSpan:
     start: datetime
     end: datetime | None
     ended_by: Revision | None
+    #: where its rows rank against other spans' rows (later wins): by default the
+    #: revision's key; the piece of a span a carrying major keeps ranks just before that
+    #: major (after every revision the major voids)
+    rank: tuple = ()
+
+    @property
+    def order_key(self) -> tuple:
+        return self.rank or (*self.revision.key, 1)
 
 
-def live_spans(history: Sequence[Revision], until: datetime | None = None) -> tuple[LiveSpan, ...]:
-    """The live span of every revision of a table with ``timestamp <= until``, in key order.
+def live_spans(
+    history: Sequence[Revision], table: str, until: datetime | None = None
+) -> tuple[LiveSpan, ...]:
+    """The live span of every revision of ``table`` with ``timestamp <= until``, in key order.
 
     The state only changes at revision timestamps; between two of them it is the state at
-    the earlier one. A revision is in the state as of T iff its timestamp is <= T and no
-    major with a greater key has a timestamp <= T, and a major exists at or before it.
-    Revisions that are never in any state (before the first major, or voided by a major of
-    their own timestamp) are left out. Revisions without a data change (compactions)
-    repeat a state and are left out too.
+    the earlier one. A revision is in the state as of T iff its timestamp is <= T, a major
+    exists at or before it, and no major with a greater key that does not carry it has a
+    timestamp <= T (what a major carries stays contiguous: a major that would void a
+    revision a later-stamped major carries is refused, see ``check_carried``). Revisions
+    that are never in any state (before the first major, or voided by a major of their own
+    timestamp) are left out. Revisions without a data change (compactions) repeat a state
+    and are left out too.
     """
     ordered = sorted(
         (r for r in history if r.data_change and (until is None or r.timestamp <= until)),
         key=lambda r: r.key,
     )
-    # the first major after each position, and the major that governs from a time on (the
-    # latest of the majors sharing that timestamp)
+    # the first major after each position that does not carry it (a carrying major keeps
+    # the revisions it carries), and the major that governs from a time on (the latest of
+    # the majors sharing that timestamp)
     next_major: list[Revision | None] = [None] * len(ordered)
     upcoming: Revision | None = None
+    carrying: list[Revision] = []  # the carrying majors after the position, nearest first
     for i in range(len(ordered) - 1, -1, -1):
-        next_major[i] = upcoming
+        next_major[i] = next(
+            (m for m in carrying if ordered[i].sequence not in carried_by(m, table)), upcoming
+        )
         if ordered[i].is_major:
-            upcoming = ordered[i]
+            if carried_by(ordered[i], table):
+                carrying.insert(0, ordered[i])
+            else:
+                upcoming = ordered[i]
+                carrying = []  # a complete major voids everything before it
     governing = {r.timestamp: r for r in ordered if r.is_major}  # later keys overwrite
     spans = []
     seen_major = False
@@ -401,4 +495,46 @@ def live_spans(history: Sequence[Revision], until: datetime | None = None) -> tu
         end = voider.timestamp if voider is not None else None
         ended_by = governing[end] if end is not None else None
         spans.append(LiveSpan(revision, revision.timestamp, end, ended_by))
-    return tuple(spans)
+    carrying = [(r, r.timestamp) for r in ordered if carried_by(r, table)]
+    return tuple(carried_pieces(spans, carrying, table))
+
+
+_S = TypeVar("_S")
+
+
+def carried_pieces(
+    spans: Sequence[_S],
+    carrying: Sequence[tuple[Revision, Any]],
+    table: str,
+    start: str = "start",
+    end: str = "end",
+) -> list[_S]:
+    """``spans`` cut where a carrying major starts to keep their revision, in rank order.
+
+    A revision's rows win against a later revision's only before the later one ends, and a
+    revision a carrying major keeps outlives the revisions (ordered after it) that the
+    major voids; cut there, each piece the major keeps ranks just before the major, so
+    "a later-ranked span never ends before an earlier one" holds again, which the plans
+    that cut each row's span at the entity's next row rely on. ``carrying``: the carrying
+    majors in key order, each with the time it starts to govern (in the unit of the spans'
+    ``start``/``end`` fields); spans have a ``revision`` and a ``rank``.
+    """
+    out = []
+    for span in spans:
+        piece = span
+        revision: Revision = span.revision  # type: ignore[attr-defined]
+        for major, at in carrying:
+            if revision.sequence not in carried_by(major, table):
+                continue
+            first, last = getattr(piece, start), getattr(piece, end)
+            if first <= at and (last is None or at < last):
+                if first < at:
+                    out.append(replace(piece, **{end: at}, **_ended(piece, major)))
+                rank = (major.timestamp, major.sequence, 0, *revision.key)
+                piece = replace(piece, **{start: at}, rank=rank)
+        out.append(piece)
+    return sorted(out, key=lambda s: s.order_key)  # type: ignore[attr-defined]
+
+
+def _ended(span: Any, major: Revision) -> dict[str, Any]:
+    return {"ended_by": major} if hasattr(span, "ended_by") else {}

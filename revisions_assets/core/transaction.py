@@ -48,7 +48,7 @@ from .logview import LogView
 from .merge import DELETED, state_schemas
 from .records import Revision, TableWrite, UpstreamPosition, canonical_json
 from .retention import check_major_after_vacuum
-from .selection import check_positions, moves_positions
+from .selection import check_carried, check_positions, moves_positions
 from .spark_errors import spark_storage_errors
 from .storage import Storage
 from .timeutil import now_utc
@@ -82,6 +82,19 @@ class StagedTable:
     compared_with: int | None = None  # the head sequence of ``replaced``'s state
     rows_offered: int | None = None
     field_versions: dict[str, str] | None = None
+    #: a carrying major: the revisions whose state (``replaced``'s) it keeps
+    carries: tuple[int, ...] = ()
+    #: the offered rows are the complete new state: entities of ``replaced`` they lack get
+    #: tombstones (a major written with skip_unchanged); else rows not offered are kept
+    complete_offer: bool = False
+
+    @property
+    def offered_nothing(self) -> bool:
+        """Whether the caller gave no rows (the rule for empty input): a carrying major that
+        wrote no rows still commits, unless its offer was complete and empty."""
+        if self.complete_offer:
+            return not self.rows_offered
+        return not self.rows and not self.carries
 
     def to_write(self) -> TableWrite:
         return TableWrite(
@@ -95,6 +108,7 @@ class StagedTable:
             rows_offered=self.rows_offered,
             compared_with=self.compared_with,
             field_versions=self.field_versions,
+            carries=self.carries,
         )
 
 
@@ -174,7 +188,11 @@ def check_against_log(view: LogView, request: CommitRequest, root: str) -> None:
     for staged in request.staged:
         if request.is_major:
             check_major_after_vacuum(view, staged.table, request.timestamp)
-            continue
+            check_carried(
+                view, staged.table, request.timestamp, staged.carries, staged.compared_with
+            )
+            if not staged.carries:
+                continue
         known = staged.table in view.tables()
         if not known or not any(r.is_major for r in view.history(staged.table)):
             raise NoMajorRevisionError(
@@ -219,7 +237,7 @@ class CommitTransaction:
             for staged in request.staged:
                 with spark_storage_errors("write", f"{self.root}/{request.name}/{staged.table}"):
                     self.write_table(staged, frames[staged.table])
-            if not any(s.rows for s in request.staged):
+            if all(s.offered_nothing for s in request.staged):
                 records = self.log.refresh()
                 tables = [s.table for s in request.staged]
                 if not moves_positions(records, request.upstream, tables):
@@ -259,7 +277,8 @@ class CommitTransaction:
         )
         offered = None
         if staged.replaced is not None:
-            out, offered = skip_unchanged(out, staged.replaced, staged.id_columns)
+            compare = diff_complete if staged.complete_offer else skip_unchanged
+            out, offered = compare(out, staged.replaced, staged.id_columns)
         nulls = {c: F.sum(F.col(c).isNull().cast("long")) for c in staged.id_columns}
         stats = write_observed(
             out,
@@ -404,6 +423,36 @@ def skip_unchanged(
     same.append(F.col(ROW_HASH) == F.col("__cur_hash"))
     kept = counted.join(current, on=same, how="left_anti")
     return kept, observation
+
+
+def diff_complete(
+    rows: DataFrame, replaced: DataFrame, id_columns: Sequence[str]
+) -> tuple[DataFrame, Observation]:
+    """A complete new state against the state it replaces (a carrying major): the rows
+    that are new or whose hash differs, and a tombstone for every entity of ``replaced``
+    that ``rows`` lack. One full outer join on the ids; the offered rows are counted by
+    the write job itself."""
+    observation = Observation(f"offered-{uuid.uuid4().hex}")
+    counted = rows.observe(observation, F.count(F.lit(1)).alias("offered"))
+    current = replaced.select(
+        *[F.col(c).alias(f"__cur_{c}") for c in id_columns], F.col(ROW_HASH).alias("__cur_hash")
+    )
+    same = F.lit(True)
+    for c in id_columns:
+        same = same & (F.col(c) == F.col(f"__cur_{c}"))
+    joined = counted.withColumn("__offered", F.lit(True)).join(current, on=same, how="full_outer")
+    gone = F.col("__offered").isNull()
+    differs = ~F.col(ROW_HASH).eqNullSafe(F.col("__cur_hash")) | F.col(ROW_HASH).isNull()
+    out = joined.where(gone | differs).select(
+        *[
+            F.coalesce(F.col(c), F.col(f"__cur_{c}")).alias(c) if c in id_columns else F.col(c)
+            for c in rows.columns
+            if c not in (DELETED, ROW_HASH)
+        ],
+        (gone | F.col(DELETED)).alias(DELETED),
+        F.when(~gone, F.col(ROW_HASH)).alias(ROW_HASH),
+    )
+    return out, observation
 
 
 def write_observed(

@@ -167,7 +167,9 @@ def test_visible_spans_of_the_worked_example(corrected):
     history = corrected.revisions("t")
 
     def spans(known_at):
-        return {s.revision.name: (s.start_us, s.end_us) for s in visible_spans(history, known_at)}
+        return {
+            s.revision.name: (s.start_us, s.end_us) for s in visible_spans(history, "t", known_at)
+        }
 
     m = micros
     assert spans(None) == {
