@@ -76,6 +76,7 @@ from .selection import (
     carried_by,
     changes_by_sequence,
     changes_by_time,
+    check_carried,
     consumer_position,
     head_state,
     live_spans,
@@ -471,18 +472,21 @@ class RevisionedDataset:
             with_hash=True,
         )
         rows = _rehashed(rows, columns)
+        # one carrying major that compared its rows with exactly the state before wrote only
+        # real changes (tombstones given to carry=True may name absent entities: compare)
         (first,) = window if len(window) == 1 else (None,)
         compared = (
             columns is None
             and first is not None
             and first.tables[table].rows_offered is not None
+            and not first.tables[table].tombstones
             and set(carried_by(first, table)) == old
         )
         if not compared:
             previous = self._hashes_before(history, table, *before, what, columns)
             window_rows = sum(r.tables[table].rows for r in window)
             if previous is not None:
-                rows = _really_changed(rows, previous, ids, window_rows)
+                rows = _really_changed(rows, previous, ids, window_rows, absent_deletions=False)
         rows = blank_deletions(rows.drop(ROW_HASH), ids)
         return rows.select(
             *[
@@ -804,15 +808,21 @@ class RevisionedDataset:
             # the carried rows must read as rows of the new state: it keeps every column
             _major, current = state_schemas(view, table)
             check_compatible(table, major=current, current=current, new=staged.schema)
+            carries = tuple(r.sequence for r in selection.merge)
+            check_carried(view, table, timestamp, carries, self._log.head)
         except (NoMajorRevisionError, RetentionError, SchemaMismatchError):
             if required:
                 raise
             return  # nothing to carry: the major is written complete
-        staged.carries = tuple(r.sequence for r in selection.merge)
+        replaced = None
+        if skip or not required:
+            replaced = self._hashes_before(history, table, timestamp, None, what)
+            if replaced is None and not required:
+                return  # a complete offer needs the state to compare with
+        staged.carries = carries
         staged.compared_with = self._log.head
         staged.complete_offer = not required
-        if skip or not required:
-            staged.replaced = self._hashes_before(history, table, timestamp, None, what)
+        staged.replaced = replaced
 
     def _replaced_hashes(self, table: str, timestamp: datetime) -> DataFrame | None:
         """The (ids, ``_row_hash``) of the rows a minor stamped ``timestamp`` replaces: the
@@ -1013,18 +1023,24 @@ def _holds_only_real_changes(
 
 
 def _really_changed(
-    rows: DataFrame, previous: DataFrame, ids: Sequence[str], window_rows: int
+    rows: DataFrame,
+    previous: DataFrame,
+    ids: Sequence[str],
+    window_rows: int,
+    absent_deletions: bool = True,
 ) -> DataFrame:
-    """The change rows (with ``_row_hash``) that change something: tombstones, and rows
-    whose hash differs from the entity's before the window. One join on the ids; when the
-    window is small (the log's row counts), the state before is narrowed to the window's
-    ids by a broadcast semi-join and broadcast itself: the state is scanned, never shuffled."""
-    before = _previous(previous, ids)
+    """The change rows (with ``_row_hash``) that change something: tombstones (only of
+    entities the state before had, unless ``absent_deletions``), and rows whose hash
+    differs from the entity's before the window. One join on the ids; when the window is
+    small (the log's row counts), the state before is narrowed to the window's ids by a
+    broadcast semi-join and broadcast itself: the state is scanned, never shuffled."""
+    before = _previous(previous, ids).withColumn("__was", F.lit(True))
     if window_rows <= BROADCAST_MAX_ROWS:
         touched = F.broadcast(rows.select(*ids))
         before = F.broadcast(before.join(touched, on=list(ids), how="left_semi"))
     joined = rows.join(before, on=list(ids), how="left")
-    return joined.where(F.col(DELETED) | _differs()).drop("__before")
+    deleted = F.col(DELETED) if absent_deletions else F.col(DELETED) & F.col("__was").isNotNull()
+    return joined.where(deleted | (~F.col(DELETED) & _differs())).drop("__before", "__was")
 
 
 def _soft_major(state: DataFrame, previous: DataFrame | None, ids: Sequence[str]) -> DataFrame:

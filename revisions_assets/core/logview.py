@@ -60,19 +60,35 @@ class Compaction:
             return True
         return revision.sequence <= self.covers.through and revision.key >= self.major_key
 
-    def usable_for(self, major: Revision, max_sequence: int, as_of: datetime | None) -> bool:
+    def usable_for(
+        self,
+        major: Revision,
+        max_sequence: int,
+        as_of: datetime | None,
+        history: Sequence[Revision] = (),
+    ) -> bool:
         """Whether every revision it replaces is in the merge set of a state read whose
         governing major is ``major``, pinned at ``max_sequence`` and as of ``as_of``.
 
-        That merge set is every visible revision ordered at or after ``major``; the
-        replaced set is every revision up to ``through`` ordered at or after the same
-        major: the first contains the second exactly when these three conditions hold.
+        That merge set is every visible revision ordered at or after ``major`` (plus those
+        ``major`` carries); the replaced set is every revision up to ``through`` ordered at
+        or after the compaction's own major (plus those it carries). For the same major the
+        first contains the second exactly when the three conditions below hold; for a
+        carrying ``major`` that carries the compaction's major (a compaction of the state
+        it keeps), every replaced revision of ``history`` must be carried or ordered at or
+        after it.
         """
-        return (
-            self.covers.major == major.sequence
-            and self.covers.through <= max_sequence
-            and (as_of is None or self.covers.timestamp <= as_of)
-        )
+        if self.covers.through > max_sequence or (
+            as_of is not None and self.covers.timestamp > as_of
+        ):
+            return False
+        if self.covers.major == major.sequence:
+            return True
+        carried = major.tables[self.table].carries if self.table in major.tables else ()
+        if self.covers.major not in carried:
+            return False
+        kept = frozenset(carried)
+        return all(r.sequence in kept or r.key >= major.key for r in history if self.contains(r))
 
 
 _T = TypeVar("_T")

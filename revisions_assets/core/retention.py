@@ -137,7 +137,7 @@ def _fitting_compaction(
     fitting = [
         c
         for c in view.compactions(table)
-        if not view.is_removed(c.sequence) and c.usable_for(m_h, horizon, None)
+        if not view.is_removed(c.sequence) and c.usable_for(m_h, horizon, None, view.history(table))
     ]
     return max(fitting, key=lambda c: (c.covers.revisions, c.sequence), default=None)
 

@@ -246,7 +246,9 @@ def best_compaction(view: LogView, selection: Selection) -> Compaction | None:
         c
         for c in view.compactions(selection.table)
         if not view.is_removed(c.sequence)
-        and c.usable_for(selection.major, selection.head_sequence, selection.as_of)
+        and c.usable_for(
+            selection.major, selection.head_sequence, selection.as_of, view.history(selection.table)
+        )
     ]
     return max(usable, key=lambda c: (c.covers.revisions, c.sequence), default=None)
 
@@ -323,9 +325,18 @@ def check_carried(
             )
     if not carries:
         return
+    # the carried state must stay readable: from its files, or from a compaction of it
+    kept = frozenset(carries)
+    bases = [
+        c
+        for c in view.compactions(table)
+        if not view.is_removed(c.sequence)
+        and c.covers.major in kept
+        and all(r.sequence in kept or r.timestamp > timestamp for r in history if c.contains(r))
+    ]
     for sequence in carries:
         vacuum = view.removed_by(sequence)
-        if vacuum is not None:
+        if vacuum is not None and not any(c.contains(view.records[sequence - 1]) for c in bases):
             raise RetentionError(
                 retention_message(
                     f"a carrying major of table {table!r}", view.records[sequence - 1], vacuum
