@@ -11,7 +11,13 @@ the dataset logs into one frozen ``DatasetSlice``, once per run and asset, and
 - the asset body asks ``slice_for`` for its window, major or minor;
 - ``handle_output`` commits the DataFrame the body returned with the slice's
   timestamp, version, positions and precondition, and publishes the revision as
-  metadata (Dagster's table conventions included) and as the data version.
+  metadata (Dagster's table conventions included) and as the data version. It
+  commits with ``skip_unchanged``: a minor writes only the rows whose values
+  changed, and a major is written as a carrying major where it can be (its rows
+  are the complete new state, only the changed ones and tombstones are written);
+  a scoring asset's soft major is committed with ``carry=True`` instead (its rows
+  are the re-scored entities and tombstones, written as they are; every other
+  score is kept).
 """
 
 from typing import Any
@@ -226,7 +232,11 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             upstream=s.upstream_positions,
             expected_positions=s.expected_positions,
             properties={"reason": s.reason},
-            skip_unchanged=True,  # a minor writes only the rows whose values changed
+            # only the rows whose values changed are written; a soft major's rows are its
+            # re-scored entities (real upstream changes) and tombstones, and the rest is kept:
+            # comparing them with every score would cost what re-scoring everything costs
+            skip_unchanged=not s.soft,
+            carry=s.soft,
             field_versions={s.table: self._field_versions(s, obj)} if s.field_versions else None,
         )
         compaction = self._compact(context, s, ds)
@@ -252,7 +262,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         written = rev.tables[s.table]
         entities = (
             written.rows - written.tombstones
-            if rev.is_major  # a major is the whole state
+            if rev.is_major and not written.carries  # a complete major is the whole state
             else ds.read(s.table).select(*s.id_columns).count()
         )
         context.add_output_metadata(

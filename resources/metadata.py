@@ -125,8 +125,10 @@ def revision_metadata(s: DatasetSlice, rev: Revision) -> dict[str, Any]:
     }
     if t.field_versions:
         meta["field_versions"] = dg.MetadataValue.json(dict(t.field_versions))
-    if t.rows_offered is not None:  # a skip-unchanged minor: rows offered, ``rows`` changed
+    if t.rows_offered is not None:  # skip_unchanged: rows offered, ``rows`` changed
         meta["rows_offered"] = t.rows_offered
+    if t.carries:  # a carrying major: ``rows`` are its changes, the rest of the state is kept
+        meta["carried_revisions"] = len(t.carries)
     if s.partitions is not None:  # the live rows this run wrote for its partitions
         meta["dagster/partition_row_count"] = t.rows - t.tombstones
     return meta

@@ -32,9 +32,10 @@ class UpstreamChanges:
         """The entities whose values changed since the consumer's position, with
         ``_deleted``: the change set, or on a reset its soft-major ``changed``.
 
-        A soft major's ``changed`` is a join of two whole states that a scoring run reads
-        several times (the rows to score, the tombstones, the ids it replaces, the count it
-        reports): it is computed once and kept by the executors (``localCheckpoint``)."""
+        A soft major's ``changed`` (after a carrying upstream major: that major's own rows;
+        else a join of two whole states) is read several times by a
+        scoring run (the rows to score, the tombstones, the count it reports): it is
+        computed once and kept by the executors (``localCheckpoint``)."""
         changed = self.changes.changed if self.changes.is_reset else None
         return changed.localCheckpoint() if changed is not None else self.changes.df
 

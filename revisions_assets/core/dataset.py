@@ -399,15 +399,15 @@ class RevisionedDataset:
         if not selection.window:
             df = self._empty_changes(table_schema(selection.merge, table), with_revision)
         elif selection.is_reset:
-            df = self._merge(
-                selection, what, keep_deleted=False, with_revision=with_revision, with_hash=True
-            )
-            df = _rehashed(df, columns)
+            df = self._merge(selection, what, keep_deleted=False, with_revision=with_revision)
             changed = self._changed_on_top(history, selection, before, what, columns, df.schema)
             if changed is None:
+                hashed = self._merge(
+                    selection, what, keep_deleted=False, with_revision=with_revision, with_hash=True
+                )
                 previous = self._hashes_before(history, table, *before, what, columns)
-                changed = _soft_major(df, previous, ids)
-            df = df.drop(ROW_HASH).withColumn(DELETED, F.lit(False))
+                changed = _soft_major(_rehashed(hashed, columns), previous, ids)
+            df = df.withColumn(DELETED, F.lit(False))
         else:
             df = self._merge(
                 selection, what, keep_deleted=True, with_revision=with_revision, with_hash=True
@@ -459,7 +459,7 @@ class RevisionedDataset:
         window = tuple(r for r in reset.merge if r.sequence not in old)
         ids = list(history[-1].tables[table].id_columns)
         if not window:
-            return self._empty_changes(schema, False).drop(ROW_HASH)
+            return self._empty_changes(schema, False)
         merge = tuple(r for r in reset.merge if r.key >= window[0].key)
         on_top = Selection(
             table, reset.major, merge, window, False, reset.head_sequence, reset.as_of
@@ -487,16 +487,19 @@ class RevisionedDataset:
             window_rows = sum(r.tables[table].rows for r in window)
             if previous is not None:
                 rows = _really_changed(rows, previous, ids, window_rows, absent_deletions=False)
-        rows = blank_deletions(rows.drop(ROW_HASH), ids)
-        return rows.select(
+        # one select: deletions carry only their ids, in the columns of the reset's df
+        present, keep = set(rows.columns), set(ids)
+        return rows.selectExpr(
             *[
-                F.col(f.name)
-                if f.name in rows.columns
-                else F.lit(None).cast(f.dataType).alias(f.name)
+                _quoted(f.name)
+                if f.name in keep or f.name in REVISION_COLUMNS
+                else f"CASE WHEN {_quoted(DELETED)} THEN NULL ELSE {_quoted(f.name)} END "
+                f"AS {_quoted(f.name)}"
+                if f.name in present
+                else f"CAST(NULL AS {f.dataType.simpleString()}) AS {_quoted(f.name)}"
                 for f in schema.fields
-                if f.name != ROW_HASH
             ],
-            F.col(DELETED),
+            _quoted(DELETED),
         )
 
     def _hashes_before(
@@ -974,6 +977,11 @@ def _field_versions(
             f"{what} names {unknown}, not value columns of the data; they are {values}"
         )
     return versions
+
+
+def _quoted(column: str) -> str:
+    """A column name as a SQL identifier (for one ``selectExpr`` instead of many Columns)."""
+    return "`" + column.replace("`", "``") + "`"
 
 
 def _rehashed(df: DataFrame, columns: Sequence[str] | None) -> DataFrame:

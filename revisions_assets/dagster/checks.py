@@ -16,6 +16,10 @@ partitions the run materialized), on the revision that wrote those partitions:
 
 - ``partition_ids_unique_non_null``: its ids are non-null and unique;
 - ``partition_schema``: its live rows validate against the pandera schema.
+
+A carrying major's files hold only its changed rows and tombstones: the partitioned
+checks see those, and the rows it carries were checked with the revisions that wrote
+them (``ids_unique_non_null`` reads the carried revisions too: a default read merges them).
 """
 
 import warnings

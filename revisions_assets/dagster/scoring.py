@@ -18,6 +18,13 @@ Reference inputs (reverse join): a changed reference row re-scores exactly
 the main entities that join to it. Only the reference rows those entities
 need are read (a semi-join against a broadcast of their keys: a filtered join
 planned by Spark, nothing is collected).
+
+Soft majors: a major due only to an upstream reset (this asset's code version
+unchanged, ``DatasetSlice.soft``) re-scores only the upstream's
+``ChangeSet.changed`` (and the entities joined to changed reference rows) and is
+committed as a carrying major (``carry=True``): its rows are those scores plus a
+tombstone per entity deleted upstream, and every other entity keeps its score
+from the state the major carries (nothing is re-read or rewritten).
 """
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -67,7 +74,7 @@ class ScoringInputs:
 
     main: DataFrame
     references: dict[str, DataFrame]
-    tombstones: DataFrame | None  # ids of deleted main entities (minor only)
+    tombstones: DataFrame | None  # ids of deleted main entities (minor, soft major)
 
 
 def plan_inputs(
@@ -110,19 +117,6 @@ def plan_inputs(
         ref_rows = ref.df.drop(DELETED) if ref.changes.is_reset else ref.state()
         needed[name] = ref_rows.join(F.broadcast(keys), list(on.values()), "left_semi")
     return ScoringInputs(rows, needed, tombstones)
-
-
-def soft_major_scores(
-    scores: DataFrame, previous: DataFrame, plan: ScoringInputs, ids: Sequence[str]
-) -> DataFrame:
-    """A soft major's complete new base, without collecting: the new scores of the
-    re-scored entities, plus the previous scores of every other entity still present (an
-    anti-join on the ids re-scored or deleted upstream)."""
-    replaced = plan.main.select(*ids)
-    if plan.tombstones is not None:
-        replaced = replaced.unionByName(plan.tombstones)
-    kept = previous.join(replaced, list(ids), "left_anti")
-    return scores.unionByName(kept.select(*scores.columns))
 
 
 def with_tombstones(scores: DataFrame, tombstones: DataFrame | None) -> DataFrame:
@@ -226,16 +220,15 @@ def scoring_asset(
             )
             context.log.info(f"{'major' if s.is_major else 'minor'}: {s.reason}")
             scores = fn(plan.main, **plan.references)
+            output = with_tombstones(scores, plan.tombstones)
             if s.soft:
-                previous = io_manager(context, io_manager_key).current_state(s)
+                # a carrying major (the IO manager commits it with carry=True): the scores of
+                # every entity not re-scored or deleted upstream are kept, not rewritten
                 rescored = plan.main.count()  # one small job: the soft major's point
                 context.log.info(f"soft major: re-scored {rescored} changed entities")
-                yield dg.Output(
-                    soft_major_scores(scores, previous, plan, s.id_columns),
-                    metadata={"rescored_entities": rescored},
-                )
+                yield dg.Output(output, metadata={"rescored_entities": rescored})
             else:
-                yield dg.Output(with_tombstones(scores, plan.tombstones))
+                yield dg.Output(output)
 
         return _scoring
 

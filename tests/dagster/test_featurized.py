@@ -49,7 +49,10 @@ def test_first_run_major_then_minor_then_code_change_major(pipe):
     assert third["kind"] == "major"
     assert third["why"] == "code version changed: '1' -> '2'"
     assert third["compute_window"].startswith("2024-01-01")  # from the first partition
-    assert (third["rows"], third["tombstones"], third["version"]) == (5, 1, "2")
+    # a carrying major (skip_unchanged): a..e offered with b as a tombstone; what did not
+    # change is kept from the state it carries, not rewritten
+    assert (third["rows_offered"], third["rows"], third["tombstones"]) == (5, 3, 1)
+    assert third["version"] == "2" and third["carried_revisions"]
     assert third["dagster/row_count"] == 4 and third["data_version"] == "features@3"
     state = pipe.state("main", "features")
     assert set(state) == {"a", "c", "d", "e"}  # every entity re-evaluated; b deleted on day 3
@@ -67,7 +70,9 @@ def test_major_forced_by_run_tag_or_config(pipe):
     pipe.run(pipe.features, P1)
     by_tag = pipe.meta(pipe.run(pipe.features, P2, tags={TAG_FORCE_MAJOR: "true"}), pipe.features)
     assert by_tag["kind"] == "major" and by_tag["why"] == "major forced by run tag or config"
-    assert by_tag["rows"] == 4  # a, b, c, d: the window starts at the first partition
+    # a, b, c, d offered (the window starts at the first partition); a carrying major
+    assert (by_tag["rows_offered"], by_tag["rows"]) == (4, 2)
+    assert set(pipe.state("main", "features")) == {"a", "b", "c", "d"}
 
     config = {"ops": {"features": {"config": {"force_major": True}}}}
     by_config = pipe.meta(pipe.run(pipe.features, P2, run_config=config), pipe.features)

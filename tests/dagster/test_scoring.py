@@ -146,11 +146,15 @@ def test_upstream_reset_reference_change_and_deletions(pipe):
     pipe.run(pipe.features, P3)
     reset = pipe.meta(pipe.run(pipe.scores, partitions=(P1, P3)), pipe.scores)
     assert reset["kind"] == "major" and reset["why"] == "upstream reset in features"
-    assert reset["rows"] == 4 and set(pipe.state("out", "scores")) == {"a", "c", "d", "e"}
+    # a soft major, written as a carrying major: only a's new score (b is already deleted)
+    assert reset["rescored_entities"] == 1 and reset["rows"] - reset["tombstones"] == 1
+    assert reset["dagster/row_count"] == 4
+    assert set(pipe.state("out", "scores")) == {"a", "c", "d", "e"}
     assert pipe.state("out", "scores")["a"]["score"] == 11.0  # recomputed from the new major
 
     # and a scoring code version change makes the scores major on their own
     pipe.build(Versions(features="2", scores="2"))
     own = pipe.meta(pipe.run(pipe.scores, partitions=(P1, P3)), pipe.scores)
     assert own["kind"] == "major" and own["why"] == "code version changed: '1' -> '2'"
-    assert own["rows"] == 4
+    # every entity re-scored (offered); a carrying major writes only the changed scores
+    assert own["rows_offered"] == 4 and own["dagster/row_count"] == 4
