@@ -275,7 +275,7 @@ class CommitTransaction:
         out = df.select(*columns, deleted.alias(DELETED)).withColumn(
             ROW_HASH, F.when(~F.col(DELETED), row_hash(staged.schema, values))
         )
-        offered = None
+        offered, given = None, out
         if staged.replaced is not None:
             compare = diff_complete if staged.complete_offer else skip_unchanged
             out, offered = compare(out, staged.replaced, staged.id_columns)
@@ -286,7 +286,7 @@ class CommitTransaction:
             {f"null_{i}": e for i, e in enumerate(nulls.values())},
         )
         if offered is not None:
-            staged.rows_offered = int(offered.get.get("offered") or 0)
+            staged.rows_offered = observed_offers(offered, given)
         files = [
             f
             for f in self.storage.list_files(staged.prefix)
@@ -453,6 +453,17 @@ def diff_complete(
         F.when(~gone, F.col(ROW_HASH)).alias(ROW_HASH),
     )
     return out, observation
+
+
+def observed_offers(observation: Observation, rows: DataFrame) -> int:
+    """The offered rows the write job counted; counted again in a job of its own when Spark
+    left the observed side out of the run (adaptive execution drops a side it finds empty
+    at run time, and the observation then holds no row: seen with an empty offer)."""
+    try:
+        return int(observation.get.get("offered") or 0)
+    except Exception:  # Py4JJavaError in classic Spark; Connect raises its own errors
+        log.info("offered rows not observed by the write job; counting them")
+        return rows.count()
 
 
 def write_observed(
