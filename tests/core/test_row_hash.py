@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from revisions_assets import RevisionedDataset, UpstreamPosition
 from revisions_assets.core import dataset as dataset_module
-from revisions_assets.core.errors import InvalidArgumentError, InvalidNameError
+from revisions_assets.core.errors import CarriedStateError, InvalidArgumentError, InvalidNameError
 from revisions_assets.core.hashing import ROW_HASH, row_hash, value_columns
 
 from .helpers import by_id, day, frame
@@ -278,6 +278,25 @@ def test_value_changes_match_the_model(spark, tmp_path_factory, steps):
             wanted = unchanged_skipped(model, "t", stamp, wanted)
         data = [(k, v, v is None) for k, v in rows.items()]
         df = frame(spark, data, "id long, v long, _deleted boolean")
+        carriers = (
+            [r for r in ds.revisions("t") if r.is_major and r.tables["t"].carries]
+            if model.revisions
+            else []
+        )
+        voided = [
+            r
+            for r in carriers
+            if r.timestamp > stamp
+            and any(
+                c.timestamp <= stamp
+                for c in ds.revisions("t")
+                if c.sequence in r.tables["t"].carries
+            )
+        ]
+        if is_major and voided:  # a major may not void what a later-stamped major carries
+            with pytest.raises(CarriedStateError):
+                ds.commit({"t": df}, stamp, is_major, skip_unchanged=skip)
+            continue
         record = ds.commit({"t": df}, stamp, is_major, skip_unchanged=skip)
         expected = model.commit(f"r{n}", stamp, is_major, {"t": wanted})
         assert (record is None) == (expected is None), f"step {n}: committed"
