@@ -12,7 +12,9 @@ case "$cmd" in
   test)  echo "[setup] s3a connector jars for the S3 tests (downloaded once into .setup/jars)" >&2
          python -m revisions_assets.s3a >/dev/null
          ruff format --check --quiet . || { echo "ruff format: run ./dev.sh format" >&2; exit 1; }
-         exec python -m pytest "$@" ;;
+         # two workers, each taking whole test files (module fixtures such as the standalone
+         # cluster start once): most tests wait on JVMs and subprocesses, so two halve the time
+         exec python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile "$@" ;;
   ui)    export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.dagster_home}"; mkdir -p "$DAGSTER_HOME"
          exec dg dev "$@" ;;  # the code location of [tool.dg] in pyproject.toml
   bench) exec python -m bench.run "$@" ;;

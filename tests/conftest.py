@@ -12,6 +12,10 @@ from revisions_assets.spark import build_spark_session
 
 # every JVM a test starts through spark-submit (the demo, the CLI, bench probes, drivers)
 os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTS)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # xdist workers get COLUMNS=80, LINES=24: the CLI would cut its tables as in a terminal
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
 
 
 @pytest.fixture(scope="session")
