@@ -198,6 +198,15 @@ class Mirror:
         self.model.revisions.append(rev)
         self.carried[rev.sequence] = carries
         self.origin.update({(name, i): origins[i] for i in kept if i in full})
+        # a deletion of the state before is carried too (a tombstone, or the absence from a
+        # carrying major that carried or wrote one): it keeps its writer, unless this major
+        # writes a tombstone of its own for it
+        ever = {k[0] for r in self.model.revisions for k in r.tables["t"]}
+        own = {i for i, v in rows.items() if v is TOMB}
+        for i in ever - set(state) - set(full) - own:
+            writers = [r for r in before.live if (i,) in r.tables["t"]]
+            deleter = writers[-1] if writers else before.major
+            self.origin[(name, i)] = self.writer(deleter.name, i)
         self.engine_seq[rev.sequence] = got.sequence
         return got
 
@@ -258,7 +267,7 @@ class Mirror:
 
     def model_history(self) -> list[tuple]:
         """The model's SCD2 versions as HISTORY tuples, by (id, valid_from); carried rows
-        keep their writer."""
+        and carried tombstones keep their writer."""
         versions = [
             (
                 v.key[0],
@@ -267,7 +276,7 @@ class Mirror:
                 None if v.valid_to is None else naive(v.valid_to),
                 v.valid_to is None,
                 v.row is None,
-                v.revision if v.row is None else self.writer(v.revision, v.key[0]),
+                self.writer(v.revision, v.key[0]),
             )
             for v in scd2_history(self.model, "t")
         ]
