@@ -86,6 +86,7 @@ from .selection import (
     state_selection,
 )
 from .spark_errors import storage_cause
+from .sqltext import quoted
 from .storage import Storage
 from .timeutil import TimeLike, now_utc, to_utc
 from .transaction import (
@@ -491,15 +492,15 @@ class RevisionedDataset:
         present, keep = set(rows.columns), set(ids)
         return rows.selectExpr(
             *[
-                _quoted(f.name)
+                quoted(f.name)
                 if f.name in keep or f.name in REVISION_COLUMNS
-                else f"CASE WHEN {_quoted(DELETED)} THEN NULL ELSE {_quoted(f.name)} END "
-                f"AS {_quoted(f.name)}"
+                else f"CASE WHEN {quoted(DELETED)} THEN NULL ELSE {quoted(f.name)} END "
+                f"AS {quoted(f.name)}"
                 if f.name in present
-                else f"CAST(NULL AS {f.dataType.simpleString()}) AS {_quoted(f.name)}"
+                else f"CAST(NULL AS {f.dataType.simpleString()}) AS {quoted(f.name)}"
                 for f in schema.fields
             ],
-            _quoted(DELETED),
+            quoted(DELETED),
         )
 
     def _hashes_before(
@@ -977,11 +978,6 @@ def _field_versions(
             f"{what} names {unknown}, not value columns of the data; they are {values}"
         )
     return versions
-
-
-def _quoted(column: str) -> str:
-    """A column name as a SQL identifier (for one ``selectExpr`` instead of many Columns)."""
-    return "`" + column.replace("`", "``") + "`"
 
 
 def _rehashed(df: DataFrame, columns: Sequence[str] | None) -> DataFrame:

@@ -33,29 +33,35 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from .sqltext import quoted, sql_literal
+
 #: the system column holding each data row's hash (null on tombstones and old rows)
 ROW_HASH = "_row_hash"
 
 _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
 
 
-def _canonical(column: Column, data_type: DataType) -> Column:
+def _canonical(name: str, data_type: DataType) -> str:
     if isinstance(data_type, _INTEGRAL):
-        return column.cast("long")
+        return f"CAST({quoted(name)} AS BIGINT)"
     if isinstance(data_type, FloatType):
-        return column.cast("double")
-    return column
+        return f"CAST({quoted(name)} AS DOUBLE)"
+    return quoted(name)
 
 
 def row_hash(schema: StructType, columns: Iterable[str]) -> Column:
-    """The hash of ``columns`` (value columns of ``schema``) of each row, by the rules above."""
+    """The hash of ``columns`` (value columns of ``schema``) of each row, by the rules above.
+
+    One SQL expression: built from Column objects it cost about 65 ms of calls into the
+    JVM per commit (11 columns), against 2 ms."""
     parts = [
-        F.when(F.col(name).isNotNull(), F.struct(F.lit(name), _canonical(F.col(name), t)))
+        f"CASE WHEN {quoted(name)} IS NOT NULL "
+        f"THEN struct({sql_literal(name)}, {_canonical(name, t)}) END"
         for name, t in sorted((c, schema[c].dataType) for c in columns)
     ]
     if not parts:
         return F.lit(42).cast("long")  # no value columns: every row has the same values
-    return F.xxhash64(*parts)
+    return F.expr(f"xxhash64({', '.join(parts)})")
 
 
 def value_columns(schema: StructType, id_columns: Iterable[str]) -> list[str]:

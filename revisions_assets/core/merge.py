@@ -48,6 +48,7 @@ from .hashing import ROW_HASH
 from .logview import LogView
 from .records import Revision, TableWrite
 from .selection import ReadPlan, best_compaction, head_state
+from .sqltext import quoted, sql_literal
 from .storage import Storage
 from .timeutil import to_micros
 
@@ -155,17 +156,6 @@ def _agrees(own: StructType, schema: StructType) -> bool:
     return all(f.dataType == schema[f.name].dataType for f in own.fields if f.name in schema.names)
 
 
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _sql_literal(value: object) -> str:
-    """A SQL literal of a string or an integer of the driver's own making (log values)."""
-    if isinstance(value, str):
-        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    return f"{int(value)}L"  # type: ignore[call-overload]
-
-
 #: up to this many keys, a row's revision is looked up in a map literal (a linear probe per
 #: row, no join); above, a broadcast join with a small table
 MAP_MAX_KEYS = 64
@@ -178,7 +168,7 @@ def _with_exprs(df: DataFrame, exprs: dict[str, str]) -> DataFrame:
     """``df`` with columns computed by SQL expressions: one call, not one per column."""
     if not exprs:
         return df
-    return df.selectExpr("*", *[f"{e} AS {_quoted(n)}" for n, e in exprs.items()])
+    return df.selectExpr("*", *[f"{e} AS {quoted(n)}" for n, e in exprs.items()])
 
 
 class _Scanner:
@@ -221,10 +211,10 @@ class _Scanner:
             else:
                 others.setdefault(schema_json, []).append(r)
         # files written before tombstones were flagged hold no _deleted column
-        system = [f"coalesce({DELETED}, false) AS {DELETED}", _quoted(ROW_HASH)]
-        system += [f"{e} AS {_quoted(n)}" for n, e in exprs.items()]
+        system = [f"coalesce({DELETED}, false) AS {DELETED}", quoted(ROW_HASH)]
+        system += [f"{e} AS {quoted(n)}" for n, e in exprs.items()]
         full = StructType([*self.schema.fields, *_SYSTEM_FIELDS])
-        columns = [*map(_quoted, self.schema.fieldNames()), *system]
+        columns = [*map(quoted, self.schema.fieldNames()), *system]
         parts = []
         if fitting and (uris := self._uris(fitting)):
             parts.append(self.spark.read.schema(full).parquet(*uris).selectExpr(*columns))
@@ -266,9 +256,7 @@ class _Scanner:
             def value(i: int) -> str:
                 found = [
                     "element_at(map("
-                    + ", ".join(
-                        f"{_sql_literal(k)}, {_sql_literal(a[i])}" for k, a in keyed.items()
-                    )
+                    + ", ".join(f"{sql_literal(k)}, {sql_literal(a[i])}" for k, a in keyed.items())
                     + f"), {key})"
                     for key, keyed in lookups
                 ]
@@ -278,7 +266,7 @@ class _Scanner:
         # one join on the first key that knows the row's value: the lookup holds every key
         key, keyed = lookups[-1]
         for earlier, known in reversed(lookups[:-1]):
-            listed = ", ".join(map(_sql_literal, known))
+            listed = ", ".join(map(sql_literal, known))
             key = f"CASE WHEN {earlier} IN ({listed}) THEN {earlier} ELSE {key} END"
             keyed = {**known, **keyed}
         lookup = self._lookup(
@@ -294,7 +282,7 @@ class _Scanner:
         names = [_SEQ, _ORDER, "_revision", _STAMP] if annotate else [_SEQ]
         if len(revisions) == 1:
             about = self._about(revisions[0])
-            exprs = {c: _sql_literal(about[i]) for i, c in enumerate(_ABOUT_FIELDS)}
+            exprs = {c: sql_literal(about[i]) for i, c in enumerate(_ABOUT_FIELDS)}
             return self._read(revisions, {c: exprs[c] for c in names})
         files = [(f, self._about(r)) for r in revisions for f in r.tables[self.plan.table].files]
         # Spark reports a file by its URI (local ones as file:/…): looking that up costs
@@ -347,7 +335,7 @@ class _Scanner:
         # against the merge's rows for the ids the read reports: order -1
         keyed = {r.sequence: self._about(r) for r in self.plan.merge}
         rows = self._annotated(
-            partial(_with_exprs, rows), [(_quoted(_SEQ), keyed)], [_ORDER, "_revision", _STAMP]
+            partial(_with_exprs, rows), [(quoted(_SEQ), keyed)], [_ORDER, "_revision", _STAMP]
         )
         return rows.withColumn(_ORDER, F.expr(f"coalesce({_ORDER}, -1L)"))
 
@@ -465,11 +453,11 @@ def merge_plan(
         # one broadcast of the newer rows' ids (and order): the base rows they replace and
         # the newer rows a later one replaces drop out by anti-joins, with no shuffle
         keys = rows.selectExpr(
-            *[f"{_quoted(c)} AS {_quoted('__key_' + c)}" for c in ids],
+            *[f"{quoted(c)} AS {quoted('__key_' + c)}" for c in ids],
             *([f"{_ORDER} AS {_LATER}"] if len(newer) > 1 else []),
         )
         keys = F.broadcast(keys)
-        same = " AND ".join(f"{_quoted(c)} = {_quoted('__key_' + c)}" for c in ids)
+        same = " AND ".join(f"{quoted(c)} = {quoted('__key_' + c)}" for c in ids)
         kept = base.join(keys, on=F.expr(same), how="left_anti")
         top = rows
         if len(newer) > 1:
@@ -501,7 +489,7 @@ def merge_plan(
     elif with_sequence:
         merged = _with_exprs(merged, {SOURCE_SEQUENCE: _SEQ})
         system.append(SOURCE_SEQUENCE)
-    return merged.selectExpr(*map(_quoted, [*schema.fieldNames(), *system]))
+    return merged.selectExpr(*map(quoted, [*schema.fieldNames(), *system]))
 
 
 def blank_deletions(df: DataFrame, ids: Sequence[str]) -> DataFrame:

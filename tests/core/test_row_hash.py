@@ -16,6 +16,7 @@ from revisions_assets import RevisionedDataset, UpstreamPosition
 from revisions_assets.core import dataset as dataset_module
 from revisions_assets.core.errors import CarriedStateError, InvalidArgumentError, InvalidNameError
 from revisions_assets.core.hashing import ROW_HASH, row_hash, value_columns
+from revisions_assets.core.sqltext import quoted
 
 from .helpers import by_id, day, frame
 from .model import Model, ModelNoMajorError, unchanged_skipped, value_changes
@@ -66,6 +67,28 @@ FIXED_HASH = -6403949528138353663
 
 
 # -- skip-unchanged minors -----------------------------------------------------------------------
+
+
+def test_hash_of_awkward_column_names(spark):
+    """The hash is one SQL expression: names with quotes, backslashes or backticks hash as
+    their own text, whatever the parser's escape setting."""
+    schema = "id long, `it's` long, `back\\slash` string, `tick``s` double"
+    df = frame(spark, [(1, 5, "a", 0.5), (2, None, "b", None)], schema)
+    names = value_columns(df.schema, ["id"])
+    by_columns = F.xxhash64(
+        *[
+            F.when(F.col(quoted(n)).isNotNull(), F.struct(F.lit(n), F.col(quoted(n))))
+            for n in sorted(names)
+        ]
+    )
+    want = [r[0] for r in df.orderBy("id").select(by_columns).collect()]
+    for escaped in ("false", "true"):
+        spark.conf.set("spark.sql.parser.escapedStringLiterals", escaped)
+        try:
+            got = [r[0] for r in df.orderBy("id").select(row_hash(df.schema, names)).collect()]
+        finally:
+            spark.conf.unset("spark.sql.parser.escapedStringLiterals")
+        assert got == want, escaped
 
 
 def test_skip_unchanged_minor(spark, root):
