@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from revisions_assets import RevisionedDataset, UpstreamPosition
 from revisions_assets.core import dataset as dataset_module
+from revisions_assets.core import transaction
 from revisions_assets.core.errors import CarriedStateError, InvalidArgumentError, InvalidNameError
 from revisions_assets.core.hashing import ROW_HASH, row_hash, value_columns
 from revisions_assets.core.sqltext import quoted
@@ -128,6 +129,21 @@ def test_skip_compares_with_the_state_as_of_the_minor(spark, root):
     assert by_id(ds.read("t", as_of=day(1)), "v") == {1: (2,)}
     # and v=1 at day 1 again is unchanged only against that backfill
     assert ds.commit({"t": frame(spark, [(1, 2, "a")], SCHEMA)}, day(1.5), False) is None
+
+
+def test_a_small_offer_is_compared_with_the_state_of_its_ids_only(spark, monkeypatch):
+    """Up to BROADCAST_MAX_ROWS offered rows, the state is narrowed to their ids before the
+    anti-join (its hashes are not shuffled whole); both plans keep the same rows."""
+    state = frame(spark, [(i, i, "s") for i in range(1, 7)], SCHEMA)
+    state = state.withColumn(ROW_HASH, row_hash(state.schema, value_columns(state.schema, ["id"])))
+    offer = frame(spark, [(2, 2, "s"), (3, 30, "s"), (9, 9, "s")], SCHEMA)
+    offer = offer.withColumn(ROW_HASH, row_hash(offer.schema, value_columns(offer.schema, ["id"])))
+    narrowed = transaction.skip_unchanged(offer, state, ["id"], offered=3)
+    monkeypatch.setattr(transaction, "BROADCAST_MAX_ROWS", 2)
+    whole = transaction.skip_unchanged(offer, state, ["id"], offered=3)
+    plans = [df._jdf.queryExecution().optimizedPlan().toString() for df in (narrowed, whole)]
+    assert ["LeftSemi" in p for p in plans] == [True, False]
+    assert by_id(narrowed, "v") == by_id(whole, "v") == {3: (30,), 9: (9,)}
 
 
 def test_row_hash_is_a_reserved_column(spark, root):
