@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from revisions_assets import Revision, RevisionedDataset, UpstreamPosition
 
@@ -123,7 +124,8 @@ def read_after_minors(ctx: Context) -> Outcome:
 
     From ``policy_from_k`` on, the history is what the default ``compact_after`` policy
     leaves: compactions where it would have made them (only those the measured reads use
-    are written), at most ``compact_after`` minors on top.
+    are written), at most ``compact_after`` minors on top. Below that, each read is followed
+    by the merge-on-read floor over the same files (``merge_on_read_floor``).
     """
     cfg, spark = ctx.config, ctx.spark
     ds = new_dataset(ctx, "s2")
@@ -173,6 +175,8 @@ def read_after_minors(ctx: Context) -> Outcome:
                 ),
             )
         )
+        if not policy:
+            out.rows.extend(merge_on_read_floor(ctx, ds, k, snapshot))
     back = cfg.time_travel_back
     if minors > back:
         past = f"HEAD~{back}"
@@ -200,6 +204,69 @@ def read_after_minors(ctx: Context) -> Outcome:
             )
         )
     return out
+
+
+def merge_on_read_floor(ctx: Context, ds: RevisionedDataset, k: int, snapshot: str) -> list[Row]:
+    """What any read that leaves the base's files unrewritten must cost, in raw Spark over
+    the same files as the latest read after ``k`` minors: their plain union (every row, no
+    merge: a reader that skipped replaced rows by position, as deletion vectors do, scans at
+    least this), and the base anti-joined with a broadcast of the minors' ids plus the
+    minors' rows (the cheapest correct merge of one minor; at k > 1 a lower bound, as it
+    leaves out that a later minor replaces an earlier one's rows), each beside the snapshot."""
+    spark = ctx.spark
+    files = [[ds.storage.spark_uri(f) for f in r.tables[TABLE].files] for r in ds.revisions(TABLE)]
+    base_files, minor_files = files[0], [u for part in files[1:] for u in part]
+    columns = spark.read.parquet(snapshot).columns  # the data columns, as the snapshot has them
+
+    def anti_join() -> DataFrame:
+        minors = spark.read.parquet(*minor_files).select(*columns)
+        base = spark.read.parquet(*base_files).select(*columns)
+        return base.join(F.broadcast(minors.select(ID)), ID, "left_anti").unionByName(minors)
+
+    cases = [
+        (
+            "union of the files, no merge",
+            lambda: spark.read.parquet(*base_files, *minor_files).select(*columns),
+            "reads every row of the base and the minors: the floor of any layout that does "
+            "not rewrite the base",
+        ),
+        (
+            "raw broadcast anti-join merge",
+            anti_join,
+            "the base anti-joined with a broadcast of the minors' ids, plus the minors' rows, in "
+            "raw Spark: the cheapest correct merge of one minor"
+            + (
+                ""
+                if k == 1
+                else "; a lower bound here, as a later minor's rows replace an "
+                "earlier one's and this leaves that out"
+            ),
+        ),
+    ]
+    rows = []
+    for name, read, note in cases:
+        floor, plain = measure_pair(
+            ctx,
+            (f"{name} after {k} minors", lambda r=read: evaluate(r())),
+            ("read plain Parquet snapshot", lambda: evaluate(spark.read.parquet(snapshot))),
+        )
+        figures = [f"{name} {fmt_seconds(floor.median)}", f"plain {fmt_seconds(plain.median)}"]
+        rows.append(
+            report(
+                ctx,
+                Row(
+                    "2 merge-on-read floor",
+                    f"k = {k} minors: {name}",
+                    figures,
+                    ratio(floor.median, plain.median),
+                    "raw Spark / plain Parquet",
+                    "report the floor under the latest read",
+                    note=note,
+                    cpu_ratio=cpu_ratio(floor, plain),
+                ),
+            )
+        )
+    return rows
 
 
 def incremental_scoring(ctx: Context) -> Outcome:
