@@ -48,7 +48,7 @@ from .errors import (
 from .hashing import ROW_HASH, row_hash, value_columns
 from .history import table_history_frame
 from .legacy import LegacyRevision, plan_import
-from .log import RevisionLog
+from .log import RevisionLog, table_frame
 from .maintenance import (
     DEFAULT_GRACE,
     DEFAULT_TARGET_FILE_BYTES,
@@ -250,7 +250,7 @@ class RevisionedDataset:
         """One row per log entry, in sequence order: the SPEC §2 columns, the ``kind`` of each
         entry and whether a vacuum removed its files (``vacuumed``, ``vacuumed_by``)."""
         self.refresh()
-        frame = self._log.description().to_pandas()
+        frame = table_frame(self._log.description())
         frame["vacuumed_by"] = frame["vacuumed_by"].astype("Int64")  # <NA>, not NaN, when not
         return frame
 

@@ -19,7 +19,6 @@ read gives what the original reader gave. The source is only read.
 
 from __future__ import annotations
 
-import io
 import json
 import struct
 import warnings
@@ -45,7 +44,7 @@ from .errors import (
     NaiveTimestampError,
     NoMajorRevisionError,
 )
-from .log import DESCRIPTION, LOG_DIR
+from .log import DESCRIPTION, LOG_DIR, read_parquet_bytes, table_frame
 from .records import Revision
 from .storage import FileInfo, Storage
 from .validation import check_name
@@ -208,7 +207,7 @@ def plan_import(
 
 def _description(uri: str, raw: bytes, tz: str) -> list[tuple[str, datetime, bool, str | None]]:
     try:
-        frame = pq.read_table(io.BytesIO(raw)).to_pandas()
+        frame = table_frame(read_parquet_bytes(raw))
     except (pa.ArrowException, ValueError) as exc:
         raise CorruptLogError(f"{uri}: {DESCRIPTION} is unreadable: {exc}") from exc
     missing = [c for c in DESCRIPTION_COLUMNS if c not in frame.columns]

@@ -54,6 +54,8 @@ __all__ = [
     "description_table",
     "entry_path",
     "log_frame",
+    "read_parquet_bytes",
+    "table_frame",
 ]
 
 
@@ -118,7 +120,7 @@ class RevisionLog:
             raw = self.storage.read(checkpoint_path(sequence))
             if raw is None:
                 return []
-            records = records_of_checkpoint(pq.read_table(io.BytesIO(raw)))
+            records = records_of_checkpoint(read_parquet_bytes(raw))
         except (ValueError, KeyError, TypeError, pa.ArrowException):
             return []  # a damaged hint or checkpoint only costs a longer probe
         if [r.sequence for r in records] != list(range(1, len(records) + 1)):
@@ -193,7 +195,7 @@ class RevisionLog:
         if raw is None:
             return empty
         try:
-            stored = pq.read_table(io.BytesIO(raw), columns=empty.column_names)
+            stored = read_parquet_bytes(raw, columns=empty.column_names)
         except (pa.ArrowException, ValueError, KeyError):
             return empty  # damaged or from an older version: tabulate again
         names = stored.column("name").to_pylist()
@@ -293,7 +295,23 @@ def with_vacuum_marks(description: pa.Table, view: LogView) -> pa.Table:
 def log_frame(records: Sequence[Revision]) -> pd.DataFrame:
     """Some entries of the log as a pandas DataFrame, one row per entry, in sequence order
     (without the vacuum marks, which need the whole log: see ``RevisionLog.description``)."""
-    return description_table(records).to_pandas()
+    return table_frame(description_table(records))
+
+
+def read_parquet_bytes(raw: bytes, columns: Sequence[str] | None = None) -> pa.Table:
+    """A log-sized Parquet file (a checkpoint, description.parquet), decoded in this thread.
+
+    ``pq.read_table`` hands even a 1 KiB file to Arrow's I/O and CPU thread pools, and a
+    process that started them can abort at exit ("terminate called without an active
+    exception", apache/arrow#34314) when interpreter teardown races their idle workers.
+    Every command reads the log, and most of them never need those pools.
+    """
+    return pq.ParquetFile(pa.BufferReader(raw)).read(columns=columns, use_threads=False)
+
+
+def table_frame(table: pa.Table) -> pd.DataFrame:
+    """A log-sized Arrow table as pandas, converted in this thread (see read_parquet_bytes)."""
+    return table.to_pandas(use_threads=False)
 
 
 def description_table(records: Sequence[Revision]) -> pa.Table:

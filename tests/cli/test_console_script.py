@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 from harness.processes import with_tests_on_path
 
+from revisions_assets.core.backends import open_storage
+from revisions_assets.core.log import RevisionLog
+
 from .conftest import Staged
 
 BIN = Path(sys.executable).parent
@@ -66,6 +69,44 @@ def test_verify_and_vacuum_run_in_the_driver(staged: Staged, tmp_path):
         assert SPARK_BANNER not in done.stderr, "a driver-only command started Spark"
     bad = revisions("vacuum", staged.features, "--retain", "week", code=2)
     assert "'week' is not a duration" in bad.stderr and bad.stderr.count("\n") == 1
+
+
+#: run in a fresh interpreter: the log commands and the legacy planner, then the thread count
+NO_POOL_SCRIPT = """
+import contextlib, io, json, os, sys
+from revisions_assets.cli import cli
+from revisions_assets.core.legacy import plan_import
+features, scores, legacy = sys.argv[1:]
+threads = lambda: len(os.listdir("/proc/self/task"))
+before = threads()
+with contextlib.redirect_stdout(io.StringIO()):
+    for args in (["log", features], ["tables", features], ["lag", scores, "--json"]):
+        cli.main(args, prog_name="revisions", standalone_mode=False)
+plan_import(legacy)
+print(json.dumps({"before": before, "after": threads()}))
+"""
+
+
+def test_log_reads_start_no_arrow_thread_pool(staged: Staged, tmp_path):
+    """A process that started Arrow's I/O or CPU pool can abort at exit ("terminate called
+    without an active exception", apache/arrow#34314): CI saw ``revisions log`` print its
+    output and die with SIGABRT. Log-sized Parquet is decoded in the calling thread."""
+    features = tmp_path / "features"
+    shutil.copytree(staged.features, features)
+    log = RevisionLog(open_storage(str(features)))
+    log.write_checkpoint(log.refresh()[-1].sequence)  # so opening reads a checkpoint too
+    env = {**with_tests_on_path(None), "SPARK_MASTER": "local[1]"}
+    done = subprocess.run(
+        [sys.executable, "-c", NO_POOL_SCRIPT, str(features), staged.scores, staged.legacy],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    counts = json.loads(done.stdout.splitlines()[-1])
+    assert counts["after"] == counts["before"], f"threads were started: {counts}"
 
 
 @pytest.mark.slow
