@@ -9,7 +9,13 @@ import pytest
 
 from revisions_assets.core import log as log_module
 from revisions_assets.core.errors import CorruptLogError
-from revisions_assets.core.log import DESCRIPTION, RevisionLog, checkpoint_path, entry_path
+from revisions_assets.core.log import (
+    DESCRIPTION,
+    RevisionLog,
+    checkpoint_path,
+    entry_path,
+    read_parquet_bytes,
+)
 from revisions_assets.core.records import Revision, TableWrite, UpstreamPosition
 from revisions_assets.core.storage import LocalStorage
 
@@ -82,6 +88,17 @@ def test_description_parquet_is_current_and_plain(tmp_path):
     assert {"name", "timestamp", "is_major", "version"} <= set(frame.columns)
     assert str(frame["timestamp"].dt.tz) == "UTC"
     assert writer.description_is_current()
+
+
+def test_log_parquet_reads_name_a_missing_column(tmp_path):
+    storage = LocalStorage(tmp_path)
+    writer = RevisionLog(storage)
+    writer.try_append(record(1))
+    writer.after_commit()
+    raw = (tmp_path / DESCRIPTION).read_bytes()
+    assert read_parquet_bytes(raw, columns=["name"]).column("name").to_pylist() == ["rev1"]
+    with pytest.raises(KeyError, match="'carries'"):
+        read_parquet_bytes(raw, columns=["name", "carries"])
 
 
 def test_a_stale_description_is_detected(tmp_path):

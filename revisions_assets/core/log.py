@@ -304,9 +304,14 @@ def read_parquet_bytes(raw: bytes, columns: Sequence[str] | None = None) -> pa.T
     ``pq.read_table`` hands even a 1 KiB file to Arrow's I/O and CPU thread pools, and a
     process that started them can abort at exit ("terminate called without an active
     exception", apache/arrow#34314) when interpreter teardown races their idle workers.
-    Every command reads the log, and most of them never need those pools.
+    Every command reads the log, and most of them never need those pools. A requested
+    column the file lacks is a KeyError (``ParquetFile.read`` alone would leave it out).
     """
-    return pq.ParquetFile(pa.BufferReader(raw)).read(columns=columns, use_threads=False)
+    file = pq.ParquetFile(pa.BufferReader(raw))
+    missing = [c for c in columns or () if c not in file.schema_arrow.names]
+    if missing:
+        raise KeyError(f"the file has no column {missing[0]!r}")
+    return file.read(columns=columns, use_threads=False)
 
 
 def table_frame(table: pa.Table) -> pd.DataFrame:
