@@ -28,9 +28,9 @@ from click.testing import CliRunner
 from pyspark.sql.types import LongType, StructField, StructType
 
 from revisions_assets.cli import cli
-from revisions_assets.core.log import CHECKPOINT_INTERVAL, RevisionLog
-from revisions_assets.core.records import Revision, TableWrite, UpstreamPosition, canonical_json
-from revisions_assets.core.storage import LocalStorage
+from revisions_assets.core.log.records import Revision, TableWrite, UpstreamPosition, canonical_json
+from revisions_assets.core.log.revision_log import CHECKPOINT_INTERVAL, RevisionLog
+from revisions_assets.core.storage.base import LocalStorage
 from revisions_assets.core.timeutil import now_utc
 
 from .harness import at

@@ -12,8 +12,8 @@ from __future__ import annotations
 import uuid
 
 from revisions_assets import Revision, RevisionedDataset
-from revisions_assets.core.log import RevisionLog
-from revisions_assets.core.records import TableWrite
+from revisions_assets.core.log.records import TableWrite
+from revisions_assets.core.log.revision_log import RevisionLog
 
 from .data import ID, TABLE, entities, updates
 from .harness import (

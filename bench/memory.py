@@ -67,7 +67,7 @@ class Sampler(threading.Thread):
 def probe(root: str, out: str, master: str, driver_memory: str) -> dict[str, float]:
     """In this (fresh) process: start Spark, read the latest state, write it to Parquet."""
     from revisions_assets import RevisionedDataset
-    from revisions_assets.spark import build_spark_session
+    from revisions_assets.core.spark_session import build_spark_session
 
     spark = build_spark_session(
         master=master,

@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
         Config(), n=int(BASE_N * args.scale), reps=args.reps, warmup=args.warmup
     )
     scenarios = select(args.only.split(",") if args.only else None)
-    from revisions_assets.spark import build_spark_session
+    from revisions_assets.core.spark_session import build_spark_session
 
     conf = spark_conf(config)
     spark: SparkSession = build_spark_session(

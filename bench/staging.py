@@ -22,9 +22,9 @@ from pyspark.sql import functions as F
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.dataset import DEFAULT_COMPACT_AFTER
-from revisions_assets.core.log import RevisionLog
-from revisions_assets.core.records import Revision, TableWrite
-from revisions_assets.core.storage import LocalStorage
+from revisions_assets.core.log.records import Revision, TableWrite
+from revisions_assets.core.log.revision_log import RevisionLog
+from revisions_assets.core.storage.base import LocalStorage
 from revisions_assets.core.timeutil import now_utc
 
 from .data import TABLE, many_updates

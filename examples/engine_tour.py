@@ -10,8 +10,7 @@ import sys
 import tempfile
 from datetime import datetime, timedelta, timezone
 
-from revisions_assets import RevisionedDataset
-from revisions_assets.spark import build_spark_session
+from revisions_assets import RevisionedDataset, build_spark_session
 
 
 def day(d: int) -> datetime:

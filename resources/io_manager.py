@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import ArgumentTypeError, RevisionsError
-from revisions_assets.core.records import Revision
+from revisions_assets.core.log.records import Revision
 from revisions_assets.core.timeutil import now_utc
 from revisions_assets.core.uris import describe
 

@@ -22,15 +22,15 @@ from pyspark.sql import DataFrame, SparkSession
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.arguments import check_spark, check_text
-from revisions_assets.core.backends import configure_storage, open_storage
 from revisions_assets.core.dataset import DEFAULT_COMPACT_AFTER
 from revisions_assets.core.errors import ArgumentTypeError, InvalidArgumentError
-from revisions_assets.core.log import RevisionLog
-from revisions_assets.core.logview import LogView
-from revisions_assets.core.merge import merge_plan
-from revisions_assets.core.records import Revision
-from revisions_assets.core.selection import plan_read, state_selection
-from revisions_assets.core.storage import check_relative
+from revisions_assets.core.log.records import Revision
+from revisions_assets.core.log.revision_log import RevisionLog
+from revisions_assets.core.log.view import LogView
+from revisions_assets.core.read.selection import plan_read, state_selection
+from revisions_assets.core.read.spark_merge import merge_plan
+from revisions_assets.core.storage.backends import configure_storage, open_storage
+from revisions_assets.core.storage.base import check_relative
 from revisions_assets.core.uris import describe
 
 

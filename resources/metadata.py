@@ -14,7 +14,7 @@ from typing import Any
 import dagster as dg
 from pyspark.sql.types import StructType
 
-from revisions_assets.core.records import Revision
+from revisions_assets.core.log.records import Revision
 
 from .slice import DatasetSlice
 

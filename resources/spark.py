@@ -6,11 +6,11 @@ from dagster_pyspark import LazyPySparkResource
 from pydantic import Field, PrivateAttr
 from pyspark.sql import SparkSession
 
-from revisions_assets.spark import build_spark_session
+from revisions_assets.core.spark_session import build_spark_session
 
 
 class SparkSessionResource(LazyPySparkResource):
-    """dagster-pyspark's lazy resource, built by ``revisions_assets.spark.build_spark_session``.
+    """dagster-pyspark's lazy resource, built by ``revisions_assets.build_spark_session``.
 
     So ``SPARK_REMOTE`` (Spark Connect) and ``SPARK_MASTER`` are honoured at run time,
     and a session already running in the process (a test's) is reused: one JVM.

@@ -1,8 +1,32 @@
-"""revisions-assets: incremental, revisioned datasets on Spark, as Dagster assets."""
+"""revisions-assets: incremental, revisioned datasets on Spark, as Dagster assets.
 
-from .core.dataset import ChangeSet, RevisionedDataset, TableInfo, VacuumReport
-from .core.errors import RevisionsError
-from .core.records import Revision, TableWrite, UpstreamPosition
+The names below load on first use, so ``from revisions_assets import DatasetReader``
+imports neither PySpark nor Dagster.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .core.dataset import ChangeSet, RevisionedDataset, TableInfo, VacuumReport
+    from .core.errors import RevisionsError
+    from .core.log.records import Revision, TableWrite, UpstreamPosition
+    from .core.spark_session import build_spark_session
+
+#: public name -> the module that defines it
+_EXPORTS = {
+    "ChangeSet": ".core.dataset",
+    "RevisionedDataset": ".core.dataset",
+    "TableInfo": ".core.dataset",
+    "VacuumReport": ".core.dataset",
+    "RevisionsError": ".core.errors",
+    "Revision": ".core.log.records",
+    "TableWrite": ".core.log.records",
+    "UpstreamPosition": ".core.log.records",
+    "build_spark_session": ".core.spark_session",
+}
 
 __all__ = [
     "ChangeSet",
@@ -13,4 +37,14 @@ __all__ = [
     "TableWrite",
     "UpstreamPosition",
     "VacuumReport",
+    "build_spark_session",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'revisions_assets' has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value

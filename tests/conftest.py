@@ -7,8 +7,8 @@ import os
 import pytest
 from harness.processes import TEST_JVM_OPTS
 
+from revisions_assets.core.spark_session import build_spark_session
 from revisions_assets.s3a import s3a_conf
-from revisions_assets.spark import build_spark_session
 
 # every JVM a test starts through spark-submit (the demo, the CLI, bench probes, drivers)
 os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTS)

@@ -9,12 +9,10 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 import pytest
 
-from revisions_assets.core import log as log_module
-from revisions_assets.core import records as records_module
 from revisions_assets.core.errors import CorruptLogError, RetentionError
-from revisions_assets.core.log import RevisionLog, checkpoint_table, records_of_checkpoint
-from revisions_assets.core.logview import LogView
-from revisions_assets.core.records import (
+from revisions_assets.core.log import records as records_module
+from revisions_assets.core.log import revision_log as log_module
+from revisions_assets.core.log.records import (
     CompactedRange,
     Revision,
     TableWrite,
@@ -22,18 +20,24 @@ from revisions_assets.core.records import (
     from_ranges,
     to_ranges,
 )
-from revisions_assets.core.retention import (
+from revisions_assets.core.log.revision_log import (
+    RevisionLog,
+    checkpoint_table,
+    records_of_checkpoint,
+)
+from revisions_assets.core.log.view import LogView
+from revisions_assets.core.read.retention import (
     Horizon,
     check_major_after_vacuum,
     removable,
     retention_horizon,
 )
-from revisions_assets.core.selection import (
+from revisions_assets.core.read.selection import (
     changes_by_sequence,
     plan_read,
     state_selection,
 )
-from revisions_assets.core.storage import LocalStorage
+from revisions_assets.core.storage.base import LocalStorage
 
 
 def day(d: float) -> datetime:

@@ -7,17 +7,17 @@ from datetime import datetime, timezone
 import pandas as pd
 import pytest
 
-from revisions_assets.core import log as log_module
 from revisions_assets.core.errors import CorruptLogError
-from revisions_assets.core.log import (
+from revisions_assets.core.log import revision_log as log_module
+from revisions_assets.core.log.records import Revision, TableWrite, UpstreamPosition
+from revisions_assets.core.log.revision_log import (
     DESCRIPTION,
     RevisionLog,
     checkpoint_path,
     entry_path,
     read_parquet_bytes,
 )
-from revisions_assets.core.records import Revision, TableWrite, UpstreamPosition
-from revisions_assets.core.storage import LocalStorage
+from revisions_assets.core.storage.base import LocalStorage
 
 
 def record(seq: int, name: str | None = None) -> Revision:

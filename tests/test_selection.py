@@ -11,8 +11,8 @@ from revisions_assets.core.errors import (
     UnknownRevisionError,
     UnknownTableError,
 )
-from revisions_assets.core.records import Revision, TableWrite
-from revisions_assets.core.selection import (
+from revisions_assets.core.log.records import Revision, TableWrite
+from revisions_assets.core.read.selection import (
     changes_by_sequence,
     changes_by_time,
     resolve_position,

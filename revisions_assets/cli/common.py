@@ -21,10 +21,10 @@ from pyspark.sql import SparkSession
 
 from ..core.dataset import RevisionedDataset
 from ..core.errors import DatasetNotFoundError, RevisionsError
-from ..core.log import LOG_DIR
+from ..core.log.revision_log import LOG_DIR
+from ..core.spark_session import build_spark_session
 from ..core.timeutil import to_utc
 from ..s3a import apply_s3a_conf, s3a_conf
-from ..spark import build_spark_session
 
 EXIT_INPUT = 2
 EXIT_UNEXPECTED = 3

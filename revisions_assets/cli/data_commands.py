@@ -23,14 +23,14 @@ from pyspark.sql import types as T
 
 from ..core.dataset import ChangeSet, TableInfo
 from ..core.errors import NoMajorRevisionError
-from ..core.merge import DELETED
-from ..core.selection import (
+from ..core.read.selection import (
     changes_by_sequence,
     changes_by_time,
     resolve_position,
     state_selection,
     table_history,
 )
+from ..core.read.spark_merge import DELETED
 from ..core.timeutil import from_micros, to_utc
 from .common import (
     InputError,

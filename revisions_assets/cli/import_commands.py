@@ -10,8 +10,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..core.dataset import RevisionedDataset
 from ..core.errors import DatasetNotEmptyError
-from ..core.legacy import LegacyRevision, NaiveTimestampWarning, plan_import
-from ..core.records import Revision
+from ..core.log.records import Revision
+from ..core.maintain.legacy import LegacyRevision, NaiveTimestampWarning, plan_import
 from .common import common_options, split_columns, start_spark, storage_options
 from .output import warn
 

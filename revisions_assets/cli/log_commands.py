@@ -6,9 +6,9 @@ import click
 import pandas as pd
 
 from ..core.errors import RevisionsError
-from ..core.logview import LogView
-from ..core.records import Revision
-from ..core.selection import plan_read, recorded_positions, state_selection, unconsumed
+from ..core.log.records import Revision
+from ..core.log.view import LogView
+from ..core.read.selection import plan_read, recorded_positions, state_selection, unconsumed
 from ..core.timeutil import now_utc
 from .common import common_options, json_option, limit_option, open_dataset
 from .output import Output, text

@@ -19,10 +19,11 @@ from pyspark.sql import types as T
 from rich.console import Console
 
 from ..core.dataset import RevisionedDataset
-from ..core.maintenance import DEFAULT_GRACE, DEFAULT_TARGET_FILE_BYTES, VacuumReport
-from ..core.records import Revision
+from ..core.log.records import Revision
+from ..core.maintain.compaction import DEFAULT_TARGET_FILE_BYTES
+from ..core.maintain.vacuum import DEFAULT_GRACE, VacuumReport
+from ..core.maintain.verify import verify
 from ..core.timeutil import now_utc
-from ..core.verify import verify
 from .common import (
     InputError,
     common_options,

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import numbers
 import sys
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from datetime import timedelta
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from .errors import ArgumentTypeError, InvalidArgumentError
-from .records import UpstreamPosition
 from .uris import describe
 
 
@@ -155,33 +154,3 @@ def check_options(value: Any, what: str) -> dict[str, object]:
     if names:
         raise ArgumentTypeError(f"{what} names must be strings, got {describe(names[0])}")
     return dict(value)
-
-
-def check_upstream(upstream: Any) -> tuple[UpstreamPosition, ...]:
-    """A list of ``UpstreamPosition`` with text addresses and sequence numbers."""
-    if isinstance(upstream, (str, bytes, Mapping)) or not isinstance(upstream, Sequence):
-        raise ArgumentTypeError(
-            f"upstream must be a list of UpstreamPosition, got {describe(upstream)}"
-        )
-    for position in upstream:
-        check_type(position, UpstreamPosition, "an item of upstream", "an UpstreamPosition")
-        check_text(position.dataset, "UpstreamPosition.dataset")
-        check_text(position.table, "UpstreamPosition.table")
-        check_sequence_number(position.sequence, f"the upstream position in {position.key}")
-    return tuple(upstream)
-
-
-def check_expected_positions(value: Any) -> dict[tuple[str, str], int]:
-    """``{(upstream dataset, table): sequence}`` the consumer started from."""
-    if value is None:
-        return {}
-    check_type(value, Mapping, "expected_positions", "a dict {(dataset, table): sequence}")
-    out = {}
-    for key, sequence in value.items():
-        if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(k, str) for k in key)):
-            raise ArgumentTypeError(
-                f"expected_positions keys must be (dataset, table) pairs of strings, "
-                f"got {describe(key)}"
-            )
-        out[key] = check_sequence_number(sequence, f"expected_positions[{key!r}]")
-    return out

@@ -36,11 +36,11 @@ from resources.address import TableAddress, address_of, field_versions, upstream
 from resources.keys import LOCATION_KEY, SPARK_KEY
 from resources.location import DatasetLocation
 from resources.slice import describe, keys_of, revision_partitions, version_change
-from revisions_assets.core.backends import open_storage
 from revisions_assets.core.errors import NoMajorRevisionError
-from revisions_assets.core.merge import DELETED, REVISION_COLUMNS, parse_schema
-from revisions_assets.core.records import Revision
-from revisions_assets.core.selection import ReadPlan, plan_read, state_selection
+from revisions_assets.core.log.records import Revision
+from revisions_assets.core.read.selection import ReadPlan, plan_read, state_selection
+from revisions_assets.core.read.spark_merge import DELETED, REVISION_COLUMNS, parse_schema
+from revisions_assets.core.storage.backends import open_storage
 from revisions_assets.core.timeutil import now_utc
 
 from .lag import consumer_lags, read_consumer

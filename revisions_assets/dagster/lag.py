@@ -13,7 +13,7 @@ import dagster as dg
 from resources.address import address_of, upstream_refs
 from resources.location import DatasetLocation
 from resources.slice import UpstreamSlice, upstream_slices
-from revisions_assets.core.records import Revision
+from revisions_assets.core.log.records import Revision
 
 
 @dataclass(frozen=True)

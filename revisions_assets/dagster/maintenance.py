@@ -15,7 +15,7 @@ from pydantic import Field
 from resources.address import address_of, upstream_refs
 from resources.keys import LOCATION_KEY, SPARK_KEY
 from resources.location import DatasetLocation
-from revisions_assets.core.maintenance import VacuumReport
+from revisions_assets.core.maintain.vacuum import VacuumReport
 
 
 class VacuumConfig(dg.Config):

@@ -49,7 +49,7 @@ from resources.keys import IO_MANAGER_KEY
 from resources.slice import DatasetSlice
 from resources.values import UpstreamChanges
 from revisions_assets.core.errors import RevisionsError
-from revisions_assets.core.merge import DELETED
+from revisions_assets.core.read.spark_merge import DELETED
 
 from .factory import RevisionRunConfig, asset_decorator, asset_kwargs, io_manager
 

@@ -17,8 +17,8 @@ from core.helpers import day, stage_revision, tree
 from core.legacy_layout import worked_example
 
 from revisions_assets import UpstreamPosition
-from revisions_assets.core.backends import open_storage
-from revisions_assets.core.log import RevisionLog
+from revisions_assets.core.log.revision_log import RevisionLog
+from revisions_assets.core.storage.backends import open_storage
 
 TOMB = None
 #: (name, day, major, {id: v or TOMB}) of table t

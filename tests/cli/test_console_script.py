@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from harness.processes import with_tests_on_path
 
-from revisions_assets.core.backends import open_storage
-from revisions_assets.core.log import RevisionLog
+from revisions_assets.core.log.revision_log import RevisionLog
+from revisions_assets.core.storage.backends import open_storage
 
 from .conftest import Staged
 
@@ -75,7 +75,7 @@ def test_verify_and_vacuum_run_in_the_driver(staged: Staged, tmp_path):
 NO_POOL_SCRIPT = """
 import contextlib, io, json, os, sys
 from revisions_assets.cli import cli
-from revisions_assets.core.legacy import plan_import
+from revisions_assets.core.maintain.legacy import plan_import
 features, scores, legacy = sys.argv[1:]
 threads = lambda: len(os.listdir("/proc/self/task"))
 before = threads()

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 
 from revisions_assets import RevisionedDataset, UpstreamPosition
 from revisions_assets.core.hashing import row_hash
-from revisions_assets.spark import build_spark_session
+from revisions_assets.core.spark_session import build_spark_session
 
 FEATURES = "id long, grp int, v long"
 

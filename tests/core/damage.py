@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core.log import entry_path
+from revisions_assets.core.log.revision_log import entry_path
 
 from .helpers import day, frame
 

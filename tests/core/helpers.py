@@ -14,8 +14,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import LongType, StructField, StructType
 
 from revisions_assets import Revision, TableWrite, UpstreamPosition
-from revisions_assets.core.log import RevisionLog
-from revisions_assets.core.records import canonical_json
+from revisions_assets.core.log.records import canonical_json
+from revisions_assets.core.log.revision_log import RevisionLog
 
 EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
 

@@ -18,7 +18,6 @@ import pandas as pd
 import pytest
 
 from revisions_assets import RevisionedDataset, UpstreamPosition
-from revisions_assets.core.backends import open_storage
 from revisions_assets.core.errors import (
     ArgumentTypeError,
     CorruptLogError,
@@ -36,8 +35,9 @@ from revisions_assets.core.errors import (
     StorageOptionsError,
     UnknownRevisionError,
 )
-from revisions_assets.core.layout import DESCRIPTION, LOG_DIR, entry_path
-from revisions_assets.core.verify import verify
+from revisions_assets.core.log.layout import DESCRIPTION, LOG_DIR, entry_path
+from revisions_assets.core.maintain.verify import verify
+from revisions_assets.core.storage.backends import open_storage
 
 from .damage import SCHEMA, TABLE, copy_dataset, data_files, entry, snapshot, write_entry
 from .helpers import day, frame

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core.bitemporal import EVENT, visible_spans
 from revisions_assets.core.errors import (
     ArgumentTypeError,
     DuplicateColumnError,
@@ -24,7 +23,8 @@ from revisions_assets.core.errors import (
     NaiveTimestampError,
     RetentionError,
 )
-from revisions_assets.core.log import RevisionLog
+from revisions_assets.core.log.revision_log import RevisionLog
+from revisions_assets.core.read.bitemporal import EVENT, visible_spans
 
 from .helpers import day, micros, stage_revision
 from .model import Model, as_of_join

@@ -20,7 +20,7 @@ from harness.processes import race
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import DuplicateRevisionNameError
-from revisions_assets.core.transaction import CommitTransaction
+from revisions_assets.core.write.transaction import CommitTransaction
 
 from .helpers import day, frame, input_files, top_dirs
 from .model import Model
@@ -35,7 +35,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from harness.race_points import align_appends, count_lost_races
 from revisions_assets import RevisionedDataset
-from revisions_assets.spark import build_spark_session
+from revisions_assets.core.spark_session import build_spark_session
 
 root, work, writer, commits = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 spark = build_spark_session(master="local[1]", app_name=f"writer-{writer}", conf={
@@ -64,7 +64,7 @@ import sys, time
 from pathlib import Path
 from harness.race_points import count_lost_races
 from revisions_assets import RevisionedDataset
-from revisions_assets.spark import build_spark_session
+from revisions_assets.core.spark_session import build_spark_session
 
 root, work, me = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
 target, data = int(sys.argv[4]), int(sys.argv[5])

@@ -37,8 +37,8 @@ from pathlib import Path
 from pyspark.sql import functions as F
 from harness.kill_points import stop_at, stop_here
 from revisions_assets import RevisionedDataset
-from revisions_assets.core import storage
-from revisions_assets.spark import build_spark_session
+from revisions_assets.core.storage import base as storage
+from revisions_assets.core.spark_session import build_spark_session
 
 root, marker, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
 

@@ -14,8 +14,6 @@ from pathlib import Path
 import pytest
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core import storage as storage_module
-from revisions_assets.core.backends import configure_storage, open_storage
 from revisions_assets.core.errors import (
     CorruptLogError,
     PathEscapeError,
@@ -23,13 +21,15 @@ from revisions_assets.core.errors import (
     StorageError,
     StorageOptionsError,
 )
-from revisions_assets.core.layout import CLAIM_FILE, DESCRIPTION, LAST_CHECKPOINT, LOG_MARKER
-from revisions_assets.core.log import RevisionLog, entry_path
-from revisions_assets.core.loghealth import check_log_health
-from revisions_assets.core.selection import resolve_position
-from revisions_assets.core.storage import LocalStorage, check_relative
+from revisions_assets.core.log.health import check_log_health
+from revisions_assets.core.log.layout import CLAIM_FILE, DESCRIPTION, LAST_CHECKPOINT, LOG_MARKER
+from revisions_assets.core.log.revision_log import RevisionLog, entry_path
+from revisions_assets.core.maintain.verify import KINDS, verify
+from revisions_assets.core.read.selection import resolve_position
+from revisions_assets.core.storage import base as storage_module
+from revisions_assets.core.storage.backends import configure_storage, open_storage
+from revisions_assets.core.storage.base import LocalStorage, check_relative
 from revisions_assets.core.uris import redact
-from revisions_assets.core.verify import KINDS, verify
 
 from .damage import TABLE, copy_dataset, snapshot
 

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core.backends import open_storage
 from revisions_assets.core.errors import NoMajorRevisionError
-from revisions_assets.core.log import RevisionLog
+from revisions_assets.core.log.revision_log import RevisionLog
+from revisions_assets.core.storage.backends import open_storage
 
 from .helpers import EPOCH, day, stage_revision
 from .model import Model, ModelNoMajorError, scd2_history

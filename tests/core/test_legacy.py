@@ -17,7 +17,7 @@ from revisions_assets.core.errors import (
     LegacyLayoutError,
     NoMajorRevisionError,
 )
-from revisions_assets.core.legacy import NaiveTimestampWarning
+from revisions_assets.core.maintain.legacy import NaiveTimestampWarning
 
 from .helpers import by_id, tree
 from .legacy_layout import worked_example, write_legacy

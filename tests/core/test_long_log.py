@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core.backends import open_storage
-from revisions_assets.core.log import RevisionLog
+from revisions_assets.core.log.revision_log import RevisionLog
+from revisions_assets.core.storage.backends import open_storage
 
 from .helpers import STAGED_SCHEMA, day, frame, input_files, stage_revision, top_dirs
 from .model import Model

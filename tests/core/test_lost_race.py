@@ -17,15 +17,15 @@ from collections.abc import Callable
 import pytest
 
 from revisions_assets import RevisionedDataset, UpstreamPosition
-from revisions_assets.core import transaction
 from revisions_assets.core.errors import (
     CommitConflictError,
     ConsumerPositionConflictError,
     DuplicateRevisionNameError,
 )
-from revisions_assets.core.layout import LOG_DIR
-from revisions_assets.core.log import RevisionLog
-from revisions_assets.core.storage import LocalStorage
+from revisions_assets.core.log.layout import LOG_DIR
+from revisions_assets.core.log.revision_log import RevisionLog
+from revisions_assets.core.storage.base import LocalStorage
+from revisions_assets.core.write import transaction
 
 from .helpers import by_id, day, frame, tree
 

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core import merge
-from revisions_assets.core.merge import choose_strategy
+from revisions_assets.core.read import spark_merge as merge
+from revisions_assets.core.read.spark_merge import choose_strategy
 
 from .model import Model
 

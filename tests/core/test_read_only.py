@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core.backends import open_storage
 from revisions_assets.core.errors import ReadOnlyDatasetError
-from revisions_assets.core.log import RevisionLog
+from revisions_assets.core.log.revision_log import RevisionLog
+from revisions_assets.core.storage.backends import open_storage
 
 from .helpers import day, frame, stage_revision, tree
 

@@ -13,11 +13,13 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from revisions_assets import RevisionedDataset, UpstreamPosition
-from revisions_assets.core import dataset as dataset_module
-from revisions_assets.core import transaction
 from revisions_assets.core.errors import CarriedStateError, InvalidArgumentError, InvalidNameError
 from revisions_assets.core.hashing import ROW_HASH, row_hash, value_columns
+from revisions_assets.core.read import spark_reads
+from revisions_assets.core.read.spark_reads import SparkReads
 from revisions_assets.core.sqltext import quoted
+from revisions_assets.core.write import transaction
+from revisions_assets.core.write.commit import CommitPlanner
 
 from .helpers import by_id, day, frame
 from .model import Model, ModelNoMajorError, unchanged_skipped, value_changes
@@ -161,7 +163,7 @@ def test_change_reads_report_real_changes(spark, root, monkeypatch, window_max):
     """Both plans of the hash join: the state before narrowed to a small window's ids (a
     broadcast), and the plain join a window above BROADCAST_MAX_ROWS rows gets."""
     if window_max is not None:
-        monkeypatch.setattr(dataset_module, "BROADCAST_MAX_ROWS", window_max)
+        monkeypatch.setattr(spark_reads, "BROADCAST_MAX_ROWS", window_max)
     ds = RevisionedDataset(root, spark, id_columns=["id"])
     ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 2, "b"), (3, 3, "c")], SCHEMA)}, day(0), True)
     ds.commit({"t": frame(spark, [(1, 9, "a"), (2, 2, "b")], SCHEMA)}, day(1), False)  # 2 same
@@ -186,13 +188,13 @@ def test_an_in_order_skip_minor_needs_no_hash_join_a_backfill_does(spark, root, 
     commit compared every row with the state before it): no join. A backfill was compared
     with the state as of its own time, not with the later rows that shadow it: joined."""
     joins = []
-    hashes_before = RevisionedDataset._hashes_before
+    hashes_before = SparkReads.hashes_before
 
     def counted(self, *args, **kwargs):
         joins.append(args)
         return hashes_before(self, *args, **kwargs)
 
-    monkeypatch.setattr(RevisionedDataset, "_hashes_before", counted)
+    monkeypatch.setattr(SparkReads, "hashes_before", counted)
     ds = RevisionedDataset(root, spark, id_columns=["id"], skip_unchanged=True)
     ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 1, "b")], SCHEMA)}, day(0), True)
     ds.commit({"t": frame(spark, [(1, 2, "a")], SCHEMA)}, day(5), False)
@@ -218,15 +220,15 @@ def test_a_skip_minor_that_lost_a_race_is_compared_again(spark, root, monkeypatc
     ds = RevisionedDataset(root, spark, id_columns=["id"], skip_unchanged=True)
     ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 1, "b")], SCHEMA)}, day(0), True)
     rival = RevisionedDataset(root, spark, id_columns=["id"])
-    replaced_hashes = RevisionedDataset._replaced_hashes
+    replaced_hashes = CommitPlanner.replaced_hashes
 
     def then_a_rival_commits(self, *args, **kwargs):
         hashes = replaced_hashes(self, *args, **kwargs)
-        if self is ds:
+        if self is ds._planner:
             rival.commit({"t": frame(spark, [(1, 2, "a")], SCHEMA)}, day(1), False)
         return hashes
 
-    monkeypatch.setattr(RevisionedDataset, "_replaced_hashes", then_a_rival_commits)
+    monkeypatch.setattr(CommitPlanner, "replaced_hashes", then_a_rival_commits)
     record = ds.commit({"t": frame(spark, [(1, 2, "a"), (2, 3, "b")], SCHEMA)}, day(2), False)
     assert (record.sequence, record.tables["t"].compared_with, record.tables["t"].rows) == (3, 1, 2)
     assert by_id(ds.changes("t", since_sequence=2, only_changed=True).df, "v") == {2: (3,)}

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core import transaction
 from revisions_assets.core.errors import (
     DuplicateIdError,
     DuplicateRevisionNameError,
@@ -23,6 +22,7 @@ from revisions_assets.core.errors import (
     SchemaMismatchError,
     UnknownTableError,
 )
+from revisions_assets.core.write import transaction
 
 from .helpers import day, frame, input_files, top_dirs, tree
 

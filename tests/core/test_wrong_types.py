@@ -24,14 +24,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core import backends
-from revisions_assets.core.backends import configure_storage, open_storage
 from revisions_assets.core.errors import CorruptLogError, RevisionsError
-from revisions_assets.core.loghealth import parse_entry
+from revisions_assets.core.log.health import parse_entry
+from revisions_assets.core.maintain.verify import verify
+from revisions_assets.core.spark_session import build_spark_session
+from revisions_assets.core.storage import backends
+from revisions_assets.core.storage.backends import configure_storage, open_storage
 from revisions_assets.core.timeutil import to_utc
-from revisions_assets.core.verify import verify
 from revisions_assets.s3a import s3a_conf
-from revisions_assets.spark import build_spark_session
 
 from .damage import TABLE, copy_dataset
 from .helpers import day, frame

@@ -10,11 +10,11 @@ import dagster as dg
 import pytest
 from revisions_pipeline import P1, P2, P3, Versions
 
-from revisions_assets.core import transaction
 from revisions_assets.core.errors import ConsumerPositionConflictError
-from revisions_assets.core.layout import LOG_DIR
-from revisions_assets.core.log import RevisionLog
-from revisions_assets.core.storage import LocalStorage
+from revisions_assets.core.log.layout import LOG_DIR
+from revisions_assets.core.log.revision_log import RevisionLog
+from revisions_assets.core.storage.base import LocalStorage
+from revisions_assets.core.write import transaction
 
 pytestmark = pytest.mark.dagster
 

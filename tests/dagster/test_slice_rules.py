@@ -22,7 +22,7 @@ from resources.slice import (
     revision_partitions,
     upstream_slice,
 )
-from revisions_assets.core.records import Revision, TableWrite, UpstreamPosition
+from revisions_assets.core.log.records import Revision, TableWrite, UpstreamPosition
 
 DAILY = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-02-01")
 FEATURES = UpstreamRef("features", "features", "main", "features", ("entity",), "main")

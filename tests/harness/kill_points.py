@@ -39,8 +39,8 @@ def local_victim() -> tuple[Any, Any, Callable[[str, Callable[..., bool]], None]
     import sys
 
     from revisions_assets import RevisionedDataset
-    from revisions_assets.core.storage import LocalStorage
-    from revisions_assets.spark import build_spark_session
+    from revisions_assets.core.spark_session import build_spark_session
+    from revisions_assets.core.storage.base import LocalStorage
 
     root, marker, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
 

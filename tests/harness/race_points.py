@@ -3,7 +3,7 @@
 Imported by the processes the race tests start (on tests/ through ``PYTHONPATH``).
 
 ``count_lost_races()`` counts the engine's own record of each lost race (one INFO record
-of ``revisions_assets.core.transaction`` per put-if-absent that found the sequence taken),
+of ``revisions_assets.core.write.transaction`` per put-if-absent that found the sequence taken),
 so a test can insist that the writers really contended, through ``RevisionedDataset.commit``.
 
 ``align_appends(work, writer, writers)`` makes every commit of this writer wait, after its
@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from revisions_assets.core import transaction
-from revisions_assets.core.transaction import CommitTransaction
+from revisions_assets.core.write import transaction
+from revisions_assets.core.write.transaction import CommitTransaction
 
 LOST_RACE = "lost the race"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from revisions_assets.core.spark_session import build_spark_session
 from revisions_assets.s3a import s3a_conf
-from revisions_assets.spark import build_spark_session
 
 
 def writer_spark(endpoint: str, app_name: str) -> SparkSession:

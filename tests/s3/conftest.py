@@ -19,8 +19,8 @@ import boto3
 import pytest
 from pyspark.sql import SparkSession
 
+from revisions_assets.core.spark_session import build_spark_session
 from revisions_assets.s3a import apply_s3a_conf, s3a_conf
-from revisions_assets.spark import build_spark_session
 
 BUCKET = "revisions-tests"
 REGION = "us-east-1"

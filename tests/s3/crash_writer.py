@@ -18,7 +18,7 @@ from harness.kill_points import stop_at
 from harness.s3_writer_spark import writer_spark
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core.s3 import S3Storage
+from revisions_assets.core.storage.s3 import S3Storage
 
 CRASHED = "crashed"
 

@@ -22,10 +22,10 @@ import pytest
 from test_log import record
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core.backends import open_storage
 from revisions_assets.core.errors import StorageError
-from revisions_assets.core.log import RevisionLog
-from revisions_assets.core.s3 import S3Storage
+from revisions_assets.core.log.revision_log import RevisionLog
+from revisions_assets.core.storage.backends import open_storage
+from revisions_assets.core.storage.s3 import S3Storage
 from revisions_assets.s3a import s3a_conf
 
 from .conftest import free_port

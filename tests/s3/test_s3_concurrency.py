@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 from harness.processes import race
 
-from revisions_assets.core.log import DESCRIPTION, RevisionLog
-from revisions_assets.core.s3 import S3Storage
+from revisions_assets.core.log.revision_log import DESCRIPTION, RevisionLog
+from revisions_assets.core.storage.s3 import S3Storage
 
 pytestmark = [pytest.mark.s3, pytest.mark.slow]
 

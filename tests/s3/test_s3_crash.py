@@ -18,7 +18,7 @@ from core.helpers import day, frame
 from harness.processes import kill_at_markers, start_victim
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core.log import DESCRIPTION
+from revisions_assets.core.log.revision_log import DESCRIPTION
 
 from .crash_writer import CRASHED
 

@@ -6,8 +6,8 @@ import pytest
 from dagster_aws.s3 import S3Resource
 
 from resources import DatasetLocation
-from revisions_assets.core.backends import open_storage
-from revisions_assets.core.log import RevisionLog
+from revisions_assets.core.log.revision_log import RevisionLog
+from revisions_assets.core.storage.backends import open_storage
 
 from .conftest import BUCKET
 

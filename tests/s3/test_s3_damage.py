@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from test_log import record
 
-from revisions_assets.core.backends import open_storage
 from revisions_assets.core.errors import CorruptLogError, PathEscapeError
-from revisions_assets.core.layout import DESCRIPTION, LOG_DIR, entry_name
-from revisions_assets.core.log import RevisionLog, entry_path
-from revisions_assets.core.verify import verify
+from revisions_assets.core.log.layout import DESCRIPTION, LOG_DIR, entry_name
+from revisions_assets.core.log.revision_log import RevisionLog, entry_path
+from revisions_assets.core.maintain.verify import verify
+from revisions_assets.core.storage.backends import open_storage
 
 
 @pytest.fixture

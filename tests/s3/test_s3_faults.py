@@ -16,8 +16,8 @@ from test_log import record
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import StorageError
-from revisions_assets.core.log import LOG_DIR, RevisionLog, entry_path
-from revisions_assets.core.s3 import S3Storage
+from revisions_assets.core.log.revision_log import LOG_DIR, RevisionLog, entry_path
+from revisions_assets.core.storage.s3 import S3Storage
 
 from .faults import FaultPlan, conditional
 

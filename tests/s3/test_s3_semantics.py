@@ -25,7 +25,7 @@ from core.test_worked_example import (  # noqa: F401
 )
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core.backends import open_storage
+from revisions_assets.core.storage.backends import open_storage
 
 pytestmark = pytest.mark.s3
 

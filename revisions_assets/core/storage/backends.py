@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 from urllib.parse import urlparse
 
-from .arguments import check_type
-from .errors import StorageError, StorageOptionsError
-from .storage import LocalStorage, Storage
-from .uris import describe, redact, refuse_credentials
+from ..arguments import check_type
+from ..errors import StorageError, StorageOptionsError
+from ..uris import describe, redact, refuse_credentials
+from .base import LocalStorage, Storage
 
 _CONFIGURED: dict[str, dict[str, object]] = {}
 

@@ -24,7 +24,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .errors import CorruptLogError, LegacyLayoutError, PathEscapeError
+from ..errors import CorruptLogError, LegacyLayoutError, PathEscapeError
+from ..storage.base import Storage, check_relative
 from .layout import (
     CLAIM_FILE,
     DESCRIPTION,
@@ -35,7 +36,6 @@ from .layout import (
     entry_sequence,
 )
 from .records import KINDS, PURGE, Revision
-from .storage import Storage, check_relative
 
 REPAIR_HINT = (
     "nothing is written to this dataset until the log is repaired: run ds.verify() "

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from .errors import InvalidArgumentError, PathEscapeError, StorageError
+from ..errors import InvalidArgumentError, PathEscapeError, StorageError
 
 
 @dataclass(frozen=True)

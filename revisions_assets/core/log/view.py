@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
-from .errors import CorruptLogError, UnknownTableError
+from ..errors import CorruptLogError, UnknownTableError
 from .records import (
     COMPACTION,
     DATA_KINDS,

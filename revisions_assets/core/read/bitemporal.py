@@ -17,7 +17,7 @@ and no known major ordered after it is. Hence
 it carries, so ``end`` is over the majors that do not carry it.
 
 The Spark plan reads the rows of the revisions with a non-empty span once (the one-scan
-reader of ``core/merge.py``). Per event the row of the latest revision by (timestamp,
+reader of ``core/read/spark_merge.py``). Per event the row of the latest revision by (timestamp,
 sequence) whose span holds the event's time wins. A later revision's span never ends
 before an earlier one's (fewer majors come after it), so the times at which a row wins are
 its span cut at the start of the entity's next later row: one window over the rows makes
@@ -40,21 +40,21 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, TimestampType
 
-from .arguments import check_text, check_type
-from .errors import (
+from ..arguments import check_text, check_type
+from ..errors import (
     ArgumentTypeError,
     DuplicateColumnError,
     IdColumnsError,
     InvalidArgumentError,
     RetentionError,
 )
-from .logview import LogView
-from .merge import DELETED, ORDER, read_revisions, revision_value, table_schema
-from .records import Revision
+from ..log.records import Revision
+from ..log.view import LogView
+from ..storage.base import Storage
+from ..timeutil import TimeLike, to_micros, to_utc
+from ..uris import describe
 from .selection import carried_by, carried_pieces, retention_message
-from .storage import Storage
-from .timeutil import TimeLike, to_micros, to_utc
-from .uris import describe
+from .spark_merge import DELETED, ORDER, read_revisions, revision_value, table_schema
 
 #: ``known_at="event"``: what was known at each event's own time
 EVENT = "event"

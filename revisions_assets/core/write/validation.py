@@ -22,18 +22,18 @@ from pyspark.sql.types import (
     VarcharType,
 )
 
-from .arguments import check_type
-from .errors import (
+from ..arguments import check_type
+from ..errors import (
     ArgumentTypeError,
     DuplicateColumnError,
     IdColumnsError,
     InvalidNameError,
     SchemaMismatchError,
 )
-from .hashing import ROW_HASH
-from .merge import DELETED, REVISION_COLUMNS
-from .selection import HEAD_PATTERN
-from .uris import describe, redact
+from ..hashing import ROW_HASH
+from ..read.selection import HEAD_PATTERN
+from ..read.spark_merge import DELETED, REVISION_COLUMNS
+from ..uris import describe, redact
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 RESERVED_NAMES = {"description.parquet", "_log"}

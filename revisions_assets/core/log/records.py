@@ -3,7 +3,7 @@
 Every entry has a ``kind``. Data revisions (``major``, ``minor``) are what reads, change
 reads, ``HEAD~n`` and consumers see. Maintenance entries (``compaction``, ``vacuum``;
 later ``purge``) take a sequence like any entry but never change what a read returns:
-``core/logview.py`` applies them in one place.
+``core/log/view.py`` applies them in one place.
 
 Records loaded from a checkpoint are materialized lazily: their small fields come from
 the checkpoint's columns, and their per-table details (files, schemas, counts), producer
@@ -20,7 +20,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
-from .timeutil import from_micros, to_micros
+from ..timeutil import from_micros, to_micros
 
 #: 1: data revisions only (``kind`` derived from ``is_major``); 2: entries carry ``kind``
 LOG_FORMAT = 2
@@ -382,7 +382,7 @@ class Revision:
     @classmethod
     def from_checkpoint_row(cls, row: Sequence[Any], record: str) -> Revision:
         """A data revision from a checkpoint row (the values of ``CHECKPOINT_COLUMNS`` of
-        ``core/log.py``, in that order); its details are parsed on first use.
+        ``core/log/revision_log.py``, in that order); its details are parsed on first use.
 
         Built without ``__init__`` (its values come from our own checkpoint, already
         typed): opening a long log creates thousands of these.

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
-from .core.arguments import check_text, check_type
+from .arguments import check_text, check_type
 
 #: settings that suit small and medium revisions; every one can be overridden
 DEFAULT_CONF: dict[str, str] = {

@@ -34,8 +34,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .backends import open_storage
-from .errors import (
+from ..errors import (
     CorruptLogError,
     DatasetNotEmptyError,
     DatasetNotFoundError,
@@ -44,10 +43,11 @@ from .errors import (
     NaiveTimestampError,
     NoMajorRevisionError,
 )
-from .log import DESCRIPTION, LOG_DIR, read_parquet_bytes, table_frame
-from .records import Revision
-from .storage import FileInfo, Storage
-from .validation import check_name
+from ..log.records import Revision
+from ..log.revision_log import DESCRIPTION, LOG_DIR, read_parquet_bytes, table_frame
+from ..storage.backends import open_storage
+from ..storage.base import FileInfo, Storage
+from ..write.validation import check_name
 
 DESCRIPTION_COLUMNS = ("name", "timestamp", "is_major", "version")
 #: Parquet footers are read from the end of a file: its tail, then more if the footer is longer

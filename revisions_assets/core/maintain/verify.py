@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .backends import open_storage
-from .errors import CorruptLogError, PathEscapeError, StorageError
-from .layout import (
+from ..errors import CorruptLogError, PathEscapeError, StorageError
+from ..log.health import lost_log_evidence, parse_entry
+from ..log.layout import (
     DESCRIPTION,
     LAST_CHECKPOINT,
     LOG_DIR,
@@ -38,10 +38,10 @@ from .layout import (
     entry_sequence,
     is_temp_name,
 )
-from .loghealth import lost_log_evidence, parse_entry
-from .logview import LogView
-from .records import Revision
-from .storage import Storage
+from ..log.records import Revision
+from ..log.view import LogView
+from ..storage.backends import open_storage
+from ..storage.base import Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -317,7 +317,7 @@ def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[
     one Spark job per table over all its revisions not removed by a vacuum."""
     from pyspark.sql import functions as F
 
-    from .merge import DELETED, ORDER, read_revisions
+    from ..read.spark_merge import DELETED, ORDER, read_revisions
 
     findings = []
     for table in view.tables():

@@ -37,10 +37,10 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from .merge import DELETED, ORDER, read_revisions, revision_value, table_schema
-from .records import Revision
+from ..log.records import Revision
+from ..storage.base import Storage
 from .selection import LiveSpan
-from .storage import Storage
+from .spark_merge import DELETED, ORDER, read_revisions, revision_value, table_schema
 
 VALID_FROM = "valid_from"
 VALID_TO = "valid_to"

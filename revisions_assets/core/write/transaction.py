@@ -31,7 +31,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from .errors import (
+from ..errors import (
     CommitConflictError,
     DuplicateIdError,
     DuplicateRevisionNameError,
@@ -41,18 +41,18 @@ from .errors import (
     SchemaMismatchError,
     UnknownTableError,
 )
-from .hashing import ROW_HASH, row_hash, value_columns
-from .layout import CLAIM_FILE
-from .log import RevisionLog
-from .loghealth import mark_dataset
-from .logview import LogView
-from .merge import BROADCAST_MAX_ROWS, DELETED, state_schemas
-from .records import Revision, TableWrite, UpstreamPosition, canonical_json
-from .retention import check_major_after_vacuum
-from .selection import check_carried, check_positions, moves_positions
-from .spark_errors import spark_storage_errors
-from .storage import Storage
-from .timeutil import now_utc
+from ..hashing import ROW_HASH, row_hash, value_columns
+from ..log.health import mark_dataset
+from ..log.layout import CLAIM_FILE
+from ..log.records import Revision, TableWrite, UpstreamPosition, canonical_json
+from ..log.revision_log import RevisionLog
+from ..log.view import LogView
+from ..read.retention import check_major_after_vacuum
+from ..read.selection import check_carried, check_positions, moves_positions
+from ..read.spark_merge import BROADCAST_MAX_ROWS, DELETED, state_schemas
+from ..spark_errors import spark_storage_errors
+from ..storage.base import Storage
+from ..timeutil import now_utc
 from .validation import check_compatible
 
 log = logging.getLogger(__name__)

@@ -26,14 +26,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructField, StructType
 
-from .errors import CommitConflictError, IdColumnsError
-from .log import RevisionLog
-from .logview import LogView
-from .merge import DELETED, file_key, parse_schema, spark_file_key
-from .records import PURGE, PurgedWrite, PurgeMark, Revision, TableWrite
-from .storage import Storage
-from .timeutil import now_utc
-from .transaction import append_entry, upkeep, write_observed
+from ..errors import CommitConflictError, IdColumnsError
+from ..log.records import PURGE, PurgedWrite, PurgeMark, Revision, TableWrite
+from ..log.revision_log import RevisionLog
+from ..log.view import LogView
+from ..read.spark_merge import DELETED, file_key, parse_schema, spark_file_key
+from ..storage.base import Storage
+from ..timeutil import now_utc
+from ..write.transaction import append_entry, upkeep, write_observed
 
 log = logging.getLogger(__name__)
 

@@ -37,9 +37,9 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from .errors import StorageError, StorageOptionsError
-from .storage import FileInfo, Storage, check_relative
-from .uris import redact, refuse_credentials
+from ..errors import StorageError, StorageOptionsError
+from ..uris import redact, refuse_credentials
+from .base import FileInfo, Storage, check_relative
 
 T = TypeVar("T")
 

@@ -33,9 +33,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from .errors import RetentionError
-from .logview import Compaction, LogView
-from .records import Revision
+from ..errors import RetentionError
+from ..log.records import Revision
+from ..log.view import Compaction, LogView
 from .selection import carried_by
 
 

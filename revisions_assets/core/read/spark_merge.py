@@ -44,13 +44,14 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from .hashing import ROW_HASH
-from .logview import LogView
-from .records import Revision, TableWrite
+from ..errors import NoMajorRevisionError
+from ..hashing import ROW_HASH
+from ..log.records import Revision, TableWrite
+from ..log.view import LogView
+from ..sqltext import quoted, sql_literal
+from ..storage.base import Storage
+from ..timeutil import to_micros
 from .selection import ReadPlan, best_compaction, head_state
-from .sqltext import quoted, sql_literal
-from .storage import Storage
-from .timeutil import to_micros
 
 DELETED = "_deleted"
 REVISION_COLUMNS = ("_revision", "_revision_timestamp", "_revision_sequence")
@@ -110,6 +111,15 @@ def _state_schemas(view: LogView, table: str) -> tuple[StructType, StructType]:
     direct = tuple(r for r in selection.merge if base is None or not base.contains(r))
     plan = ReadPlan(table, selection.merge, base, direct)
     return table_schema((selection.major,), table), plan_schema(plan)
+
+
+def current_schema(view: LogView, table: str) -> StructType:
+    """The schema a read of ``table`` at the head returns (its latest major plus the columns
+    later revisions added); a table with no major yet: the schema its revisions wrote."""
+    try:
+        return state_schemas(view, table)[1]
+    except NoMajorRevisionError:
+        return table_schema(view.history(table), table)
 
 
 #: the system columns of data files: ``_row_hash`` reads as null in files written before it

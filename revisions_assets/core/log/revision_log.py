@@ -36,13 +36,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .errors import InvalidArgumentError
+from ..errors import InvalidArgumentError
+from ..storage.base import Storage
+from ..timeutil import to_micros
+from .health import check_log_health, parse_entry
 from .layout import DESCRIPTION, LAST_CHECKPOINT, LOG_DIR, checkpoint_path, entry_path
-from .loghealth import check_log_health, parse_entry
-from .logview import LogView
 from .records import DATA_KINDS, Revision, upstream_doc
-from .storage import Storage
-from .timeutil import to_micros
+from .view import LogView
 
 CHECKPOINT_INTERVAL = 100
 __all__ = [

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
-from .errors import (
+from ..errors import (
     ArgumentTypeError,
     CarriedStateError,
     CommitConflictError,
@@ -30,9 +30,9 @@ from .errors import (
     UnknownRevisionError,
     UnknownTableError,
 )
-from .logview import Compaction, LogView
-from .records import Revision, UpstreamPosition
-from .uris import describe, redact
+from ..log.records import Revision, UpstreamPosition
+from ..log.view import Compaction, LogView
+from ..uris import describe, redact
 
 Position = int | str | None
 HEAD_PATTERN = re.compile(r"^HEAD(?:~(\d+))?$")

@@ -1,0 +1,208 @@
+"""Compaction (SPEC §8): the state of a table's default read, written as one log entry.
+
+``Compactor`` writes, per table, the state of the default read at the head (tombstones
+kept, every row tagged with the sequence of the revision that wrote it) into a few files,
+and commits a ``compaction`` entry recording which revisions it holds. Reads that contain
+all of those revisions use it as their base (``read.selection.plan_read``). This module
+only runs Spark jobs and commits; what a compaction may serve is decided by the pure rules
+of ``read.selection``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+from ..errors import CommitConflictError
+from ..log.records import (
+    COMPACTION,
+    CompactedRange,
+    Revision,
+    TableWrite,
+    canonical_json,
+)
+from ..log.revision_log import RevisionLog
+from ..log.view import LogView
+from ..read.selection import ReadPlan, Selection, head_state, plan_read
+from ..read.spark_merge import MergeStrategy, merge_kind, merge_plan, plan_schema
+from ..storage.base import Storage
+from ..timeutil import now_utc
+from ..write.transaction import append_entry, claim_folder, upkeep, write_observed
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TARGET_FILE_BYTES = 128 * 2**20
+#: what an interrupted write leaves: claims and temporary files of create/replace
+
+
+@dataclass(frozen=True)
+class _TableJob:
+    table: str
+    selection: Selection
+    plan: ReadPlan
+
+
+class Compactor:
+    """One compaction: the state of every table past its base, in one new revision folder."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        revision_log: RevisionLog,
+        spark: SparkSession,
+        strategy: MergeStrategy = "auto",
+    ):
+        self.storage = storage
+        self.log = revision_log
+        self.spark = spark
+        self.strategy = strategy
+
+    def run(
+        self, tables: Sequence[str] | None, target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES
+    ) -> Revision | None:
+        """Compact ``tables`` (None: every table); None when none has anything on its base."""
+        self.log.refresh()
+        view = self.log.view()
+        jobs = []
+        for table in tables if tables is not None else view.tables():
+            selection = head_state(view, table)
+            plan = plan_read(view, selection, f"{self.storage.uri}: compaction of {table!r}")
+            if plan.on_base:
+                jobs.append(_TableJob(table, selection, plan))
+        if not jobs:
+            return None
+        name = f"compaction-{uuid.uuid4().hex}"
+        claim_folder(self.storage, name)
+        try:
+            writes = {job.table: self._write(name, job, target_file_bytes) for job in jobs}
+            record = append_entry(
+                self.log, lambda v: self._entry(v, name, jobs, writes), f"compaction {name!r}"
+            )
+        except BaseException as exc:
+            self.storage.delete_tree(name)
+            self._explain_vanished_inputs(jobs, exc)
+            raise
+        if record is None:  # another compactor committed the same states meanwhile
+            self.storage.delete_tree(name)
+            return None
+        for table in set(writes) - set(record.tables):
+            self.storage.delete_tree(f"{name}/{table}")
+        upkeep(self.log, record)
+        log.info(
+            "%s: compaction %s (sequence %d) of %s",
+            self.storage.uri,
+            name,
+            record.sequence,
+            ", ".join(f"{t}: {r.revisions} revisions" for t, r in record.replaces.items()),
+        )
+        return record
+
+    def _write(self, name: str, job: _TableJob, target_file_bytes: int) -> TableWrite:
+        plan, table = job.plan, job.table
+        df = merge_plan(
+            self.spark,
+            self.storage,
+            plan,
+            keep_deleted=True,
+            with_sequence=True,
+            with_hash=True,
+            strategy=self.strategy,
+        )
+        inputs = [plan.base.write] if plan.base is not None else []
+        inputs += [r.tables[table] for r in plan.direct]
+        in_bytes, in_rows = sum(w.bytes for w in inputs), sum(w.rows for w in inputs)
+        files = max(1, math.ceil(in_bytes / max(target_file_bytes, 1)))
+        if merge_kind(plan, self.strategy) == "window":
+            df = df.coalesce(files)  # after the shuffle: as many files as the size needs
+        prefix = f"{name}/{table}"
+        stats = write_observed(
+            df,
+            self.storage.spark_uri(prefix),
+            max_records_per_file=max(1, math.ceil(in_rows / files)),
+        )
+        written = [
+            f
+            for f in self.storage.list_files(prefix)
+            if f.path.endswith(".parquet") and not f.path.rsplit("/", 1)[-1].startswith(("_", "."))
+        ]
+        newest = max(plan.merge, key=lambda r: r.sequence)
+        return TableWrite(
+            id_columns=_base_ids(plan),
+            schema_json=canonical_json(plan_schema(plan).jsonValue()),
+            version=newest.tables[table].version,
+            rows=stats["rows"],
+            tombstones=stats["tombstones"],
+            files=tuple(f.path for f in written),
+            bytes=sum(f.size for f in written),
+        )
+
+    def _entry(
+        self,
+        view: LogView,
+        name: str,
+        jobs: Sequence[_TableJob],
+        writes: Mapping[str, TableWrite],
+    ) -> Revision | None:
+        """The compaction entry at the current head, without the tables whose state another
+        compaction committed meanwhile. A compaction describes a fixed set of revisions:
+        later commits can make it unused, never wrong, so no other re-validation."""
+        covers = {}
+        for job in jobs:
+            merge = job.selection.merge
+            covered = CompactedRange(
+                major=job.selection.major.sequence,
+                through=max(r.sequence for r in merge),
+                revisions=len(merge),
+                timestamp=max(r.timestamp for r in merge),
+            )
+            if not any(c.covers == covered for c in view.compactions(job.table)):
+                covers[job.table] = covered
+        if not covers:
+            return None
+        versions = {writes[t].version for t in covers}
+        return Revision(
+            name=name,
+            timestamp=max(c.timestamp for c in covers.values()),
+            is_major=False,
+            sequence=view.head + 1,
+            committed_at=now_utc(),
+            tables={t: writes[t] for t in covers},
+            version=versions.pop() if len(versions) == 1 else None,
+            data_change=False,
+            kind=COMPACTION,
+            replaces=covers,
+        )
+
+    def _explain_vanished_inputs(self, jobs: Sequence[_TableJob], exc: BaseException) -> None:
+        """A failed compaction whose inputs a concurrent vacuum removed gives up cleanly."""
+        if not isinstance(exc, Exception) or isinstance(exc, CommitConflictError):
+            return
+        try:
+            self.log.refresh()
+        except Exception:  # the original failure is the one to report
+            return
+        view = self.log.view()
+        for job in jobs:
+            inputs = [r.sequence for r in job.plan.direct]
+            if job.plan.base is not None:
+                inputs.append(job.plan.base.sequence)
+            gone = [s for s in inputs if view.is_removed(s)]
+            if gone:
+                raise CommitConflictError(
+                    f"{self.storage.uri}: compaction of table {job.table!r} gave up: a "
+                    f"concurrent vacuum removed the files of sequence(s) {gone} it was "
+                    "reading; nothing was committed"
+                ) from exc
+
+
+def _base_ids(plan: ReadPlan) -> tuple[str, ...]:
+    base = plan.base.write if plan.base is not None else plan.direct[0].tables[plan.table]
+    return base.id_columns
+
+
+__all__ = ["DEFAULT_TARGET_FILE_BYTES", "Compactor"]
