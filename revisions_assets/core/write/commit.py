@@ -77,52 +77,7 @@ class CommitPlanner:
         carry: bool,
         skip: bool,
     ) -> CommitRequest:
-        """The checked request of one commit (every argument checked against the log)."""
-        request = self._prepare(
-            tables,
-            timestamp,
-            is_major,
-            version,
-            name,
-            producer,
-            upstream,
-            expected_positions,
-            properties,
-        )
-        unknown = sorted(set(field_versions or {}) - set(tables))
-        if unknown:
-            raise InvalidArgumentError(
-                f"field_versions names table(s) {unknown}, which this commit does not write "
-                f"(tables: {sorted(tables)})"
-            )
-        for staged in request.staged:
-            staged.field_versions = _field_versions(staged, field_versions)
-        if check_bool(carry, "carry") and not request.is_major:
-            raise InvalidArgumentError(
-                "carry=True is for majors (is_major=True): a minor keeps the state anyway"
-            )
-        if request.is_major and (carry or skip):
-            for staged in request.staged:
-                self.carry(staged, request.timestamp, tables[staged.table], carry, skip)
-        elif skip:
-            for staged in request.staged:
-                staged.replaced = self.replaced_hashes(staged.table, request.timestamp)
-                staged.compared_with = self._log.head
-        return request
-
-    def _prepare(
-        self,
-        tables,
-        timestamp,
-        is_major,
-        version,
-        name,
-        producer,
-        upstream,
-        expected_positions,
-        properties,
-    ) -> CommitRequest:
-        """The API boundary of a commit: every argument checked against the log's state."""
+        """The checked request of one commit: every argument checked against the log's state."""
         for table in tables:
             check_name(table, "table")
         check_version(version, tables)
@@ -151,6 +106,25 @@ class CommitPlanner:
                 complete_for_tombstones(view, staged)
             request.staged.append(staged)
         check_against_log(view, request, self._log.storage.uri)
+        unknown = sorted(set(field_versions or {}) - set(tables))
+        if unknown:
+            raise InvalidArgumentError(
+                f"field_versions names table(s) {unknown}, which this commit does not write "
+                f"(tables: {sorted(tables)})"
+            )
+        for staged in request.staged:
+            staged.field_versions = _field_versions(staged, field_versions)
+        if check_bool(carry, "carry") and not request.is_major:
+            raise InvalidArgumentError(
+                "carry=True is for majors (is_major=True): a minor keeps the state anyway"
+            )
+        if request.is_major and (carry or skip):
+            for staged in request.staged:
+                self.carry(staged, request.timestamp, tables[staged.table], carry, skip)
+        elif skip:
+            for staged in request.staged:
+                staged.replaced = self.replaced_hashes(staged.table, request.timestamp)
+                staged.compared_with = self._log.head
         return request
 
     def carry(
