@@ -22,6 +22,7 @@ from revisions_assets.core.errors import (
     ArgumentTypeError,
     CorruptLogError,
     DuplicateColumnError,
+    DuplicateRevisionNameError,
     IdColumnsError,
     InvalidArgumentError,
     InvalidNameError,
@@ -747,6 +748,24 @@ CASES = [
         lambda c: c.commit(name="evil"),
         damage=link_outside("evil"),
         finding="path_escape",
+    ),
+    Case(
+        "revision-folder-exists-with-a-table-symlinked-outside",
+        DuplicateRevisionNameError,
+        ("'evil'", "already exists", "'t'"),
+        lambda c: c.commit(name="evil"),
+        damage=lambda c: (c.root / "evil").mkdir() or link_outside("evil/t")(c),
+        finding="orphan_folder",
+    ),
+    Case(
+        "revision-folder-exists-unclaimed",
+        DuplicateRevisionNameError,
+        ("'evil'", "already exists", "'notes.txt'"),
+        lambda c: c.commit(name="evil"),
+        damage=lambda c: (
+            (c.root / "evil").mkdir() or (c.root / "evil" / "notes.txt").write_text("x")
+        ),
+        finding="orphan_folder",
     ),
     Case(
         "table-folder-symlinked-outside",

@@ -32,7 +32,13 @@ from ..read.selection import ReadPlan, Selection, head_state, plan_read
 from ..read.spark_merge import MergeStrategy, merge_kind, merge_plan, plan_schema
 from ..storage.base import Storage
 from ..timeutil import now_utc
-from ..write.transaction import append_entry, claim_folder, upkeep, write_observed
+from ..write.transaction import (
+    append_entry,
+    claim_folder,
+    release_folder,
+    upkeep,
+    write_observed,
+)
 
 log = logging.getLogger(__name__)
 
@@ -77,18 +83,18 @@ class Compactor:
         if not jobs:
             return None
         name = f"compaction-{uuid.uuid4().hex}"
-        claim_folder(self.storage, name)
+        token = claim_folder(self.storage, name)
         try:
             writes = {job.table: self._write(name, job, target_file_bytes) for job in jobs}
             record = append_entry(
                 self.log, lambda v: self._entry(v, name, jobs, writes), f"compaction {name!r}"
             )
         except BaseException as exc:
-            self.storage.delete_tree(name)
+            release_folder(self.storage, name, token)
             self._explain_vanished_inputs(jobs, exc)
             raise
         if record is None:  # another compactor committed the same states meanwhile
-            self.storage.delete_tree(name)
+            release_folder(self.storage, name, token)
             return None
         for table in set(writes) - set(record.tables):
             self.storage.delete_tree(f"{name}/{table}")

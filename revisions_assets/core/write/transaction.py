@@ -233,7 +233,7 @@ class CommitTransaction:
     def run(self, frames: Mapping[str, DataFrame]) -> Revision | None:
         """Write ``frames`` and commit them; None when there was nothing to commit."""
         request = self.request
-        self.claim_folder()  # from here on the folder is ours to clean up
+        token = self.claim_folder()  # from here on the folder is ours to clean up
         try:
             for staged in request.staged:
                 with spark_storage_errors("write", f"{self.root}/{request.name}/{staged.table}"):
@@ -243,22 +243,22 @@ class CommitTransaction:
                 tables = [s.table for s in request.staged]
                 if not moves_positions(records, request.upstream, tables):
                     log.info("%s: no rows in %s; nothing committed", self.root, sorted(frames))
-                    self.storage.delete_tree(request.name)
+                    release_folder(self.storage, request.name, token)
                     return None
                 # a consumer whose new input produced no output still records how far it read
             else:
                 request.staged = [s for s in request.staged if s.rows or request.is_major]
             record = self.append()
         except BaseException:
-            self.storage.delete_tree(request.name)
+            release_folder(self.storage, request.name, token)
             raise
         upkeep(self.log, record)
         return record
 
-    def claim_folder(self) -> None:
+    def claim_folder(self) -> bytes:
         if self.log.head == 0:
             mark_dataset(self.storage)  # before any folder: see layout.LOG_MARKER
-        claim_folder(self.storage, self.request.name)
+        return claim_folder(self.storage, self.request.name)
 
     def write_table(self, staged: StagedTable, df: DataFrame) -> None:
         """Write one table's files with Spark, with each row's ``_row_hash``, counting rows,
@@ -377,14 +377,34 @@ def upkeep(revision_log: RevisionLog, record: Revision) -> None:
         )
 
 
-def claim_folder(storage: Storage, name: str) -> None:
-    """Take a revision folder atomically: two writers of one name never share it."""
+def claim_folder(storage: Storage, name: str) -> bytes:
+    """Take a revision folder atomically and return the claim's token: two writers of one
+    name never share a folder, and a folder that already holds anything is never taken,
+    so everything below a claimed folder was written by the claim's holder."""
     token = uuid.uuid4().hex.encode()  # unique: a retried PUT recognizes only its own claim
-    if not storage.create_exclusive(f"{name}/{CLAIM_FILE}", token):
+    claim = f"{name}/{CLAIM_FILE}"
+    if not storage.create_exclusive(claim, token):
         raise DuplicateRevisionNameError(
             f"revision folder {name!r} already exists under {storage.uri} (another writer "
             "uses this name, or an uncommitted attempt left it): pick another name"
         )
+    found = [n for n in storage.list_names(f"{name}/") if n != CLAIM_FILE]
+    if found:
+        storage.delete_files([claim])  # only what this claim created
+        shown = ", ".join(repr(n) for n in found[:3]) + (" …" if len(found) > 3 else "")
+        raise DuplicateRevisionNameError(
+            f"revision folder {name!r} already exists under {storage.uri} and holds {shown}, "
+            "which no commit of this name wrote: pick another name (the folder is left as it "
+            "is; 'revisions verify' reports folders no log entry references)"
+        )
+    return token
+
+
+def release_folder(storage: Storage, name: str, token: bytes) -> None:
+    """Remove the folder of a commit that failed or had nothing to commit, if its claim is
+    still ``token``'s: a commit removes only what it created itself."""
+    if storage.read(f"{name}/{CLAIM_FILE}") == token:
+        storage.delete_tree(name)
 
 
 def append_entry(
