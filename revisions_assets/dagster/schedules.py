@@ -18,9 +18,22 @@ def daily_featurized_schedule(
     job = dg.define_asset_job(
         name=f"{name}_job",
         selection=dg.AssetSelection.assets(*assets),
-        partitions_def=partitions_def,
         description="The featurized assets, one partition.",
     )
-    return dg.build_schedule_from_partitioned_job(
-        job, name=name, hour_of_day=hour_of_day, default_status=default_status
+
+    @dg.schedule(
+        name=name,
+        job=job,
+        cron_schedule=f"0 {hour_of_day} * * *",
+        execution_timezone=partitions_def.timezone,
+        default_status=default_status,
+        description="Materializes the newest complete daily partition of the featurized assets.",
     )
+    def _schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+        keys = partitions_def.get_partition_keys(current_time=context.scheduled_execution_time)
+        key = keys[-1] if keys else None
+        if key is None:
+            return dg.SkipReason("no complete partition yet")
+        return dg.RunRequest(run_key=key, partition_key=key)
+
+    return _schedule

@@ -100,8 +100,13 @@ def test_metadata_keys_and_revision_timestamps(pipe):
 
 def test_the_daily_schedule_runs_the_newest_partition(pipe):
     schedule = daily_featurized_schedule([pipe.features], DAILY)
+    defs = dg.Definitions(assets=[pipe.features], schedules=[schedule], resources=pipe.resources)
     tick = datetime(2024, 1, 4, 1, tzinfo=UTC)  # 01:00 on the 4th: the 3rd is complete
-    with dg.build_schedule_context(instance=pipe.instance, scheduled_execution_time=tick) as ctx:
+    with dg.build_schedule_context(
+        instance=pipe.instance,
+        scheduled_execution_time=tick,
+        repository_def=defs.get_repository_def(),
+    ) as ctx:
         (request,) = schedule.evaluate_tick(ctx).run_requests
     assert request.partition_key == P3
     pipe.run(pipe.features, P1)  # the first revision of a table is a major
