@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from .core.dataset import ChangeSet, RevisionedDataset, TableInfo, VacuumReport
     from .core.errors import RevisionsError
     from .core.log.records import Revision, TableWrite, UpstreamPosition
+    from .core.reader import DatasetReader
     from .core.spark_session import build_spark_session
 
 #: public name -> the module that defines it
@@ -21,6 +22,7 @@ _EXPORTS = {
     "RevisionedDataset": ".core.dataset",
     "TableInfo": ".core.dataset",
     "VacuumReport": ".core.dataset",
+    "DatasetReader": ".core.reader",
     "RevisionsError": ".core.errors",
     "Revision": ".core.log.records",
     "TableWrite": ".core.log.records",
@@ -30,6 +32,7 @@ _EXPORTS = {
 
 __all__ = [
     "ChangeSet",
+    "DatasetReader",
     "Revision",
     "RevisionedDataset",
     "RevisionsError",

@@ -26,7 +26,15 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (3, ("revisions_assets.core.read",)),
     (4, ("revisions_assets.core.write",)),
     (5, ("revisions_assets.core.maintain",)),
-    (6, ("revisions_assets", "revisions_assets.core.dataset", "revisions_assets.s3a")),
+    (
+        6,
+        (
+            "revisions_assets",
+            "revisions_assets.core.dataset",
+            "revisions_assets.core.reader",
+            "revisions_assets.s3a",
+        ),
+    ),
     (10, ("resources",)),
     (11, ("revisions_assets.dagster", "revisions_assets.cli")),
     (12, ("revisions_assets.demo", "revisions_assets.definitions", "revisions_assets.__main__")),

@@ -13,18 +13,19 @@ import traceback
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlparse
 
 import click
-from pyspark.sql import SparkSession
 
-from ..core.dataset import RevisionedDataset
 from ..core.errors import DatasetNotFoundError, RevisionsError
 from ..core.log.revision_log import LOG_DIR
-from ..core.spark_session import build_spark_session
 from ..core.timeutil import to_utc
-from ..s3a import apply_s3a_conf, s3a_conf
+
+if TYPE_CHECKING:  # the commands that need Spark import it when they run: the others start fast
+    from pyspark.sql import SparkSession
+
+    from ..core.dataset import RevisionedDataset
 
 EXIT_INPUT = 2
 EXIT_UNEXPECTED = 3
@@ -143,6 +144,8 @@ def storage_options(endpoint_url: str | None) -> dict[str, object] | None:
 
 def open_dataset(root: str, endpoint_url: str | None) -> RevisionedDataset:
     """The dataset at ``root``, read-only (opening never writes); refused when there is none."""
+    from ..core.dataset import RevisionedDataset
+
     ds = RevisionedDataset(root, read_only=True, storage_options=storage_options(endpoint_url))
     if ds.head_sequence == 0:  # a root of the original layout is refused on open
         raise DatasetNotFoundError(f"{ds.root} is not a revisioned dataset (no {LOG_DIR}/)")
@@ -194,6 +197,11 @@ def quiet_log4j_config() -> Path:
 
 def start_spark(ds: RevisionedDataset, endpoint_url: str | None) -> SparkSession:
     """The session the reads of ``ds`` use: the running one, or a new one (s3a for S3)."""
+    from pyspark.sql import SparkSession
+
+    from ..core.spark_session import build_spark_session
+    from ..s3a import apply_s3a_conf, s3a_conf
+
     location = urlparse(ds.storage.spark_uri())
     session = SparkSession.getActiveSession()
     if session is None:

@@ -8,10 +8,8 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..core.dataset import RevisionedDataset
 from ..core.errors import DatasetNotEmptyError
 from ..core.log.records import Revision
-from ..core.maintain.legacy import LegacyRevision, NaiveTimestampWarning, plan_import
 from .common import common_options, split_columns, start_spark, storage_options
 from .output import warn
 
@@ -36,6 +34,9 @@ def import_legacy_command(
     Same revisions, names, timestamps, majors and versions; each featurizer becomes a
     table. SRC is only read; ROOT must have no revisions.
     """
+    from ..core.dataset import RevisionedDataset
+    from ..core.maintain.legacy import LegacyRevision, NaiveTimestampWarning, plan_import
+
     options = storage_options(endpoint_url)
     ids = split_columns(id_columns) or None
     with warnings.catch_warnings(record=True) as caught:

@@ -12,17 +12,13 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from pyspark.sql import types as T
 from rich.console import Console
 
-from ..core.dataset import RevisionedDataset
 from ..core.log.records import Revision
-from ..core.maintain.compaction import DEFAULT_TARGET_FILE_BYTES
-from ..core.maintain.vacuum import DEFAULT_GRACE, VacuumReport
-from ..core.maintain.verify import verify
+from ..core.maintain.defaults import DEFAULT_GRACE, DEFAULT_TARGET_FILE_BYTES
 from ..core.timeutil import now_utc
 from .common import (
     InputError,
@@ -32,9 +28,15 @@ from .common import (
     start_spark,
     storage_options,
 )
-from .data_commands import parse_ids
+from .data_output import parse_ids
 from .log_commands import human_bytes
 from .output import Output, jsonable
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+    from ..core.dataset import RevisionedDataset, TableInfo
+    from ..core.maintain.vacuum import VacuumReport
 
 EXIT_FINDINGS = 1
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -62,6 +64,8 @@ DURATION = Duration()
 
 
 def open_writable(root: str, endpoint_url: str | None) -> RevisionedDataset:
+    from ..core.dataset import RevisionedDataset
+
     """The dataset at ``root`` for writing; refused (nothing written) when there is none."""
     open_dataset(root, endpoint_url)  # DatasetNotFoundError before anything is written
     return RevisionedDataset(root, storage_options=storage_options(endpoint_url))
@@ -111,6 +115,8 @@ def verify_command(
     The log is gap-free and parseable, every referenced file is present, the description
     is current, no leftovers; --deep adds the data checks (only when there is no error).
     """
+    from ..core.maintain.verify import verify
+
     options = storage_options(endpoint_url) or {}
     findings = verify(root, **options)
     if not findings or (deep and not any(f.severity == "error" for f in findings)):
@@ -374,14 +380,17 @@ def split_target(target: str, default_table: str) -> tuple[str, str]:
     return target, default_table
 
 
-def entities(pairs: Sequence[str], info: Any) -> tuple[T.StructType, list[tuple]]:
+def entities(pairs: Sequence[str], info: TableInfo) -> tuple[StructType, list[tuple]]:
     """``--id`` pairs as entities: each full set of the id columns is one entity, so with
     one id column every --id is an entity, with (a, b) pairs go a=…, b=…, a=…, b=…"""
-    schema = T.StructType([info.schema[c] for c in info.id_columns])
+    from pyspark.sql.types import StructType
+
+    schema = StructType([info.schema[c] for c in info.id_columns])
+    types = {c: info.schema[c].dataType.jsonValue() for c in info.id_columns}
     values: list[tuple] = []
     current: dict[str, Any] = {}
     for pair in pairs:
-        (column, value), *_ = parse_ids([pair], info).items()
+        (column, value), *_ = parse_ids([pair], info.name, info.id_columns, types).items()
         if column in current:
             raise InputError(f"--id {pair!r}: {column!r} again before the entity is complete")
         current[column] = value

@@ -12,12 +12,13 @@ import numbers
 import sys
 from collections.abc import Collection, Mapping
 from datetime import timedelta
-from typing import Any
-
-from pyspark.sql import DataFrame, SparkSession
+from typing import TYPE_CHECKING, Any
 
 from .errors import ArgumentTypeError, InvalidArgumentError
 from .uris import describe
+
+if TYPE_CHECKING:  # imported by the checks of Spark inputs only: the reader needs no PySpark
+    from pyspark.sql import DataFrame, SparkSession
 
 
 def check_type(value: Any, types: type | tuple[type, ...], what: str, expected: str) -> Any:
@@ -82,6 +83,8 @@ def check_choice(value: Any, choices: Collection[str], what: str) -> str:
 
 def check_spark(spark: Any) -> SparkSession | None:
     """A classic or Spark Connect session, or None (the active/default one is used)."""
+    from pyspark.sql import SparkSession
+
     connect = sys.modules.get("pyspark.sql.connect.session")  # loaded iff Connect is in use
     types: tuple[type, ...] = (SparkSession,)
     if connect is not None:
@@ -93,6 +96,8 @@ def check_spark(spark: Any) -> SparkSession | None:
 
 def check_tables(tables: Any) -> Mapping[str, DataFrame]:
     """``{table name: Spark DataFrame}`` with at least one table."""
+    from pyspark.sql import DataFrame
+
     if isinstance(tables, DataFrame):
         raise ArgumentTypeError(
             "tables must be a dict {table name: Spark DataFrame}, got a bare DataFrame: "

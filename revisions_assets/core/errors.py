@@ -111,6 +111,10 @@ class MissingFileError(StorageError):
     """A data file that the log references is gone from storage."""
 
 
+class NotCachedError(StorageError):
+    """An offline ``DatasetReader`` needs a file (or the log) its download cache lacks."""
+
+
 class ReadOnlyDatasetError(RevisionsError):
     """A write (commit, maintenance) through a handle opened with ``read_only=True``."""
 

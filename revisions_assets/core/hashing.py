@@ -35,9 +35,6 @@ from pyspark.sql.types import (
 
 from .sqltext import quoted, sql_literal
 
-#: the system column holding each data row's hash (null on tombstones and old rows)
-ROW_HASH = "_row_hash"
-
 _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
 
 

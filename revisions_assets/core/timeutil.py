@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import UTC, date, datetime, timedelta
-
-import pandas as pd
 
 from .errors import InvalidTimestampError, NaiveTimestampError
 from .uris import describe
 
-TimeLike = datetime | pd.Timestamp | str
+#: a point in time as users give it (a pandas Timestamp is a datetime)
+TimeLike = datetime | str
 
 
 def to_utc(value: TimeLike, what: str = "timestamp") -> datetime:
@@ -20,6 +20,8 @@ def to_utc(value: TimeLike, what: str = "timestamp") -> datetime:
     a point in time (an int, None, NaN/NaT, an unparsable string) is refused as well.
     """
     if isinstance(value, str):
+        import pandas as pd  # parses every ISO spelling; imported only for text times
+
         try:
             parsed = pd.Timestamp(value)
         except (ValueError, OverflowError, TypeError) as exc:
@@ -29,10 +31,11 @@ def to_utc(value: TimeLike, what: str = "timestamp") -> datetime:
         if parsed is pd.NaT:
             raise InvalidTimestampError(f"{what}: {describe(value)} is not a time (NaT)")
         value = parsed
-    if value is pd.NaT:
+    pd = sys.modules.get("pandas")  # a Timestamp or NaT implies pandas is loaded
+    if pd is not None and value is pd.NaT:
         raise InvalidTimestampError(f"{what} is NaT (not a time); pass an aware datetime")
     try:
-        if isinstance(value, pd.Timestamp):
+        if pd is not None and isinstance(value, pd.Timestamp):
             if value.tzinfo is None:
                 raise NaiveTimestampError(
                     f"{what} {value!r} has no timezone; pass an aware time such as "

@@ -97,7 +97,7 @@ def test_show(staged):
     streamed = rows("show", staged.features, "t", "--limit", "0")
     assert streamed == latest
     text = run("show", staged.features, "t", "--limit", "2").stdout
-    assert "major r4 + 2 later revision(s)" in text and "the first 2 rows" in text
+    assert "merges major r4 + 2 revision(s) on top" in text and "the first 2 rows" in text
 
 
 def test_diff(staged):
@@ -180,6 +180,22 @@ def test_history(staged):
         (4, "r4", True),
     ]
     assert "r7" in run("history", staged.features, "t", "--id", "id=10").stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["show", "{features}", "t", "--with-revision", "--where", "v > 2"],
+        ["show", "{features}", "t", "--as-of", "2020-01-03T00:00Z"],
+        ["diff", "{features}", "t", "--since", "2020-01-02T00:00Z"],
+        ["diff", "{features}", "t", "--since", "1", "--stats"],
+        ["history", "{features}", "t", "--id", "id=2"],
+    ],
+)
+def test_spark_reads_what_the_reader_reads(spark, staged, args):
+    """``--spark`` (the engine) and the default (the reader in this process) agree."""
+    args = [a.format(features=staged.features) for a in args]
+    assert rows(*args, "--spark") == rows(*args)
 
 
 @pytest.mark.parametrize(

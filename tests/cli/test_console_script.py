@@ -1,7 +1,8 @@
 """Every command through the installed console script, in a subprocess, as a user types it.
 
-The log commands start no JVM (they read logs only), so they run in the fast tier. The data
-commands each start a JVM of their own: that test is marked slow.
+The log commands and the reads (``show``, ``diff``, ``history``) start no JVM, so they run in
+the fast tier. ``--spark`` and the writing commands each start a JVM of their own: that
+test is marked slow.
 """
 
 from __future__ import annotations
@@ -109,12 +110,27 @@ def test_log_reads_start_no_arrow_thread_pool(staged: Staged, tmp_path):
     assert counts["after"] == counts["before"], f"threads were started: {counts}"
 
 
+def test_reads_run_in_this_process(staged: Staged):
+    """``show``, ``diff`` and ``history`` read through DatasetReader: no JVM starts."""
+    for args in (
+        ("show", staged.features, "t", "--json", "--where", "v = 6"),
+        ("diff", staged.features, "t", "--since", "2", "--json"),
+        ("history", staged.features, "t", "--id", "id=2", "--json"),
+    ):
+        done = revisions(*args)
+        assert json.loads(done.stdout), args
+        assert SPARK_BANNER not in done.stderr, f"{args[0]} started Spark"
+    shown = json.loads(revisions("show", staged.features, "t", "--json", "--where", "v = 6").stdout)
+    assert shown == [{"id": i, "v": 6} for i in (6, 7, 8)]
+
+
 @pytest.mark.slow
 def test_data_commands_start_a_quiet_spark(staged: Staged, tmp_path):
     """One read and one write through the script, each with a JVM of its own (the other
     data commands run in-process in test_commands.py and test_maintenance_commands.py)."""
-    shown = json.loads(revisions("show", staged.features, "t", "--json", "--where", "v = 6").stdout)
-    assert shown == [{"id": i, "v": 6} for i in (6, 7, 8)]
+    shown = revisions("show", staged.features, "t", "--json", "--where", "v = 6", "--spark")
+    assert json.loads(shown.stdout) == [{"id": i, "v": 6} for i in (6, 7, 8)]
+    assert SPARK_BANNER not in shown.stderr, f"the JVM's log is not quiet: {shown.stderr}"
     root = tmp_path / "features"
     shutil.copytree(staged.features, root)
     purged = revisions("purge", str(root), "t", "--id", "id=6", "--reason", "erasure request")

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from revisions_assets import RevisionedDataset, UpstreamPosition
+from revisions_assets.core.columns import ROW_HASH
 from revisions_assets.core.errors import CarriedStateError, InvalidArgumentError, InvalidNameError
-from revisions_assets.core.hashing import ROW_HASH, row_hash, value_columns
+from revisions_assets.core.hashing import row_hash, value_columns
 from revisions_assets.core.read import spark_reads
 from revisions_assets.core.read.spark_reads import SparkReads
 from revisions_assets.core.sqltext import quoted

@@ -31,8 +31,8 @@ import gc
 import io
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -43,6 +43,9 @@ from .health import check_log_health, parse_entry
 from .layout import DESCRIPTION, LAST_CHECKPOINT, LOG_DIR, checkpoint_path, entry_path
 from .records import DATA_KINDS, Revision, upstream_doc
 from .view import LogView
+
+if TYPE_CHECKING:  # pandas loads only when a frame is asked for
+    import pandas as pd
 
 CHECKPOINT_INTERVAL = 100
 __all__ = [

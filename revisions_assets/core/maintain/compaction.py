@@ -39,10 +39,10 @@ from ..write.transaction import (
     upkeep,
     write_observed,
 )
+from .defaults import DEFAULT_TARGET_FILE_BYTES
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TARGET_FILE_BYTES = 128 * 2**20
 #: what an interrupted write leaves: claims and temporary files of create/replace
 
 

@@ -28,11 +28,9 @@ from ..read.retention import Horizon, removable, retention_horizon
 from ..storage.base import FileInfo, Storage
 from ..timeutil import now_utc
 from ..write.transaction import append_entry, upkeep
+from .defaults import DEFAULT_GRACE
 
 log = logging.getLogger(__name__)
-
-#: how long an unreferenced folder or temporary file must be untouched before vacuum removes it
-DEFAULT_GRACE = timedelta(hours=1)
 
 
 @dataclass(frozen=True)

@@ -37,17 +37,11 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from ..columns import IS_CURRENT, IS_DELETED, REVISION, VALID_FROM, VALID_TO
 from ..log.records import Revision
 from ..storage.base import Storage
 from .selection import LiveSpan
 from .spark_merge import DELETED, ORDER, read_revisions, revision_value, table_schema
-
-VALID_FROM = "valid_from"
-VALID_TO = "valid_to"
-IS_CURRENT = "is_current"
-IS_DELETED = "is_deleted"
-REVISION = "_revision"
-HISTORY_COLUMNS = (VALID_FROM, VALID_TO, IS_CURRENT, IS_DELETED, REVISION)
 
 
 def history_schema(schema: StructType) -> StructType:

@@ -44,8 +44,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from ..columns import DELETED, REVISION_COLUMNS, ROW_HASH, SOURCE_SEQUENCE
 from ..errors import NoMajorRevisionError
-from ..hashing import ROW_HASH
 from ..log.records import Revision, TableWrite
 from ..log.view import LogView
 from ..sqltext import quoted, sql_literal
@@ -53,11 +53,7 @@ from ..storage.base import Storage
 from ..timeutil import to_micros
 from .selection import ReadPlan, best_compaction, head_state
 
-DELETED = "_deleted"
-REVISION_COLUMNS = ("_revision", "_revision_timestamp", "_revision_sequence")
 SYSTEM_COLUMNS = (DELETED, ROW_HASH, *REVISION_COLUMNS)
-#: the column of compaction files naming the revision that wrote each row
-SOURCE_SEQUENCE = "_revision_sequence"
 _SEQ, _ORDER, _STAMP = "__sequence", "__revision_order", "__timestamp_us"
 #: the column of ``read_revisions`` rows giving the index of their revision
 ORDER = _ORDER

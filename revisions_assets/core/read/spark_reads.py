@@ -15,6 +15,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from ..columns import ROW_HASH
 from ..errors import (
     InvalidArgumentError,
     MissingFileError,
@@ -23,7 +24,7 @@ from ..errors import (
     RevisionsError,
     StorageError,
 )
-from ..hashing import ROW_HASH, row_hash, value_columns
+from ..hashing import row_hash, value_columns
 from ..log.records import Revision
 from ..log.revision_log import RevisionLog
 from ..spark_errors import storage_cause

@@ -167,6 +167,11 @@ class LocalStorage(Storage):
         with self._os_errors("resolve", rel):
             self._abs(rel)
 
+    def local_path(self, rel: str) -> Path:
+        """The absolute path of ``rel`` (what a reader in this process opens)."""
+        with self._os_errors("resolve", rel):
+            return self._abs(rel)
+
     def spark_uri(self, rel: str = "") -> str:
         # the path as it is: Hadoop quotes what a URI must quote itself, and would quote the
         # escapes of Path.as_uri() again (a folder "a b" became "a%2520b": not found)

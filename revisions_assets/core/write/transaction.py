@@ -31,6 +31,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from ..columns import ROW_HASH
 from ..errors import (
     CommitConflictError,
     DuplicateIdError,
@@ -41,7 +42,7 @@ from ..errors import (
     SchemaMismatchError,
     UnknownTableError,
 )
-from ..hashing import ROW_HASH, row_hash, value_columns
+from ..hashing import row_hash, value_columns
 from ..log.health import mark_dataset
 from ..log.layout import CLAIM_FILE
 from ..log.records import Revision, TableWrite, UpstreamPosition, canonical_json

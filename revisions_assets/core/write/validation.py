@@ -23,6 +23,7 @@ from pyspark.sql.types import (
 )
 
 from ..arguments import check_type
+from ..columns import ROW_HASH
 from ..errors import (
     ArgumentTypeError,
     DuplicateColumnError,
@@ -30,7 +31,6 @@ from ..errors import (
     InvalidNameError,
     SchemaMismatchError,
 )
-from ..hashing import ROW_HASH
 from ..read.selection import HEAD_PATTERN
 from ..read.spark_merge import DELETED, REVISION_COLUMNS
 from ..uris import describe, redact

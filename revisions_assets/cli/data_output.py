@@ -1,0 +1,144 @@
+"""What ``show``, ``diff`` and ``history`` share, whichever engine read the rows: the
+``--id`` values, the shape of a diff row and how diffs and their counts are printed."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from ..core.timeutil import to_utc
+from .common import InputError
+from .output import Output, text
+
+CHANGE = "_change"
+BEFORE = "_before"
+_INTEGRAL = ("byte", "short", "integer", "long")
+#: how SQL spells the integral types in messages
+_SQL_NAMES = {"byte": "tinyint", "short": "smallint", "integer": "int", "long": "bigint"}
+_DECIMAL = re.compile(r"^decimal\(\d+,\s*\d+\)$")
+
+
+def id_types(schema_json: str, id_columns: Sequence[str]) -> dict[str, Any]:
+    """The recorded types (Spark's JSON names: ``long``, ``decimal(10,2)`` …) of the ids."""
+    fields = {f["name"]: f["type"] for f in json.loads(schema_json)["fields"]}
+    return {c: fields[c] for c in id_columns}
+
+
+def parse_ids(
+    pairs: Sequence[str], table: str, id_columns: Sequence[str], types: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``--id col=value`` pairs, each value converted to its id column's recorded type."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        column, sep, raw = pair.partition("=")
+        if not sep or not column:
+            raise InputError(f"--id {pair!r}: expected column=value, e.g. --id {id_columns[0]}=42")
+        if column not in id_columns:
+            raise InputError(
+                f"--id {pair!r}: {column!r} is not an id column of table {table!r} "
+                f"(id columns: {', '.join(id_columns)})"
+            )
+        try:
+            out[column] = id_value(raw, types[column])
+        except (ValueError, InvalidOperation) as exc:
+            name = _SQL_NAMES.get(types[column], types[column])
+            raise InputError(f"--id {pair!r}: {raw!r} is not a {name} ({exc})") from exc
+    return out
+
+
+def id_value(raw: str, data_type: Any) -> Any:
+    """A command-line value as the Python value of a recorded (Spark JSON) type."""
+    if data_type in ("string",) or (isinstance(data_type, str) and "char(" in data_type):
+        return raw
+    if data_type in _INTEGRAL:
+        return int(raw)
+    if data_type in ("float", "double"):
+        return float(raw)
+    if isinstance(data_type, str) and _DECIMAL.match(data_type):
+        return Decimal(raw)
+    if data_type == "boolean":
+        if raw.lower() not in ("true", "false"):
+            raise ValueError("expected true or false")
+        return raw.lower() == "true"
+    if data_type == "date":
+        return date.fromisoformat(raw)
+    if data_type == "timestamp":
+        return to_utc(raw, "--id")
+    if data_type == "timestamp_ntz":
+        return datetime.fromisoformat(raw)
+    raise ValueError(f"ids of type {data_type} cannot be given on the command line")
+
+
+def diff_row(row: dict, ids: list[str], values: list[str]) -> dict[str, Any]:
+    """A diff row for people and JSON: values after, and ``_before`` for what changed."""
+    change = row[CHANGE]
+    out: dict[str, Any] = {CHANGE: change, **{c: row[c] for c in ids}}
+    after = {c: row[f"__a{i}"] for i, c in enumerate(values)}
+    before = {c: row[f"__b{i}"] for i, c in enumerate(values)}
+    out.update(after if change != "deleted" else dict.fromkeys(values))
+    if change == "changed":
+        out[BEFORE] = {c: before[c] for c in values if before[c] != after[c]}
+    else:
+        out[BEFORE] = before if change == "deleted" else None
+    out["_reset"] = row["_reset"]
+    return out
+
+
+def emit_diff(
+    out: Output,
+    shaped: Iterable[dict[str, Any]],
+    ids: list[str],
+    values: list[str],
+    limit: int,
+    more: bool,
+) -> None:
+    """Diff rows: streamed as JSON, listed as JSON, or a table with ``before -> after``."""
+    if out.as_json and not limit:
+        out.stream_json(shaped)
+        return
+    rows = list(shaped)
+    if out.as_json:
+        out.rows(rows)
+        return
+    for row in rows:
+        before_values = row[BEFORE] or {}
+        for c in values:
+            if c in before_values and row[CHANGE] == "changed":
+                row[c] = f"{text(before_values[c])} -> {text(row[c])}"
+            elif row[CHANGE] == "deleted":
+                row[c] = before_values.get(c)
+    out.rows(rows, columns=[CHANGE, *ids, *values])
+    if more:
+        out.note(f"the first {limit} rows (--limit N shows more, --limit 0 all)")
+
+
+def emit_stats(out: Output, result: dict[str, Any]) -> None:
+    """``diff --stats``: counts by kind of change and of changed values per column."""
+    if out.as_json:
+        out.json(result)
+        return
+    out.note(f"{result['added']} added, {result['changed']} changed, {result['deleted']} deleted")
+    out.rows(
+        [{"column": c, "changed values": n} for c, n in result["columns"].items()],
+        columns=["column", "changed values"],
+    )
+
+
+def emit_history(out: Output, table: str, ids: dict, rows: list[dict], limit: int, more: bool):
+    """``history`` rows: the SCD2 columns first, then the table's."""
+    if out.as_json:
+        out.rows(rows)
+        return
+    if not rows:
+        out.note(f"no version of {table} with {ids}")
+        return
+    system = ["valid_from", "valid_to", "is_current", "is_deleted", "_revision", "_revision_kind"]
+    data = [c for c in rows[0] if c not in system and c != "_revision_sequence"]
+    short = ("from", "to", "current", "deleted", "revision", "kind")
+    out.rows(rows, columns=[*system, *data], headers=dict(zip(system, short, strict=True)))
+    if more:
+        out.note(f"the first {limit} versions (--limit N shows more, --limit 0 all)")
