@@ -26,6 +26,7 @@ from .lifecycle import maintenance
 from .memory import driver_memory
 from .plot import plot
 from .provenance import soft_major, unchanged_rows_skipped
+from .reader import reading_without_a_jvm
 from .results import RunInfo, load_average, summary, write
 from .scenarios import incremental_scoring, minor_vs_major, read_after_minors
 from .training import training_set
@@ -45,6 +46,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("9", "unchanged_rows_skipped"): unchanged_rows_skipped,
     ("10", "soft_major"): soft_major,
     ("11", "training_set"): training_set,
+    ("12", "reader"): reading_without_a_jvm,
 }
 
 BENCH = Path(__file__).resolve().parent

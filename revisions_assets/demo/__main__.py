@@ -20,7 +20,7 @@ import dagster as dg
 from pyspark.sql import functions as F
 
 from resources import SparkSessionResource, revisions_resources
-from revisions_assets import RevisionedDataset
+from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.dagster import (
     TAG_FORCE_COMPACTION,
     code_version_sensor,
@@ -191,6 +191,13 @@ class Demo:
                 f"    {r['tailnum']:<7} {r['risk']:.2f} {r['airline'] or r['carrier']:<28} "
                 f"{r['manufacturer'] or '?':<20} {r['flights_28d']} flights in 28 days"
             )
+        # the same scores read in this process by DatasetReader (Polars): no Spark needed
+        reader = DatasetReader(self.base / "scores")
+        band = reader.read("delay_risk", columns=["risk_band"]).get_column("risk_band")
+        print(
+            f"  read without Spark: DatasetReader({str(self.base / 'scores')!r})"
+            f".read('delay_risk') -> {band.len()} rows, {int((band == 'high').sum())} high risk"
+        )
         home = os.environ["DAGSTER_HOME"]
         print(f"\nDatasets under {self.base}; DAGSTER_HOME={home}")
         print(f"Open the UI on the same instance: DAGSTER_HOME={home} ./dev.sh ui")
