@@ -397,6 +397,37 @@ class RevisionedDataset:
             carry=carry,
             skip=skip,
         )
+        return self._run_commit(request, tables)
+
+    def _import_commit(
+        self,
+        tables: Mapping[str, DataFrame],
+        timestamp: datetime,
+        is_major: bool,
+        version: str | None,
+        name: str,
+    ) -> Revision | None:
+        """A revision of an imported original dataset (``maintain/legacy.py``): as ``commit``,
+        and its original name is kept even when all digits (``at="0"`` finds it by name)."""
+        self._require_writable("commit")
+        request = self._planner.plan(
+            check_tables(tables),
+            timestamp,
+            is_major,
+            version,
+            name,
+            producer=None,
+            upstream=(),
+            expected_positions=None,
+            properties=None,
+            field_versions=None,
+            carry=False,
+            skip=False,
+            digit_name=True,
+        )
+        return self._run_commit(request, tables)
+
+    def _run_commit(self, request, tables: Mapping[str, DataFrame]) -> Revision | None:
         record = CommitTransaction(self.storage, self._log, self.spark, request).run(tables)
         self._last_compactions = self._apply_policy(record) if record is not None else ()
         return record

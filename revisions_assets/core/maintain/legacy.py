@@ -8,9 +8,12 @@ The source layout::
 Each featurizer becomes a table and the pandas index (recorded in the files' ``pandas``
 metadata) its id columns. The import is planned on the driver first — the description,
 one listing per revision and the Parquet footers — and checked there (names, id columns,
-times), so a source it cannot import is refused before the target is touched. Then every
-revision is committed through the engine, in the description's order, with its name,
-timestamp, major flag and version; the data goes through Spark.
+times), so a source it cannot import is refused before the target is touched; revisions
+without any data are left out there. Then every revision is committed through the engine
+with its name (all digits allowed), timestamp, major flag and version, in timestamp order
+and, among equal timestamps, in reverse description order: the original reader let the
+revision listed first win a tie, the engine lets the later commit win. The data goes
+through Spark.
 
 Majors of the original layout are dataset-wide: a major without a featurizer's folder voids
 that featurizer's older rows. Such a major is imported with an empty table for it, so every
@@ -59,6 +62,10 @@ class NaiveTimestampWarning(UserWarning):
     """The source's description has naive timestamps: they are taken in the given zone."""
 
 
+class EmptyRevisionWarning(UserWarning):
+    """A revision of the source holds no data for any featurizer: it is not imported."""
+
+
 @dataclass(frozen=True)
 class LegacyTable:
     """One featurizer folder of one revision: its files and how its columns are read."""
@@ -89,7 +96,7 @@ class CommitTarget(Protocol):
     @property
     def head_sequence(self) -> int: ...
 
-    def commit(self, tables, timestamp, is_major, version=None, name=None) -> Revision | None: ...
+    def _import_commit(self, tables, timestamp, is_major, version, name) -> Revision | None: ...
 
 
 @dataclass
@@ -124,12 +131,8 @@ class LegacyImport:
         try:
             for revision in self.revisions:
                 frames = {t: self._frame(spark, revision, t) for t in self._written(revision)}
-                record = target.commit(
-                    frames,
-                    timestamp=revision.timestamp,
-                    is_major=revision.is_major,
-                    version=revision.version,
-                    name=revision.name,
+                record = target._import_commit(
+                    frames, revision.timestamp, revision.is_major, revision.version, revision.name
                 )
                 if record is None:
                     warnings.warn(
@@ -184,11 +187,20 @@ def plan_import(
             "import"
         )
     plan = LegacyImport(storage, [])
-    for name, stamp, is_major, version in _description(storage.uri, raw, tz):
-        check_name(name, "revision")
+    described = _description(storage.uri, raw, tz)
+    for name, stamp, is_major, version in described:
+        check_name(name, "revision", digits=True)
         if any(r.name == name for r in plan.revisions):
             raise DuplicateRevisionNameError(f"{storage.uri}: revision {name!r} appears twice")
         tables = _revision_tables(storage, name, id_columns)
+        if not tables:  # the original reads a revision without data as no rows
+            warnings.warn(
+                f"{storage.uri}: revision {name!r} holds no data for any featurizer; the "
+                "engine records no empty revision, so it is not imported",
+                EmptyRevisionWarning,
+                stacklevel=2,
+            )
+            continue
         plan.revisions.append(LegacyRevision(name, stamp, is_major, version, tables))
         for table, part in tables.items():
             known = plan.id_columns.setdefault(table, part.id_columns)
@@ -197,10 +209,16 @@ def plan_import(
                     f"{storage.uri}: featurizer {table!r} has id columns {list(known)} in "
                     f"earlier revisions but {list(part.id_columns)} in {name!r}"
                 )
+    # the original reader ranks revisions by timestamp, and among equal timestamps the one
+    # listed first in the description wins; the engine ranks by (timestamp, commit order):
+    # committing in timestamp order, ties in reverse description order, gives every read
+    # what the original reader gave
+    order = {r.name: n for n, r in enumerate(plan.revisions)}
+    plan.revisions.sort(key=lambda r: (r.timestamp, -order[r.name]))
     if plan.revisions and not plan.revisions[0].is_major:
         raise NoMajorRevisionError(
-            f"{storage.uri}: the first revision, {plan.revisions[0].name!r}, is a minor; the "
-            "engine needs a major before any minor"
+            f"{storage.uri}: the earliest revision, {plan.revisions[0].name!r}, is a minor; "
+            "the engine needs a major before any minor"
         )
     return plan
 

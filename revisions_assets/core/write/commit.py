@@ -76,6 +76,7 @@ class CommitPlanner:
         field_versions: Mapping[str, Mapping[str, str]] | None,
         carry: bool,
         skip: bool,
+        digit_name: bool = False,
     ) -> CommitRequest:
         """The checked request of one commit: every argument checked against the log's state."""
         for table in tables:
@@ -83,7 +84,7 @@ class CommitPlanner:
         check_version(version, tables)
         custom = name is not None
         request = CommitRequest(
-            name=check_name(name, "revision") if custom else uuid.uuid4().hex,
+            name=check_name(name, "revision", digits=digit_name) if custom else uuid.uuid4().hex,
             custom_name=custom,
             timestamp=to_utc(timestamp, "timestamp"),
             is_major=check_bool(is_major, "is_major"),

@@ -58,10 +58,11 @@ ID_TYPES = (
 )
 
 
-def check_name(name: str, what: str) -> str:
+def check_name(name: str, what: str, *, digits: bool = False) -> str:
     """A table or revision name: ``[A-Za-z0-9._-]+``, at most MAX_NAME_LENGTH characters,
     never escaping the root, not reserved; a revision name is not all digits (``at="3"``
-    must mean sequence 3)."""
+    must mean sequence 3) unless ``digits`` (the names of an imported original dataset,
+    which ``at="3"`` finds by name)."""
     check_type(name, str, f"{what} name", "a string")
     shown = redact(repr(name))  # a name may be a pasted URI with credentials
     if not name:
@@ -79,7 +80,7 @@ def check_name(name: str, what: str) -> str:
         raise InvalidNameError(f"{what} name {shown} is invalid: use only [A-Za-z0-9._-]")
     if what == "revision" and HEAD_PATTERN.match(name):
         raise InvalidNameError(f"revision name {shown} is reserved for positional reads")
-    if what == "revision" and name.isdigit():
+    if what == "revision" and name.isdigit() and not digits:
         raise InvalidNameError(
             f"revision name {shown} is all digits: at={shown} must mean sequence {int(name)}; "
             "add a letter (e.g. 'r" + name + "')"
