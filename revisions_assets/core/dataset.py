@@ -39,6 +39,7 @@ from .maintain.purge import Purge
 from .maintain.vacuum import DEFAULT_GRACE, Vacuum, VacuumReport
 from .maintain.verify import Finding, deep_findings, verify_storage
 from .read.bitemporal import KnownAt, as_of_join_plan
+from .read.data_files import check_data_files, revision_files
 from .read.history import table_history_frame
 from .read.requests import change_read, find_revision, history_read, state_read
 from .read.selection import (
@@ -301,6 +302,8 @@ class RevisionedDataset:
         self.refresh()
         view = self._log.view()
         spans, since_utc = history_read(view, self.root, table, since, until)
+        files = revision_files((s.revision for s in spans), table)
+        check_data_files(self.storage, table, files, self._reads.checked)
         return table_history_frame(
             self.spark, self.storage, table, view.history(table), spans, since=since_utc
         )

@@ -111,6 +111,10 @@ class MissingFileError(StorageError):
     """A data file that the log references is gone from storage."""
 
 
+class CorruptFileError(StorageError):
+    """A data file that the log references is not a Parquet file (replaced or truncated)."""
+
+
 class NotCachedError(StorageError):
     """An offline ``DatasetReader`` needs a file (or the log) its download cache lacks."""
 

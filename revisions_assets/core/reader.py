@@ -34,6 +34,7 @@ from .log.layout import LOG_DIR
 from .log.records import Revision
 from .log.revision_log import RevisionLog
 from .log.view import LogView
+from .read.data_files import PARQUET_MAGIC, corrupt_file_error
 from .read.download_cache import DownloadCache
 from .read.polars_merge import plan_columns, table_columns
 from .read.polars_reads import PolarsChangeSet, PolarsReads
@@ -96,6 +97,7 @@ class DatasetReader:
             self._cache = DownloadCache(cache_dir, self._source) if cache_dir else None
             self._log = RevisionLog(self._source)
         self._reads = PolarsReads(self._local, self.root)
+        self._checked: set[str] = set()  # data files found to end as Parquet does
         self._refresh()
         if self._log.head == 0:
             if self.offline:
@@ -249,17 +251,26 @@ class DatasetReader:
     def _local(self, files: Sequence[str]) -> list[str]:
         """Local paths of data files: in the cache (fetched first) or in a local root."""
         if self._cache is not None:
-            return self._cache.local(files, self._owner)
-        source = self._source
-        assert isinstance(source, LocalStorage)
-        paths = [source.local_path(f) for f in files]
+            paths = [Path(p) for p in self._cache.local(files, self._owner)]
+        else:
+            source = self._source
+            assert isinstance(source, LocalStorage)
+            paths = [source.local_path(f) for f in files]
         for rel, path in zip(files, paths, strict=True):
+            if rel in self._checked:
+                continue
             if not path.is_file():
                 raise MissingFileError(
                     f"{self.root}: data file {rel} of revision {self._owner(rel)!r} is missing: "
                     "the dataset is damaged; run `revisions verify` and see 'Recovering a "
                     "damaged dataset' in the docs"
                 )
+            with open(path, "rb") as fh:  # a file that is not Parquet: say which (data_files)
+                fh.seek(max(0, fh.seek(0, os.SEEK_END) - len(PARQUET_MAGIC)))
+                if fh.read() != PARQUET_MAGIC:
+                    table = rel.split("/")[-2]
+                    raise corrupt_file_error(self.root, self._owner(rel), table, rel)
+            self._checked.add(rel)
         return [str(p) for p in paths]
 
     def _owner(self, rel: str) -> str:

@@ -17,9 +17,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from revisions_assets import RevisionedDataset, UpstreamPosition
+from revisions_assets import DatasetReader, RevisionedDataset, UpstreamPosition
 from revisions_assets.core.errors import (
     ArgumentTypeError,
+    CorruptFileError,
     CorruptLogError,
     DuplicateColumnError,
     DuplicateRevisionNameError,
@@ -145,6 +146,10 @@ def regular_file(c: Ctx) -> None:
 
 def missing_data_file(c: Ctx) -> None:
     data_files(c.root, "r1")[0].unlink()
+
+
+def not_parquet_data_file(c: Ctx) -> None:
+    data_files(c.root, "r1")[0].write_bytes(b"not parquet at all, replaced outside the engine")
 
 
 FIRST_FILE = "r1/t/part-"  # the prefix of r1's data file in messages
@@ -794,6 +799,24 @@ CASES = [
         damage=missing_data_file,
         finding="missing_file",
     ),
+    *[
+        Case(
+            f"data-file-not-parquet-{what}",
+            CorruptFileError,
+            (FIRST_FILE, "'r1'", "table 't'", "not a Parquet file"),
+            act,
+            damage=not_parquet_data_file,
+            finding="corrupt_file",
+        )
+        for what, act in (
+            ("read", read()),
+            ("changes", changes(since_sequence=0)),
+            ("history", lambda c: c.open().history(TABLE)),
+            ("compact", lambda c: c.open().compact(TABLE)),
+            ("purge", lambda c: c.open().purge(TABLE, c.df([(1,)], "id long"), reason="x")),
+            ("reader", lambda c: DatasetReader(c.root).read(TABLE)),
+        )
+    ],
 ]
 
 

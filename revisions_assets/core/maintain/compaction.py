@@ -28,6 +28,7 @@ from ..log.records import (
 )
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
+from ..read.data_files import check_data_files, plan_files
 from ..read.selection import ReadPlan, Selection, head_state, plan_read
 from ..read.spark_merge import MergeStrategy, merge_kind, merge_plan, plan_schema
 from ..storage.base import Storage
@@ -79,6 +80,7 @@ class Compactor:
             selection = head_state(view, table)
             plan = plan_read(view, selection, f"{self.storage.uri}: compaction of {table!r}")
             if plan.on_base:
+                check_data_files(self.storage, table, plan_files(plan), set())
                 jobs.append(_TableJob(table, selection, plan))
         if not jobs:
             return None

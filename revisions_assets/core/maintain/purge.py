@@ -30,6 +30,7 @@ from ..errors import CommitConflictError, IdColumnsError
 from ..log.records import PURGE, PurgedWrite, PurgeMark, Revision, TableWrite
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
+from ..read.data_files import check_data_files, revision_files
 from ..read.spark_merge import DELETED, file_key, parse_schema, spark_file_key
 from ..storage.base import Storage
 from ..timeutil import now_utc
@@ -64,6 +65,7 @@ class Purge:
         id_columns = history[-1].tables[table].id_columns
         ids = self._ids(ids, table, id_columns, history[-1].tables[table].schema_json)
         entries = self._live_entries(view, table)
+        check_data_files(self.storage, table, revision_files(entries, table), set())
         hits = self._scan(table, entries, ids, id_columns)
         entities = ids.count()
         name = f"purge-{uuid.uuid4().hex}"

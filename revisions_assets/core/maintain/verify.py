@@ -40,6 +40,7 @@ from ..log.layout import (
 )
 from ..log.records import Revision
 from ..log.view import LogView
+from ..read.data_files import PARQUET_MAGIC, not_parquet
 from ..storage.backends import open_storage
 from ..storage.base import Storage
 
@@ -72,6 +73,12 @@ KINDS: dict[str, tuple[Severity, str]] = {
         "restore the file from a backup; otherwise reads that include its revision raise "
         "MissingFileError: commit a new major of the table so that default reads no longer "
         "need it",
+    ),
+    "corrupt_file": (
+        "error",
+        "the file was replaced or truncated outside revisions-assets: restore it from a "
+        "backup; otherwise reads that include its revision raise CorruptFileError: commit a "
+        "new major of the table so that default reads no longer need it",
     ),
     "path_escape": (
         "error",
@@ -243,8 +250,8 @@ def _check_files(
     listed: set[str],
     findings: list[Finding],
 ) -> None:
-    """Every file a not-removed entry references is inside the root and present (each
-    distinct path checked once)."""
+    """Every file a not-removed entry references is inside the root, present and ends as a
+    Parquet file does (each distinct path checked once)."""
     checked: set[str] = set()
     for record in records:
         if record.sequence in removed:  # a vacuum removed their files on purpose
@@ -257,6 +264,10 @@ def _check_files(
                 try:
                     storage.check_inside(path)
                     if path in listed or storage.exists(path):
+                        tail = storage.read_tail(path, len(PARQUET_MAGIC))
+                        if tail is not None and tail != PARQUET_MAGIC:
+                            message = not_parquet(record.name, table, path)
+                            findings.append(Finding.of("corrupt_file", path, message))
                         continue
                 except PathEscapeError as exc:
                     findings.append(Finding.of("path_escape", path, str(exc)))

@@ -30,6 +30,7 @@ from ..log.revision_log import RevisionLog
 from ..spark_errors import storage_cause
 from ..sqltext import quoted
 from ..storage.base import Storage
+from .data_files import check_data_files, plan_files
 from .requests import ChangeRead
 from .selection import ReadPlan, Selection, carried_by, plan_read, state_selection
 from .spark_merge import (
@@ -82,6 +83,8 @@ class SparkReads:
         self._log = revision_log
         self._spark = spark
         self.strategy = strategy
+        #: data files whose last bytes were found to be Parquet (``read.data_files``)
+        self.checked: set[str] = set()
 
     @property
     def spark(self) -> SparkSession:
@@ -265,6 +268,7 @@ class SparkReads:
     ) -> DataFrame:
         """The rows of ``selection`` as one Spark plan; a storage failure names the files."""
         plan = plan_read(self._log.view(), selection, f"{self.storage.uri}: {what}")
+        check_data_files(self.storage, plan.table, plan_files(plan), self.checked)
         try:
             return merge_plan(
                 self.spark,
