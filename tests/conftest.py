@@ -28,7 +28,7 @@ def spark():
             "spark.default.parallelism": "2",
             "spark.ui.enabled": "false",
             "spark.driver.memory": "2g",
-            "spark.sql.adaptive.enabled": "false",
+            "spark.sql.adaptive.enabled": "true",  # as build_spark_session gives users
             "spark.driver.extraJavaOptions": TEST_JVM_OPTS,
             # the s3a connector on the JVM's classpath from the start (tests/s3 need it)
             **s3a_conf(jars="classpath"),

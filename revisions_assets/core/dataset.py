@@ -26,9 +26,7 @@ from .arguments import (
 )
 from .errors import (
     ArgumentTypeError,
-    CommitConflictError,
     ReadOnlyDatasetError,
-    RetentionError,
     RevisionsError,
 )
 from .log.records import Revision, UpstreamPosition
@@ -557,7 +555,7 @@ class RevisionedDataset:
                 return ()
             compactor = Compactor(self.storage, self._log, self.spark, self.merge_strategy)
             compaction = compactor.run(due)
-        except (CommitConflictError, RetentionError, OSError) as exc:
+        except (RevisionsError, OSError) as exc:  # storage refused, a race, retention …
             log.warning("%s: compaction after revision %s failed: %s", self.root, record.name, exc)
             return ()
         return (compaction,) if compaction is not None else ()

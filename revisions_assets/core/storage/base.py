@@ -260,6 +260,8 @@ class LocalStorage(Storage):
 
     def list_files(self, rel_prefix: str) -> list[FileInfo]:
         def fail(exc: OSError) -> None:
+            if isinstance(exc, FileNotFoundError):
+                return  # a folder removed while we listed (a writer's temporary folder)
             raise exc
 
         with self._os_errors("list", rel_prefix):
