@@ -15,10 +15,13 @@ case "$cmd" in
          # two workers, each taking whole test files (module fixtures such as the standalone
          # cluster start once): most tests wait on JVMs and subprocesses, so two halve the time
          exec python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile "$@" ;;
+  fast)  # before every commit: the tests that start no JVM plus one per area (under 3 min)
+         ruff format --check --quiet . || { echo "ruff format: run ./dev.sh format" >&2; exit 1; }
+         exec python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile -m fast "$@" ;;
   ui)    export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.dagster_home}"; mkdir -p "$DAGSTER_HOME"
          exec dg dev "$@" ;;  # the code location of [tool.dg] in pyproject.toml
   bench) exec python -m bench.run "$@" ;;
   lint)  ruff format --check . && exec ruff check . ;;
   format) ruff format . && exec ruff check --fix . ;;
-  *) echo "usage: ./dev.sh {setup|demo|test|ui|bench|lint|format} [args]"; exit 2 ;;
+  *) echo "usage: ./dev.sh {setup|demo|test|fast|ui|bench|lint|format} [args]"; exit 2 ;;
 esac

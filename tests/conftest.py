@@ -42,3 +42,28 @@ def spark():
 def root(tmp_path):
     """A fresh dataset root on the local filesystem."""
     return str(tmp_path / "dataset")
+
+
+#: one representative test per area that needs Spark or Dagster, for the fast tier
+REPRESENTATIVES = (
+    "tests/core/test_worked_example.py",
+    "tests/core/test_validation.py::test_null_ids",
+    "tests/core/test_lifecycle.py::test_compact_after_policy",
+    "tests/core/test_reader_cache.py::test_a_read_as_of_fetches_only_its_revisions",
+    "tests/core/test_legacy.py",
+    "tests/cli/test_commands.py::test_show",
+    "tests/dagster/test_featurized.py::test_first_run_major_then_minor_then_code_change_major",
+    "tests/dagster/test_scoring.py::test_consumes_only_new_revisions_exactly_once",
+)
+#: fixtures that start a JVM (directly or through what they build)
+JVM_FIXTURES = {"spark", "s3_spark", "cluster"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """``-m fast`` (``./dev.sh fast``): the tests that start no JVM, plus REPRESENTATIVES."""
+    for item in items:
+        spark_free = not JVM_FIXTURES & set(getattr(item, "fixturenames", ()))
+        heavy = {"slow", "s3", "cluster", "dagster"} & {m.name for m in item.iter_markers()}
+        representative = any(item.nodeid.startswith(r) for r in REPRESENTATIVES)
+        if representative or (spark_free and not heavy):
+            item.add_marker(pytest.mark.fast)

@@ -15,6 +15,7 @@ from bench.results import RunInfo
 from bench.run import SCENARIOS, run, select
 
 
+@pytest.mark.slow
 def test_every_scenario_produces_figures_and_a_ratio(spark, tmp_path):
     config = Config.smoke()
     ctx = Context(spark, config, tmp_path / "work")
@@ -38,4 +39,4 @@ def test_every_scenario_produces_figures_and_a_ratio(spark, tmp_path):
 def test_scenarios_are_chosen_by_number_or_name():
     assert [name for _, name in select(["1", "delta"])] == ["minor_major", "delta"]
     with pytest.raises(SystemExit, match="unknown scenario"):
-        select(["12"])
+        select(["13"])

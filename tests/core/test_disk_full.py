@@ -1,8 +1,9 @@
 """A full or read-only filesystem under a commit: a clean StorageError naming the path, the
 dataset exactly as it was, and no temporary file or claimed folder left behind.
 
-The filesystem is a small tmpfs mounted for the test (needs root and permission to mount;
-skipped otherwise, with the reason).
+The filesystem is a small tmpfs mounted for the test. It needs root and permission to
+mount, which CI has: a machine that cannot mount fails the test (with the reason) rather
+than skipping a guarantee unseen.
 """
 
 from __future__ import annotations
@@ -36,12 +37,12 @@ def _mount(args: list[str]) -> str | None:
 def small_fs(tmp_path):
     """A fresh 16 MB tmpfs, unmounted afterwards."""
     if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
+        pytest.fail("mounting a tmpfs for the full-disk tests needs root (CI runs as root)")
     mount = tmp_path / f"tmpfs-{uuid.uuid4().hex[:8]}"
     mount.mkdir()
     problem = _mount(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)])
     if problem:
-        pytest.skip(f"cannot mount a tmpfs here: {problem}")
+        pytest.fail(f"cannot mount a tmpfs for the full-disk tests: {problem}")
     yield mount
     _mount(["umount", "-l", str(mount)])
 
@@ -125,7 +126,7 @@ def test_a_read_only_filesystem(small_fs, template, spark):
     ds = RevisionedDataset(str(root), spark=spark, id_columns=["id"])
     problem = _mount(["mount", "-o", "remount,ro", str(small_fs)])
     if problem:
-        pytest.skip(f"cannot remount the tmpfs read-only: {problem}")
+        pytest.fail(f"cannot remount the tmpfs read-only: {problem}")
     try:
         error = unchanged_after(
             root,
