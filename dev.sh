@@ -18,10 +18,13 @@ case "$cmd" in
   fast)  # before every commit: the tests that start no JVM plus one per area (under 3 min)
          ruff format --check --quiet . || { echo "ruff format: run ./dev.sh format" >&2; exit 1; }
          exec python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile -m fast "$@" ;;
+  screenshots)  # refresh docs/ui/ from the UI test (a normal test run writes to a tmp folder)
+         export REVISIONS_REFRESH_SCREENSHOTS=1
+         exec python -m pytest tests/dagster/test_ui.py -k browser "$@" ;;
   ui)    export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.dagster_home}"; mkdir -p "$DAGSTER_HOME"
          exec dg dev "$@" ;;  # the code location of [tool.dg] in pyproject.toml
   bench) exec python -m bench.run "$@" ;;
   lint)  ruff format --check . && exec ruff check . ;;
   format) ruff format . && exec ruff check --fix . ;;
-  *) echo "usage: ./dev.sh {setup|demo|test|fast|ui|bench|lint|format} [args]"; exit 2 ;;
+  *) echo "usage: ./dev.sh {setup|demo|test|fast|ui|screenshots|bench|lint|format} [args]"; exit 2 ;;
 esac

@@ -2,9 +2,11 @@
 
 The demo runs once (3 days, in this process, on the session's Spark) into a temporary
 instance; ``dg dev`` serves it on a loopback port; playwright drives Debian's chromium
-(no browser download) through the pages and saves the screenshots the README shows
-(``docs/ui/``). The staleness test then bumps code versions, reloads the location and
-follows the UI until the majors land.
+(no browser download) through the pages and saves screenshots: into the test's temporary
+folder, or, with ``REVISIONS_REFRESH_SCREENSHOTS=1`` (``./dev.sh screenshots``), into
+``docs/ui/``, which the docs show (a test run never changes tracked files). The staleness
+test then bumps code versions, reloads the location and follows the UI until the majors
+land.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ pytestmark = [pytest.mark.dagster, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-SHOTS = REPO / "docs" / "ui"
+DOCS_SHOTS = REPO / "docs" / "ui"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -248,7 +250,7 @@ def lineage_edges(rendered: dict[str, Any]) -> set[tuple[str, str]]:
     return {(node_at(x1, y1), node_at(x2, y2)) for x1, y1, x2, y2 in rendered["edges"]}
 
 
-def test_the_demo_in_a_browser(ui):
+def test_the_demo_in_a_browser(ui, tmp_path):
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
     from playwright.sync_api import sync_playwright
 
@@ -278,6 +280,8 @@ def test_the_demo_in_a_browser(ui):
     }
     assert all(status == "SUCCEEDED" and ok for status, ok, _ in results.values()), results
 
+    refresh = os.environ.get("REVISIONS_REFRESH_SCREENSHOTS") == "1"
+    SHOTS = DOCS_SHOTS if refresh else tmp_path / "ui"  # noqa: N806 (where pages are shot)
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
