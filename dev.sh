@@ -24,7 +24,11 @@ case "$cmd" in
   ui)    export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.dagster_home}"; mkdir -p "$DAGSTER_HOME"
          exec dg dev "$@" ;;  # the code location of [tool.dg] in pyproject.toml
   bench) exec python -m bench.run "$@" ;;
+  docs)  export NO_MKDOCS_2_WARNING=1  # the site in docs/ (mkdocs.yml); offline, no fonts fetched
+         if [ "${1:-serve}" = build ]; then shift; exec python -m mkdocs build --strict "$@"; fi
+         [ "${1:-}" = serve ] && shift
+         exec python -m mkdocs serve "$@" ;;
   lint)  ruff format --check . && exec ruff check . ;;
   format) ruff format . && exec ruff check --fix . ;;
-  *) echo "usage: ./dev.sh {setup|demo|test|fast|ui|screenshots|bench|lint|format} [args]"; exit 2 ;;
+  *) echo "usage: ./dev.sh {setup|demo|test|fast|ui|screenshots|docs [build]|bench|lint|format} [args]"; exit 2 ;;
 esac

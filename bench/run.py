@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reps", type=int, default=Config.reps, help="timed repetitions")
     parser.add_argument("--warmup", type=int, default=Config.warmup, help="untimed warm-ups")
     parser.add_argument("--only", help="comma-separated scenario numbers or names")
-    parser.add_argument("--out", type=Path, default=BENCH / "results.md")
+    parser.add_argument("--out", type=Path, default=BENCH.parent / "docs" / "benchmarks" / "2m.md")
     parser.add_argument("--workdir", type=Path, default=BENCH / "data" / "run")
     parser.add_argument("--keep", action="store_true", help="keep the generated data")
     args = parser.parse_args(argv)
