@@ -2,6 +2,7 @@
 
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
@@ -29,6 +30,17 @@ class RevisionRunConfig(dg.Config):
     )
 
 
+@dataclass(frozen=True)
+class DagsterPolicies:
+    """What a factory passes to ``dg.asset`` as it is: how Dagster automates, judges
+    freshness, retries and pools the asset's runs (None: Dagster's default)."""
+
+    automation_condition: dg.AutomationCondition | None = None
+    freshness_policy: dg.FreshnessPolicy | None = None
+    retry_policy: dg.RetryPolicy | None = None
+    pool: str | None = None
+
+
 def asset_kwargs(
     *,
     name: str,
@@ -45,8 +57,10 @@ def asset_kwargs(
     metadata: Mapping[str, Any] | None,
     column_descriptions: Mapping[str, str] | None,
     io_manager_key: str,
+    dagster_policies: DagsterPolicies | None = None,
 ) -> dict[str, Any]:
     """Arguments of dg.asset common to featurized, scoring and reference assets."""
+    dagster_policies = dagster_policies or DagsterPolicies()
     described = (
         {META_COLUMN_DESCRIPTIONS: dg.MetadataValue.json(dict(column_descriptions))}
         if column_descriptions
@@ -68,6 +82,10 @@ def asset_kwargs(
         "required_resource_keys": {LOCATION_KEY, SPARK_KEY},
         # a range (backfill or major) is one run, hence one revision, not one per partition
         "backfill_policy": dg.BackfillPolicy.single_run() if partitions_def else None,
+        "automation_condition": dagster_policies.automation_condition,
+        "freshness_policy": dagster_policies.freshness_policy,
+        "retry_policy": dagster_policies.retry_policy,
+        "pool": dagster_policies.pool,
     }
 
 

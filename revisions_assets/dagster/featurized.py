@@ -23,7 +23,14 @@ from resources.keys import IO_MANAGER_KEY
 from resources.slice import DatasetSlice
 from revisions_assets.core.read.spark_merge import DELETED
 
-from .factory import RevisionRunConfig, asset_decorator, asset_kwargs, io_manager, spark_session
+from .factory import (
+    DagsterPolicies,
+    RevisionRunConfig,
+    asset_decorator,
+    asset_kwargs,
+    io_manager,
+    spark_session,
+)
 
 #: source rows of [start, end): (spark, start, end) -> DataFrame
 WindowSource = Callable[[SparkSession, datetime, datetime], DataFrame]
@@ -50,6 +57,10 @@ def featurized_asset(
     metadata: Mapping[str, Any] | None = None,
     column_descriptions: Mapping[str, str] | None = None,
     io_manager_key: str = IO_MANAGER_KEY,
+    automation_condition: dg.AutomationCondition | None = None,
+    freshness_policy: dg.FreshnessPolicy | None = None,
+    retry_policy: dg.RetryPolicy | None = None,
+    pool: str | None = None,
     field_versions: Mapping[str, str] | None = None,
 ) -> Callable[[Featurizer], dg.AssetsDefinition]:
     """Declare a time-partitioned featurized asset stored as one table of a revisioned dataset.
@@ -87,6 +98,9 @@ def featurized_asset(
                 },
                 column_descriptions=column_descriptions,
                 io_manager_key=io_manager_key,
+                dagster_policies=DagsterPolicies(
+                    automation_condition, freshness_policy, retry_policy, pool
+                ),
             )
         )
         def _featurized(context: dg.AssetExecutionContext, config: RevisionRunConfig) -> dg.Output:
@@ -134,6 +148,10 @@ def reference_asset(
     metadata: Mapping[str, Any] | None = None,
     column_descriptions: Mapping[str, str] | None = None,
     io_manager_key: str = IO_MANAGER_KEY,
+    automation_condition: dg.AutomationCondition | None = None,
+    freshness_policy: dg.FreshnessPolicy | None = None,
+    retry_policy: dg.RetryPolicy | None = None,
+    pool: str | None = None,
 ) -> Callable[[Snapshot], dg.AssetsDefinition]:
     """Declare an unpartitioned reference table: ``fn(spark) -> full snapshot DataFrame``.
 
@@ -161,6 +179,9 @@ def reference_asset(
                 metadata=metadata,
                 column_descriptions=column_descriptions,
                 io_manager_key=io_manager_key,
+                dagster_policies=DagsterPolicies(
+                    automation_condition, freshness_policy, retry_policy, pool
+                ),
             )
         )
         def _reference(context: dg.AssetExecutionContext, config: RevisionRunConfig) -> dg.Output:

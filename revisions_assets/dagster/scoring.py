@@ -51,7 +51,7 @@ from resources.values import UpstreamChanges
 from revisions_assets.core.errors import RevisionsError
 from revisions_assets.core.read.spark_merge import DELETED
 
-from .factory import RevisionRunConfig, asset_decorator, asset_kwargs, io_manager
+from .factory import DagsterPolicies, RevisionRunConfig, asset_decorator, asset_kwargs, io_manager
 
 Scorer = Callable[..., DataFrame]
 
@@ -146,6 +146,10 @@ def scoring_asset(
     metadata: Mapping[str, Any] | None = None,
     column_descriptions: Mapping[str, str] | None = None,
     io_manager_key: str = IO_MANAGER_KEY,
+    automation_condition: dg.AutomationCondition | None = None,
+    freshness_policy: dg.FreshnessPolicy | None = None,
+    retry_policy: dg.RetryPolicy | None = None,
+    pool: str | None = None,
     uses_columns: Sequence[str] | None = None,
 ) -> Callable[[Scorer], dg.AssetsDefinition]:
     """Declare a scoring asset: ``fn(main_rows, **reference_rows) -> scores``.
@@ -202,6 +206,9 @@ def scoring_asset(
                 },
                 column_descriptions=column_descriptions,
                 io_manager_key=io_manager_key,
+                dagster_policies=DagsterPolicies(
+                    automation_condition, freshness_policy, retry_policy, pool
+                ),
             ),
         )
         def _scoring(

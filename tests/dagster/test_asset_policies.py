@@ -1,0 +1,53 @@
+"""The factories pass Dagster's automation, freshness, retry and pool settings to the asset
+as they are (the run-time behaviour of each is Dagster's own)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import dagster as dg
+
+from resources import revisions_resources
+from revisions_assets.dagster import featurized_asset, reference_asset, scoring_asset
+
+DAILY = dg.DailyPartitionsDefinition(start_date="2024-01-01")
+POLICIES = {
+    "automation_condition": dg.AutomationCondition.on_cron("0 6 * * *"),
+    "freshness_policy": dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=30)),
+    "retry_policy": dg.RetryPolicy(max_retries=2, delay=5),
+    "pool": "spark",
+}
+
+
+def source(spark, start, end):  # never called: the assets are only defined
+    raise AssertionError("not materialized here")
+
+
+@featurized_asset(
+    id_columns=["id"], partitions_def=DAILY, code_version="1", source=source, **POLICIES
+)
+def features(rows, window):
+    return rows
+
+
+@reference_asset(id_columns=["id"], code_version="1", **POLICIES)
+def labels(spark):
+    return spark.range(1)
+
+
+@scoring_asset(upstream=features, partitions_def=DAILY, code_version="1", **POLICIES)
+def scores(features):
+    return features
+
+
+def test_every_factory_passes_the_policies_through():
+    for asset in (features, labels, scores):
+        spec = asset.get_asset_spec(asset.key)
+        assert spec.automation_condition == POLICIES["automation_condition"]
+        assert spec.freshness_policy == POLICIES["freshness_policy"]
+        assert asset.op.retry_policy == POLICIES["retry_policy"]
+        assert asset.op.pool == "spark"
+    resources = revisions_resources("/tmp/never-written")  # nothing runs: no root is touched
+    dg.Definitions.validate_loadable(
+        dg.Definitions(assets=[features, labels, scores], resources=resources)
+    )
