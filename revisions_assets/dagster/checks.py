@@ -17,6 +17,12 @@ partitions the run materialized), on the revision that wrote those partitions:
 - ``partition_ids_unique_non_null``: its ids are non-null and unique;
 - ``partition_schema``: its live rows validate against the pandera schema.
 
+The id and schema checks of the revision a run writes are **blocking** (ERROR severity): a
+failure fails the run's checks and keeps assets after it in the same run from executing,
+and ``AutomationCondition.all_deps_blocking_checks_passed()`` holds back what depends on
+it. For a partitioned asset these are the partitioned checks (they run with each run); its
+whole-table ones run on their own schedule, so they are not blocking there.
+
 A carrying major's files hold only its changed rows and tombstones: the partitioned
 checks see those, and the rows it carries were checked with the revisions that wrote
 them (``ids_unique_non_null`` reads the carried revisions too: a default read merges them).
@@ -150,11 +156,14 @@ def revision_checks(
         return getattr(context.resources, SPARK_KEY).spark_session
 
     checks = []
+    # the whole-table id and schema checks block when they check what the asset's runs write
+    whole_table_blocks = asset.partitions_def is None
 
     @dg.asset_check(
         asset=key,
         name="ids_unique_non_null",
         required_resource_keys=_RESOURCES,
+        blocking=whole_table_blocks,
         description=f"Ids {ids} are non-null and unique within each revision a default read "
         "merges.",
     )
@@ -271,6 +280,7 @@ def revision_checks(
             asset=key,
             name="schema",
             required_resource_keys=_RESOURCES,
+            blocking=whole_table_blocks,
             description=f"The table's state validates against {schema!r} (pandera).",
         )
         def schema_check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
@@ -342,6 +352,7 @@ def _partition_checks(
             "partition_ids_unique_non_null",
             asset=asset.key,
             partitions_def=pdef,
+            blocking=True,
             description=f"Ids {ids} of the revision that wrote the partition are non-null and "
             "unique.",
         )
@@ -352,6 +363,7 @@ def _partition_checks(
                 "partition_schema",
                 asset=asset.key,
                 partitions_def=pdef,
+                blocking=True,
                 description="The rows of the revision that wrote the partition validate "
                 f"against {schema!r} (pandera).",
             )

@@ -51,3 +51,20 @@ def test_every_factory_passes_the_policies_through():
     dg.Definitions.validate_loadable(
         dg.Definitions(assets=[features, labels, scores], resources=resources)
     )
+
+
+def test_the_checks_of_what_a_run_writes_are_blocking():
+    """The id and schema checks of the revision a run writes block (ERROR on failure);
+    the other checks, and the whole-table ones of a partitioned asset, do not."""
+    from revisions_assets.definitions import defs
+
+    blocking = {
+        (spec.asset_key.to_user_string(), spec.name): spec.blocking
+        for checks in defs.asset_checks or ()
+        for spec in checks.check_specs
+    }
+    assert blocking[("plane_delay_features", "partition_ids_unique_non_null")] is True
+    assert blocking[("plane_delay_risk", "partition_schema")] is True
+    assert blocking[("plane_delay_features", "ids_unique_non_null")] is False  # partitioned
+    assert blocking[("planes", "ids_unique_non_null")] is True  # a reference: unpartitioned
+    assert blocking[("plane_delay_features", "code_version")] is False  # a warning
