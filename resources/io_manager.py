@@ -25,6 +25,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field, PrivateAttr
 from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import ArgumentTypeError, RevisionsError
@@ -43,6 +44,7 @@ from .address import (
 )
 from .location import DatasetLocation
 from .metadata import (
+    column_lineage,
     compaction_metadata,
     data_version,
     revision_metadata,
@@ -271,6 +273,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
                 **compaction_metadata(s.table, compaction),
                 **slice_metadata(s),
                 **table_metadata(s, schema, entities, descriptions),
+                **self._lineage(s, schema),
             }
         )
         self._publish_data_version(context, data_version(s.table, rev.sequence))
@@ -297,6 +300,18 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             f"{compaction.sequence}): {written.rows} rows in {len(written.files)} files"
         )
         return compaction
+
+    def _lineage(self, s: DatasetSlice, schema: StructType | None) -> dict[str, Any]:
+        """A scoring table's ``dagster/column_lineage`` (its inputs' columns from their logs)."""
+        if not s.upstream or schema is None:
+            return {}
+        columns = {}
+        for u in s.upstream:
+            tables = self.location.dataset(u.ref.dataset, self.spark.spark_session).tables()
+            if u.ref.table in tables:
+                columns[u.ref.asset_key] = tables[u.ref.table].schema.fieldNames()
+        lineage = column_lineage(s, schema, columns)
+        return {"dagster/column_lineage": lineage} if lineage is not None else {}
 
     @staticmethod
     def _field_versions(s: DatasetSlice, obj: DataFrame) -> dict[str, str]:

@@ -66,6 +66,35 @@ def table_metadata(
     return meta
 
 
+def column_lineage(
+    s: DatasetSlice, schema: StructType, upstream_columns: Mapping[str, list[str]]
+) -> dg.TableColumnLineage | None:
+    """Where a scoring table's columns come from (``dagster/column_lineage``): a column of the
+    main input's name from it, else one a reference holds from that reference, every other
+    column (a computed one) from the main input's ``uses_columns`` (all its value columns
+    when not declared). ``upstream_columns``: {upstream asset key: its table's columns}."""
+    main = next((u.ref for u in s.upstream if u.ref.kind == "main"), None)
+    if main is None or main.asset_key not in upstream_columns:
+        return None
+    main_key = dg.AssetKey.from_user_string(main.asset_key)
+    main_values = [c for c in upstream_columns[main.asset_key] if c not in main.id_columns]
+    used = list(s.uses_columns) if s.uses_columns is not None else main_values
+    references = [u.ref for u in s.upstream if u.ref.kind == "reference"]
+    deps: dict[str, list[dg.TableColumnDep]] = {}
+    for column in schema.fieldNames():
+        if column in upstream_columns[main.asset_key]:
+            sources = [(main_key, column)]
+        else:
+            held = [
+                (dg.AssetKey.from_user_string(r.asset_key), column)
+                for r in references
+                if column in upstream_columns.get(r.asset_key, ())
+            ]
+            sources = held or [(main_key, c) for c in used]
+        deps[column] = [dg.TableColumnDep(asset_key=k, column_name=c) for k, c in sources]
+    return dg.TableColumnLineage(deps_by_column=deps)
+
+
 def upstream_metadata(s: DatasetSlice) -> dict[str, Any]:
     """A consumer's positions per input: consumed from -> to, and the data version consumed."""
     return {

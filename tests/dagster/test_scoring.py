@@ -45,6 +45,15 @@ def test_consumes_only_new_revisions_exactly_once(pipe, caplog):
     pipe.run(pipe.features, P1)
     first = pipe.meta(pipe.run(pipe.scores, P1), pipe.scores)
     assert first["kind"] == "major" and first["rows"] == 3
+    lineage = {
+        column: sorted((d.asset_key.to_user_string(), d.column_name) for d in deps)
+        for column, deps in first["dagster/column_lineage"].deps_by_column.items()
+    }
+    assert lineage == {  # ids and copied columns from the input, the score from its values
+        "entity": [("features", "entity")],
+        "grp": [("features", "grp")],
+        "score": [("features", "events"), ("features", "grp"), ("features", "total")],
+    }
     assert positions(pipe) == {"features": 1, "groups": 1}
 
     pipe.run(pipe.features, P2)  # features revision 2: a and d
