@@ -48,6 +48,11 @@ def column_schema(
     return dg.TableSchema(columns=columns)
 
 
+def table_name(dataset: str, table: str) -> str:
+    """Dagster's ``dagster/table_name`` of a table: ``<dataset folder>.<table>``."""
+    return f"{PurePosixPath(dataset).name}.{table}"
+
+
 def table_metadata(
     s: DatasetSlice,
     schema: StructType | None,
@@ -57,7 +62,7 @@ def table_metadata(
     """Dagster's table and URI metadata of the slice's table."""
     meta: dict[str, Any] = {
         "dagster/uri": s.root,
-        "dagster/table_name": f"{PurePosixPath(s.root).name}.{s.table}",
+        "dagster/table_name": table_name(s.root, s.table),
     }
     if schema is not None:
         meta["dagster/column_schema"] = column_schema(schema, s.id_columns, descriptions)

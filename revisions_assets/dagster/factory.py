@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 from resources import RevisionsIOManager
 from resources.address import META_COLUMN_DESCRIPTIONS, Role, TableAddress
 from resources.keys import LOCATION_KEY, SPARK_KEY
+from resources.metadata import table_name
 
 KINDS = frozenset({"spark", "parquet"})
 
@@ -39,6 +40,8 @@ class DagsterPolicies:
     freshness_policy: dg.FreshnessPolicy | None = None
     retry_policy: dg.RetryPolicy | None = None
     pool: str | None = None
+    #: the table's columns, declared: the catalog shows them before the first run
+    column_schema: dg.TableSchema | None = None
 
 
 def asset_kwargs(
@@ -77,7 +80,19 @@ def asset_kwargs(
         "deps": list(deps),
         "tags": dict(tags or {}),
         "owners": list(owners or []),
-        "metadata": {**address.to_metadata(role), **described, **(metadata or {})},
+        "metadata": {
+            **address.to_metadata(role),
+            # the catalog's table name before the first run (a run's materialization says it
+            # again, as does its column schema from the written table)
+            "dagster/table_name": table_name(address.dataset, address.table),
+            **(
+                {"dagster/column_schema": dagster_policies.column_schema}
+                if dagster_policies.column_schema is not None
+                else {}
+            ),
+            **described,
+            **(metadata or {}),
+        },
         "io_manager_key": io_manager_key,
         "required_resource_keys": {LOCATION_KEY, SPARK_KEY},
         # a range (backfill or major) is one run, hence one revision, not one per partition

@@ -61,6 +61,7 @@ def featurized_asset(
     freshness_policy: dg.FreshnessPolicy | None = None,
     retry_policy: dg.RetryPolicy | None = None,
     pool: str | None = None,
+    column_schema: dg.TableSchema | None = None,
     field_versions: Mapping[str, str] | None = None,
 ) -> Callable[[Featurizer], dg.AssetsDefinition]:
     """Declare a time-partitioned featurized asset stored as one table of a revisioned dataset.
@@ -99,7 +100,7 @@ def featurized_asset(
                 column_descriptions=column_descriptions,
                 io_manager_key=io_manager_key,
                 dagster_policies=DagsterPolicies(
-                    automation_condition, freshness_policy, retry_policy, pool
+                    automation_condition, freshness_policy, retry_policy, pool, column_schema
                 ),
             )
         )
@@ -152,6 +153,7 @@ def reference_asset(
     freshness_policy: dg.FreshnessPolicy | None = None,
     retry_policy: dg.RetryPolicy | None = None,
     pool: str | None = None,
+    column_schema: dg.TableSchema | None = None,
 ) -> Callable[[Snapshot], dg.AssetsDefinition]:
     """Declare an unpartitioned reference table: ``fn(spark) -> full snapshot DataFrame``.
 
@@ -180,7 +182,7 @@ def reference_asset(
                 column_descriptions=column_descriptions,
                 io_manager_key=io_manager_key,
                 dagster_policies=DagsterPolicies(
-                    automation_condition, freshness_policy, retry_policy, pool
+                    automation_condition, freshness_policy, retry_policy, pool, column_schema
                 ),
             )
         )

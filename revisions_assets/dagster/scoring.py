@@ -150,6 +150,7 @@ def scoring_asset(
     freshness_policy: dg.FreshnessPolicy | None = None,
     retry_policy: dg.RetryPolicy | None = None,
     pool: str | None = None,
+    column_schema: dg.TableSchema | None = None,
     uses_columns: Sequence[str] | None = None,
 ) -> Callable[[Scorer], dg.AssetsDefinition]:
     """Declare a scoring asset: ``fn(main_rows, **reference_rows) -> scores``.
@@ -207,7 +208,7 @@ def scoring_asset(
                 column_descriptions=column_descriptions,
                 io_manager_key=io_manager_key,
                 dagster_policies=DagsterPolicies(
-                    automation_condition, freshness_policy, retry_policy, pool
+                    automation_condition, freshness_policy, retry_policy, pool, column_schema
                 ),
             ),
         )

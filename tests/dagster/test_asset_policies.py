@@ -23,8 +23,19 @@ def source(spark, start, end):  # never called: the assets are only defined
     raise AssertionError("not materialized here")
 
 
+COLUMNS = dg.TableSchema(
+    columns=[dg.TableColumn("id", "bigint"), dg.TableColumn("trips_28d", "bigint")]
+)
+
+
 @featurized_asset(
-    id_columns=["id"], partitions_def=DAILY, code_version="1", source=source, **POLICIES
+    id_columns=["id"],
+    partitions_def=DAILY,
+    code_version="1",
+    source=source,
+    dataset="drivers",
+    column_schema=COLUMNS,
+    **POLICIES,
 )
 def features(rows, window):
     return rows
@@ -47,6 +58,10 @@ def test_every_factory_passes_the_policies_through():
         assert spec.freshness_policy == POLICIES["freshness_policy"]
         assert asset.op.retry_policy == POLICIES["retry_policy"]
         assert asset.op.pool == "spark"
+    catalog = features.metadata_by_key[features.key]
+    assert catalog["dagster/column_schema"] == COLUMNS  # before the first run
+    assert catalog["dagster/table_name"] == "drivers.features"
+    assert scores.metadata_by_key[scores.key]["dagster/table_name"] == "scores.scores"
     resources = revisions_resources("/tmp/never-written")  # nothing runs: no root is touched
     dg.Definitions.validate_loadable(
         dg.Definitions(assets=[features, labels, scores], resources=resources)
