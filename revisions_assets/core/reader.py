@@ -39,7 +39,7 @@ from .read.download_cache import DownloadCache
 from .read.polars_merge import plan_columns, table_columns
 from .read.polars_reads import PolarsChangeSet, PolarsReads
 from .read.requests import change_read, find_revision, history_read, state_read
-from .read.selection import Position, ReadPlan, best_compaction, head_state, plan_read
+from .read.selection import Position, ReadPlan, head_plan, plan_read
 from .storage.backends import open_storage
 from .storage.base import LocalStorage, Storage
 from .timeutil import TimeLike
@@ -305,9 +305,6 @@ def _plan_files(plan: ReadPlan) -> list[str]:
 def _current_columns(view: LogView, table: str) -> dict[str, pl.DataType]:
     """The schema a read of ``table`` at the head returns (``spark_merge.current_schema``)."""
     try:
-        selection = head_state(view, table)
+        return plan_columns(head_plan(view, table))
     except NoMajorRevisionError:
         return table_columns(view.history(table), table)
-    base = best_compaction(view, selection)
-    direct = tuple(r for r in selection.merge if base is None or not base.contains(r))
-    return plan_columns(ReadPlan(table, selection.merge, base, direct))

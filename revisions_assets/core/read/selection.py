@@ -253,6 +253,15 @@ def best_compaction(view: LogView, selection: Selection) -> Compaction | None:
     return max(usable, key=lambda c: (c.covers.revisions, c.sequence), default=None)
 
 
+def head_plan(view: LogView, table: str) -> ReadPlan:
+    """How a default read of ``table`` at the head is served: its best compaction as the base
+    and the revisions on top (NoMajorRevisionError before the first major)."""
+    selection = head_state(view, table)
+    base = best_compaction(view, selection)
+    direct = tuple(r for r in selection.merge if base is None or not base.contains(r))
+    return ReadPlan(table, selection.merge, base, direct)
+
+
 def plan_read(view: LogView, selection: Selection, what: str) -> ReadPlan:
     """How to read ``selection``; RetentionError when it needs files a vacuum removed.
 

@@ -51,7 +51,7 @@ from ..log.view import LogView
 from ..sqltext import quoted, sql_literal
 from ..storage.base import Storage
 from ..timeutil import to_micros
-from .selection import ReadPlan, best_compaction, head_state
+from .selection import ReadPlan, head_plan, head_state
 
 SYSTEM_COLUMNS = (DELETED, ROW_HASH, *REVISION_COLUMNS)
 _SEQ, _ORDER, _STAMP = "__sequence", "__revision_order", "__timestamp_us"
@@ -102,11 +102,8 @@ def state_schemas(view: LogView, table: str) -> tuple[StructType, StructType]:
 
 
 def _state_schemas(view: LogView, table: str) -> tuple[StructType, StructType]:
-    selection = head_state(view, table)
-    base = best_compaction(view, selection)
-    direct = tuple(r for r in selection.merge if base is None or not base.contains(r))
-    plan = ReadPlan(table, selection.merge, base, direct)
-    return table_schema((selection.major,), table), plan_schema(plan)
+    major = head_state(view, table).major
+    return table_schema((major,), table), plan_schema(head_plan(view, table))
 
 
 def current_schema(view: LogView, table: str) -> StructType:
