@@ -90,7 +90,7 @@ class ConsumerPositionConflictError(CommitConflictError):
 class CorruptLogError(RevisionsError):
     """The log is damaged: an entry that cannot be read back, has the wrong shape, references
     a file outside the root, or a gap in the sequence. Nothing is written until it is repaired
-    (see ``RevisionedDataset.verify()`` and the README's recovery section)."""
+    (see ``RevisionedDataset.verify()`` and the recovery guide of the docs)."""
 
 
 class StorageError(RevisionsError):

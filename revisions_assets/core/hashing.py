@@ -2,7 +2,7 @@
 
 A stable 64-bit hash of a row's value columns (not its ids, not system columns), written
 beside every data row and compared by skip-unchanged commits, change reads and soft
-majors. The rules, which the README's "Provenance" section states for users:
+majors. The rules, which the docs' guide on versions and soft majors states for users:
 
 - ``F.xxhash64`` (seed 42) over, for each value column **sorted by name**, the pair
   ``struct(name, value)``, but **only for non-null values**: Spark's hash skips null

@@ -49,7 +49,8 @@ if TYPE_CHECKING:
 
 Severity = Literal["error", "warning"]
 
-#: every kind of finding, its severity and how an operator fixes it (the README repeats these)
+#: every kind of finding, its severity and how an operator fixes it (the docs' recovery
+#: guide repeats these)
 KINDS: dict[str, tuple[Severity, str]] = {
     "log_gap": (
         "error",

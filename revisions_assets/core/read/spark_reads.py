@@ -304,7 +304,7 @@ class SparkReads:
         return MissingFileError(
             f"{self.storage.uri}: data file {path} of revision {name!r}, table {table!r}, is "
             f"missing{more}: the dataset is damaged; run ds.verify() and see 'Recovering a damaged "
-            "dataset' in the README"
+            "dataset' in the docs"
         )
 
     def _empty_changes(self, schema: StructType, with_revision: bool) -> DataFrame:
