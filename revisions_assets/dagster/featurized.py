@@ -23,7 +23,14 @@ from resources.keys import IO_MANAGER_KEY
 from resources.slice import DatasetSlice
 from revisions_assets.core.read.spark_merge import DELETED
 
-from .factory import RevisionRunConfig, asset_decorator, asset_kwargs, io_manager, spark_session
+from .factory import (
+    AssetOptions,
+    RevisionRunConfig,
+    asset_decorator,
+    asset_kwargs,
+    io_manager,
+    spark_session,
+)
 
 #: source rows of [start, end): (spark, start, end) -> DataFrame
 WindowSource = Callable[[SparkSession, datetime, datetime], DataFrame]
@@ -51,6 +58,11 @@ def featurized_asset(
     column_descriptions: Mapping[str, str] | None = None,
     io_manager_key: str = IO_MANAGER_KEY,
     field_versions: Mapping[str, str] | None = None,
+    columns: Mapping[str, str] | None = None,
+    automation_condition: dg.AutomationCondition | None = None,
+    freshness_policy: dg.FreshnessPolicy | None = None,
+    retry_policy: dg.RetryPolicy | None = None,
+    pool: str | None = None,
 ) -> Callable[[Featurizer], dg.AssetsDefinition]:
     """Declare a time-partitioned featurized asset stored as one table of a revisioned dataset.
 
@@ -62,7 +74,13 @@ def featurized_asset(
     (the default of every field). Bumping one makes a major; the versions of every field are
     recorded on each revision, so a scoring asset with ``uses_columns`` that reads none of
     the bumped fields re-scores nothing.
+
+    ``columns={column: Spark type}`` declares the output (the catalog shows it before the
+    first run; a run returning other columns fails with DeclaredColumnsError);
+    ``automation_condition``, ``freshness_policy``, ``retry_policy`` and ``pool`` go to
+    ``dg.asset`` as they are.
     """
+    options = AssetOptions(columns, automation_condition, freshness_policy, retry_policy, pool)
 
     def decorator(fn: Featurizer) -> dg.AssetsDefinition:
         asset_name = name or fn.__name__
@@ -87,10 +105,14 @@ def featurized_asset(
                 },
                 column_descriptions=column_descriptions,
                 io_manager_key=io_manager_key,
+                options=options,
             )
         )
-        def _featurized(context: dg.AssetExecutionContext, config: RevisionRunConfig) -> dg.Output:
-            window = io_manager(context, io_manager_key).slice_for(context)
+        def _featurized(
+            context: dg.AssetExecutionContext, config: RevisionRunConfig
+        ) -> dg.MaterializeResult:
+            io = io_manager(context, io_manager_key)
+            window = io.slice_for(context)
             assert window.compute_start is not None and window.compute_end is not None
             context.log.info(
                 f"{'major' if window.is_major else 'minor'} ({window.reason}): computing "
@@ -99,7 +121,7 @@ def featurized_asset(
             rows = source(
                 spark_session(context), window.compute_start - lookback, window.compute_end
             )
-            return dg.Output(fn(rows, window))
+            return io.materialize(context, fn(rows, window))
 
         return _featurized
 
@@ -134,12 +156,19 @@ def reference_asset(
     metadata: Mapping[str, Any] | None = None,
     column_descriptions: Mapping[str, str] | None = None,
     io_manager_key: str = IO_MANAGER_KEY,
+    columns: Mapping[str, str] | None = None,
+    automation_condition: dg.AutomationCondition | None = None,
+    freshness_policy: dg.FreshnessPolicy | None = None,
+    retry_policy: dg.RetryPolicy | None = None,
+    pool: str | None = None,
 ) -> Callable[[Snapshot], dg.AssetsDefinition]:
     """Declare an unpartitioned reference table: ``fn(spark) -> full snapshot DataFrame``.
 
     A major writes the snapshot; a minor only its difference to the current state
-    (nothing committed when nothing changed).
+    (nothing committed when nothing changed). ``columns`` and the Dagster pass-through
+    arguments as in ``featurized_asset``.
     """
+    options = AssetOptions(columns, automation_condition, freshness_policy, retry_policy, pool)
 
     def decorator(fn: Snapshot) -> dg.AssetsDefinition:
         asset_name = name or fn.__name__
@@ -161,15 +190,18 @@ def reference_asset(
                 metadata=metadata,
                 column_descriptions=column_descriptions,
                 io_manager_key=io_manager_key,
+                options=options,
             )
         )
-        def _reference(context: dg.AssetExecutionContext, config: RevisionRunConfig) -> dg.Output:
+        def _reference(
+            context: dg.AssetExecutionContext, config: RevisionRunConfig
+        ) -> dg.MaterializeResult:
             io = io_manager(context, io_manager_key)
             window = io.slice_for(context)
             snapshot = fn(spark_session(context))
             if not window.is_major:
                 snapshot = snapshot_changes(io.current_state(window), snapshot, window.id_columns)
-            return dg.Output(snapshot)
+            return io.materialize(context, snapshot)
 
         return _reference
 
