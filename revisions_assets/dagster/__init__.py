@@ -6,12 +6,18 @@ from resources import TAG_FORCE_COMPACTION, TAG_FORCE_MAJOR, DatasetSlice, Upstr
 
 from .automation import (
     RevisionsLogCondition,
+    automation_tick,
     backfill_runs,
     revisions_automation,
     revisions_automation_sensor,
     revisions_log_condition,
 )
 from .checks import revision_checks, runs_with
+from .components import (
+    FeaturizedAssetComponent,
+    ReferenceAssetComponent,
+    ScoringAssetComponent,
+)
 from .factory import RevisionRunConfig
 from .featurized import featurized_asset, reference_asset
 from .maintenance import VacuumConfig, vacuum_job, weekly_vacuum_schedule
@@ -24,11 +30,15 @@ __all__ = [
     "TAG_FORCE_COMPACTION",
     "TAG_FORCE_MAJOR",
     "DatasetSlice",
+    "FeaturizedAssetComponent",
     "Reference",
+    "ReferenceAssetComponent",
     "RevisionRunConfig",
     "RevisionsLogCondition",
+    "ScoringAssetComponent",
     "ScoringInputsError",
     "UpstreamChanges",
+    "automation_tick",
     "backfill_runs",
     "code_version_sensor",
     "daily_featurized_schedule",

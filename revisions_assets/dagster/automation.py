@@ -310,3 +310,21 @@ def revisions_automation_sensor(
             emit_backfills=True,
             use_user_code_server=True,
         )
+
+
+def automation_tick(
+    sensor: dg.AutomationConditionSensorDefinition,
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    assets: Sequence[dg.AssetsDefinition],
+    cursor: str | None = None,
+) -> tuple[list[dg.RunRequest], str | None]:
+    """One tick of the automation sensor in process (the demo, tests): the runs it requests,
+    its backfills as their single runs (``backfill_runs``, ``assets`` upstream first), and the
+    cursor of the next tick. A deployment's daemons do this themselves."""
+    with dg.build_sensor_context(
+        instance=instance, cursor=cursor, repository_def=defs.get_repository_def()
+    ) as context:
+        data = sensor.evaluate_tick(context)
+    runs = [run for r in data.run_requests or [] for run in backfill_runs(r, assets)]
+    return runs, data.cursor

@@ -11,7 +11,7 @@ import pytest
 from revisions_pipeline import P1, P2, P3, P4, RANGE_END_TAG, RANGE_START_TAG, Versions
 
 from revisions_assets.dagster import (
-    backfill_runs,
+    automation_tick,
     code_version_sensor,
     revisions_automation,
     revisions_automation_sensor,
@@ -47,14 +47,10 @@ class Ticks:
             sensors=[sensor],
             resources=pipe.resources,
         )
-        with dg.build_sensor_context(
-            instance=pipe.instance,
-            cursor=self.cursors.get(sensor.name),
-            repository_def=defs.get_repository_def(),
-        ) as ctx:
-            data = sensor.evaluate_tick(ctx)
-        self.cursors[sensor.name] = data.cursor
-        return [run for r in data.run_requests for run in backfill_runs(r, pipe.assets)]
+        runs, self.cursors[sensor.name] = automation_tick(
+            sensor, defs, pipe.instance, pipe.assets, self.cursors.get(sensor.name)
+        )
+        return runs
 
     def sensors(self) -> list[dg.RunRequest]:
         pipe = self.pipe
