@@ -52,6 +52,7 @@ from .metadata import (
     revision_metadata,
     slice_metadata,
     table_metadata,
+    table_schema,
 )
 from .slice import (
     PIN_BY_PARTITIONS,
@@ -252,7 +253,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         definition = context.assets_def.metadata_by_key[context.asset_key]
         declared = definition.get(COLUMN_SCHEMA)
         if declared is not None:
-            check_declared_columns(key, declared.schema, obj.schema)
+            check_declared_columns(key, table_schema(declared), obj.schema)
         ds = self.location.dataset(s.root, self.spark.spark_session, {s.table: s.id_columns})
         rev = ds.commit(
             {s.table: obj},

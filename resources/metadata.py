@@ -83,6 +83,12 @@ def declared_schema(
     )
 
 
+def table_schema(value: Any) -> dg.TableSchema:
+    """A ``dagster/column_schema`` entry as a TableSchema (definition metadata holds it as
+    given, a TableSchema, or normalized, a TableSchemaMetadataValue)."""
+    return value.schema if isinstance(value, dg.TableSchemaMetadataValue) else value
+
+
 def check_declared_columns(asset_key: str, declared: dg.TableSchema, schema: StructType) -> None:
     """The output of an asset that declares its columns has exactly those, of those types."""
     want = {c.name: c.type for c in declared.columns}

@@ -16,7 +16,7 @@ the Python functions it names.
   revisions resources (one set per location: components naming the same one share them).
   Without it, the project binds ``revisions_resources(...)`` itself;
 - a scoring component names its inputs by the defs path of their components
-  (``upstream: my_features``, ``references: {groups: {component: my_groups, on: {...}}}``).
+  (``upstream: my_features``, ``references: {groups: {component: my_groups, join_on: {...}}}``).
 """
 
 import importlib
@@ -243,10 +243,11 @@ class ReferenceAssetComponent(_RevisionedAsset):
 
 @dataclass(kw_only=True)
 class ScoringReference(dg.Resolvable):
-    """A reference input: the defs path of its component, joined ``on {main: reference}``."""
+    """A reference input: the defs path of its component, joined on ``join_on``."""
 
     component: str
-    on: dict[str, str] = field(default_factory=dict)
+    #: {main column: reference column} (not `on`: YAML reads `on` as true)
+    join_on: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True)
@@ -267,7 +268,7 @@ class ScoringAssetComponent(_RevisionedAsset):
             **self.common(),
             upstream=_component_asset(context, self.upstream),
             references={
-                name: Reference(_component_asset(context, r.component), on=r.on)
+                name: Reference(_component_asset(context, r.component), on=r.join_on)
                 for name, r in (self.references or {}).items()
             },
             partitions_def=self.partitions,  # type: ignore[arg-type]

@@ -12,7 +12,13 @@ from pyspark.sql import SparkSession
 from resources import RevisionsIOManager
 from resources.address import META_COLUMN_DESCRIPTIONS, Role, TableAddress
 from resources.keys import LOCATION_KEY, SPARK_KEY
-from resources.metadata import COLUMN_SCHEMA, TABLE_NAME, declared_schema, table_name
+from resources.metadata import (
+    COLUMN_SCHEMA,
+    TABLE_NAME,
+    declared_schema,
+    table_name,
+    table_schema,
+)
 
 KINDS = frozenset({"spark", "parquet"})
 
@@ -106,7 +112,7 @@ def asset_decorator(**kwargs: Any) -> Callable[[Callable[..., Any]], dg.AssetsDe
 def declared_columns(asset: dg.AssetsDefinition) -> list[str]:
     """The columns an asset declares (``columns=``), empty when it does not."""
     schema = asset.metadata_by_key[asset.key].get(COLUMN_SCHEMA)
-    return [c.name for c in schema.schema.columns] if schema is not None else []
+    return [c.name for c in table_schema(schema).columns] if schema is not None else []
 
 
 def io_manager(context: dg.AssetExecutionContext, io_manager_key: str) -> RevisionsIOManager:
