@@ -236,8 +236,16 @@ def _location(asset: dg.AssetsDefinition) -> DatasetLocation:
             f"{asset.key.to_user_string()}: no {LOCATION_KEY!r} resource bound to the asset; "
             "give the Definitions revisions_resources(...)"
         )
-    with dg.build_resources({LOCATION_KEY: resource}) as built:
-        return getattr(built, LOCATION_KEY)
+    cached = _LOCATIONS.get(id(resource))
+    if cached is None or cached[0] is not resource:
+        with dg.build_resources({LOCATION_KEY: resource}) as built:
+            cached = _LOCATIONS[id(resource)] = (resource, getattr(built, LOCATION_KEY))
+    return cached[1]
+
+
+#: the built location of each bound resource (built once per code server: a tick evaluates
+#: the condition of every asset, and building a resource costs more than reading a log)
+_LOCATIONS: dict[int, tuple[object, DatasetLocation]] = {}
 
 
 def revisions_log_condition() -> RevisionsLogCondition:

@@ -1,7 +1,8 @@
 """The revisions log as a Declarative Automation condition: at every step of a flow (first
 scores, deletions, a late backfill, a reference change, code bumps) its automation sensor
 requests the same runs as the two sensors it replaces, once; a run it requests is pinned by
-its partitions; a failed blocking check holds the scores back."""
+its partitions (revisions committed before it starts wait for the next); a failed blocking
+check holds the scores back."""
 
 from __future__ import annotations
 
@@ -105,14 +106,20 @@ def test_the_condition_requests_what_the_sensors_request_once(pipe):
     assert (deletion["partitions"], deletion["rows"], deletion["tombstones"]) == (P3, 2, 1)
     assert "b" not in pipe.state("out", "scores")  # the tombstone propagated
 
-    # a late backfill: day 4, then day 2 corrected after it
+    # day 4 is requested, and before its run starts, day 2 is corrected (a late backfill):
+    # the run is pinned by its partitions (the revision of day 4 only), day 2 comes next
     pipe.run(pipe.features, P4)
+    day4 = ticks.step()
+    assert list(map(described, day4)) == [("scores", P4, P4)]
     pipe.events.loc[
         (pipe.events["day"].astype(str) == P2) & (pipe.events["entity"] == "d"), "value"
     ] = 40
     pipe.run(pipe.features, P2)
+    (pinned,) = ticks.run(day4)
+    (features,) = [u for u in pinned["upstream_positions"] if u["table"] == "features"]
+    assert (pinned["partitions"], features["from"], features["to"]) == (P4, 3, 4)
     late = ticks.step()
-    assert list(map(described, late)) == [("scores", P2, P4)]  # the span: one run
+    assert list(map(described, late)) == [("scores", P2, P2)]
     (minor,) = ticks.run(late)
     assert minor["kind"] == "minor" and pipe.state("out", "scores")["d"]["score"] == 80.0
 
@@ -139,32 +146,9 @@ def test_the_condition_requests_what_the_sensors_request_once(pipe):
 
     # exactly once: every scoring revision consumed what the one before left
     revisions = pipe.dataset("out").revisions("scores")
-    assert len(revisions) == 6
+    assert len(revisions) == 7
     consumed = [{p.table: p.sequence for p in r.upstream} for r in revisions]
-    assert [c["features"] for c in consumed] == [2, 3, 5, 5, 6, 6]
-
-
-def test_a_requested_run_is_pinned_by_its_partitions(pipe):
-    pipe.run(pipe.groups_asset)
-    pipe.run(pipe.features, P1)
-    ticks = Ticks(pipe)
-    ticks.run(ticks.step())
-    pipe.run(pipe.features, P2)
-    (request,) = ticks.automation()  # scores P2 requested ...
-    pipe.run(pipe.features, P4)  # ... and before its run starts, day 4 is committed
-    (scored,) = ticks.run([request])
-    assert scored["partitions"] == P2  # the revision of day 2 only; day 4 waits
-    (features,) = [u for u in scored["upstream_positions"] if u["table"] == "features"]
-    assert (features["from"], features["to"]) == (1, 2)
-    assert list(map(described, ticks.step())) == [("scores", P4, P4)]
-
-    # day 2 corrected meanwhile: a run asked by hand for day 4 (no pin: the current heads)
-    # would have to materialize day 2 too, and refuses
-    pipe.events.loc[pipe.events["entity"] == "d", "value"] = 41
-    pipe.run(pipe.features, P2)
-    refused = pipe.run(pipe.scores, P4, raise_on_error=False)
-    (failure,) = [e for e in refused.all_events if e.is_step_failure]
-    assert "ScoringRangeError" in failure.step_failure_data.error.to_string()
+    assert [c["features"] for c in consumed] == [2, 3, 4, 5, 5, 6, 6]
 
 
 def test_a_failed_blocking_check_holds_the_scores_back(pipe):
@@ -172,19 +156,15 @@ def test_a_failed_blocking_check_holds_the_scores_back(pipe):
     pipe.build(Versions())
     pipe.run(pipe.groups_asset, with_checks=True)
     pipe.run(pipe.features, P1, with_checks=True)
-    ticks = Ticks(pipe)
-    first = ticks.automation()  # the blocking checks of features and groups passed
-    assert list(map(described, first)) == [("scores", P1, P1)]
-    ticks.run(first)
-
     negative = pd.DataFrame([(P2, "z", "g1", -5, False)], columns=pipe.events.columns)
     negative["day"] = pd.to_datetime(negative["day"]).dt.date
     pipe.events = pd.concat([pipe.events, negative], ignore_index=True)
     failed = pipe.run(pipe.features, P2, with_checks=True, raise_on_error=False)
     assert not failed.success  # the blocking partition_schema check failed
-    assert ticks.automation() == []  # a scoring run would consume that revision: none
-    assert list(map(described, ticks.sensors()))[-1] == ("scores", P2, P2)  # sensors see no checks
+    ticks = Ticks(pipe)
+    assert ticks.automation() == []  # the scores would consume that revision: no run
+    assert list(map(described, ticks.sensors())) == [("scores", P1, P2)]  # sensors see no checks
 
     pipe.events.loc[pipe.events["entity"] == "z", "value"] = 5  # fixed forward
     pipe.run(pipe.features, P2, with_checks=True)
-    assert list(map(described, ticks.automation())) == [("scores", P2, P2)]
+    assert list(map(described, ticks.automation())) == [("scores", P1, P2)]
