@@ -9,6 +9,7 @@ then the scores' reset), the checks, a compaction and a vacuum dry run, a summar
 """
 
 import argparse
+import logging
 import os
 import shutil
 from collections.abc import Sequence
@@ -122,9 +123,15 @@ class Demo:
             sensors=[sensor],
             resources=self.resources,
         )
-        requests, self.cursor = automation_tick(
-            sensor, defs, self.instance, list(self.assets.values()), self.cursor
-        )
+        dagster_log = logging.getLogger("dagster")
+        level = dagster_log.level
+        dagster_log.setLevel(logging.WARNING)  # the tick's evaluation log (see the UI instead)
+        try:
+            requests, self.cursor = automation_tick(
+                sensor, defs, self.instance, list(self.assets.values()), self.cursor
+            )
+        finally:
+            dagster_log.setLevel(level)
         print(f"  automation sensor: {len(requests) or 'no'} run request(s)")
         return requests
 
