@@ -228,6 +228,39 @@ class FeaturizedAssetComponent(_RevisionedAsset):
         )(_function(context, self.function))
 
 
+class ReferenceScaffolder(dg.Scaffolder):
+    """A working reference table: ``defs.yaml`` and ``snapshot.py``."""
+
+    def scaffold(self, request: ScaffoldRequest) -> None:
+        name = request.target_path.name
+        dg.scaffold_component(
+            request,
+            {
+                "name": name,
+                "function": "snapshot.py:snapshot",
+                "id_columns": ["entity"],
+                "code_version": "1",
+                "dataset": "reference",
+                "columns": {"entity": "string", "weight": "double"},
+                "base_uri": "datasets",
+                "automation_condition": "{{ revisions_automation() }}",
+            },
+        )
+        (request.target_path / "snapshot.py").write_text(SNAPSHOT_TEMPLATE)
+
+
+SNAPSHOT_TEMPLATE = '''"""The function of a reference table (see defs.yaml): replace it."""
+
+from pyspark.sql import DataFrame, SparkSession
+
+
+def snapshot(spark: SparkSession) -> DataFrame:
+    """The table's full current state (a run commits only what changed)."""
+    return spark.createDataFrame([("a", 1.0), ("b", 2.0)], "entity string, weight double")
+'''
+
+
+@scaffold_with(ReferenceScaffolder)
 @dataclass(kw_only=True)
 class ReferenceAssetComponent(_RevisionedAsset):
     """An unpartitioned reference table (``reference_asset``): ``function(spark)`` returns
@@ -250,6 +283,43 @@ class ScoringReference(dg.Resolvable):
     join_on: dict[str, str] = field(default_factory=dict)
 
 
+class ScoringScaffolder(dg.Scaffolder):
+    """A working scoring asset over the features of ``my_features`` (the featurized
+    scaffold's example: change ``upstream`` to the defs path of yours) and ``scores.py``."""
+
+    def scaffold(self, request: ScaffoldRequest) -> None:
+        name = request.target_path.name
+        dg.scaffold_component(
+            request,
+            {
+                "name": name,
+                "function": "scores.py:score",
+                "upstream": "my_features",
+                "partitions": {"type": "daily", "start_date": "2024-01-01"},
+                "code_version": "1",
+                "dataset": name,
+                "uses_columns": ["total"],
+                "columns": {"entity": "string", "score": "double"},
+                "base_uri": "datasets",
+                "automation_condition": "{{ revisions_automation() }}",
+            },
+        )
+        (request.target_path / "scores.py").write_text(SCORES_TEMPLATE)
+
+
+SCORES_TEMPLATE = '''"""The function of a scoring asset (see defs.yaml): replace it."""
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+
+def score(features: DataFrame) -> DataFrame:
+    """Scores of the entities whose features changed (references: keyword arguments)."""
+    return features.select("entity", (F.col("total") * 2.0).alias("score"))
+'''
+
+
+@scaffold_with(ScoringScaffolder)
 @dataclass(kw_only=True)
 class ScoringAssetComponent(_RevisionedAsset):
     """A scoring asset (``scoring_asset``): ``function(main_rows, **reference_rows)`` scores

@@ -12,10 +12,12 @@ from pathlib import Path
 import dagster as dg
 import pytest
 import yaml
+from dagster.components.scaffold.scaffold import ScaffoldRequest, get_scaffolder
 
 import revisions_assets.dagster as revisions_dagster
 from resources.metadata import table_schema
 from revisions_assets import RevisionedDataset
+from revisions_assets.dagster import ReferenceAssetComponent, ScoringAssetComponent
 
 pytestmark = [pytest.mark.dagster, pytest.mark.slow]
 
@@ -73,15 +75,15 @@ def test_scaffold_check_materialize(tmp_path, monkeypatch, instance):
     declared = yaml.safe_load((folder / "defs.yaml").read_text())
     assert declared["type"] == "revisions_assets.dagster.FeaturizedAssetComponent"
     assert (folder / "features.py").exists()
-    # beside it, a reference and a scoring asset declared by hand, their inputs by defs path
-    _declare(root / PROJECT / "defs")
+    # beside it, the other components' scaffolds and a scoring asset with a reference
+    _declare(root)
     assert "All definitions loaded successfully" in _dg(["check", "defs"], root)
 
     # the same definitions in process (the session's Spark), one run, one revision
     monkeypatch.syspath_prepend(str(root))
     defs = dg.load_from_defs_folder(path_within_project=root / PROJECT)
     assets = {a.key.to_user_string(): a for a in defs.assets or []}
-    assert set(assets) == {"my_features", "weights", "scores"}
+    assert set(assets) == {"my_features", "weights", "my_scores", "scores"}
     asset = assets["my_features"]
     scores = assets["scores"]
     assert set(scores.dependency_keys) == {asset.key, dg.AssetKey("weights")}
@@ -104,20 +106,7 @@ def test_scaffold_check_materialize(tmp_path, monkeypatch, instance):
     assert revision.is_major and revision.tables["features"].rows == 2
 
 
-WEIGHTS_YAML = """type: revisions_assets.dagster.ReferenceAssetComponent
-attributes:
-  name: weights
-  function: weights.py:weights
-  id_columns: [entity]
-  code_version: "1"
-  dataset: reference
-  base_uri: datasets
-"""
-WEIGHTS_PY = """from pyspark.sql import functions as F
-
-
-def weights(spark):
-    return spark.createDataFrame([("a", 1.0), ("b", 2.0)], "entity string, weight double")
+SCORE_PY = """from pyspark.sql import functions as F
 
 
 def score(features, weights):
@@ -128,25 +117,41 @@ def score(features, weights):
 SCORES_YAML = """type: revisions_assets.dagster.ScoringAssetComponent
 attributes:
   name: scores
-  function: {package}.defs.weights.weights:score
+  function: score.py:score
   upstream: my_features
   references:
     weights:
       component: weights
-      join_on: {{entity: entity}}
-  partitions: {{type: daily, start_date: "2024-01-01"}}
+      join_on: {entity: entity}
+  partitions: {type: daily, start_date: "2024-01-01"}
   code_version: "1"
   dataset: scores
   uses_columns: [total]
-  columns: {{entity: string, score: double}}
+  columns: {entity: string, score: double}
   base_uri: datasets
-  automation_condition: "{{{{ revisions_automation() }}}}"
 """
 
 
-def _declare(defs: Path) -> None:
-    (defs / "weights").mkdir()
-    (defs / "weights" / "defs.yaml").write_text(WEIGHTS_YAML)
-    (defs / "weights" / "weights.py").write_text(WEIGHTS_PY)
+def _declare(root: Path) -> None:
+    """The other two components' scaffolds (in process), and a scoring asset with a
+    reference written by hand."""
+    defs = root / PROJECT / "defs"
+    for component, path in (
+        (ReferenceAssetComponent, "weights"),
+        (ScoringAssetComponent, "my_scores"),
+    ):
+        (defs / path).mkdir()
+        scaffolder = get_scaffolder(component)
+        assert isinstance(scaffolder, dg.Scaffolder)
+        scaffolder.scaffold(
+            ScaffoldRequest(
+                type_name=f"revisions_assets.dagster.{component.__name__}",
+                target_path=defs / path,
+                scaffold_format="yaml",
+                project_root=root,
+                params=None,
+            )
+        )
     (defs / "scores").mkdir()
-    (defs / "scores" / "defs.yaml").write_text(SCORES_YAML.format(package=PROJECT))
+    (defs / "scores" / "defs.yaml").write_text(SCORES_YAML)
+    (defs / "scores" / "score.py").write_text(SCORE_PY)
