@@ -3,15 +3,16 @@
 It is the one resolver, as Dagster's ``DbIOManager`` is: ``slice_for`` turns the
 run's context (asset key, partition range, run tags, config, code version) and
 the dataset logs into one frozen ``DatasetSlice``, once per run and asset, and
-``load_input``, the asset body and ``handle_output`` all read that same object:
+``load_input``, the asset body and ``materialize`` all read that same object:
 
 - ``load_input`` gives a scoring asset, per input, the changes since the position
   its slice recorded, pinned to the slice's head; any other consumer gets the
   state of the table as of the end of its input partitions (or the latest state);
 - the asset body asks ``slice_for`` for its window, major or minor;
-- ``handle_output`` commits the DataFrame the body returned with the slice's
-  timestamp, version, positions and precondition, and publishes the revision as
-  metadata (Dagster's table conventions included) and as the data version. It
+- ``materialize``, called by the asset body with the DataFrame it computed, commits it
+  with the slice's timestamp, version, positions and precondition, and returns the
+  body's MaterializeResult: the revision as metadata (Dagster's table conventions
+  included) and as the data version (``handle_output`` only refuses outputs). It
   commits with ``skip_unchanged``: a minor writes only the rows whose values
   changed, and a major is written as a carrying major where it can be (its rows
   are the complete new state, only the changed ones and tombstones are written);
@@ -20,12 +21,12 @@ the dataset logs into one frozen ``DatasetSlice``, once per run and asset, and
   score is kept).
 """
 
+from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
 from pydantic import Field, PrivateAttr
 from pyspark.sql import DataFrame
-from pyspark.sql.types import StructType
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import ArgumentTypeError, RevisionsError
@@ -44,14 +45,17 @@ from .address import (
 )
 from .location import DatasetLocation
 from .metadata import (
-    column_lineage,
+    COLUMN_SCHEMA,
+    check_declared_columns,
     compaction_metadata,
     data_version,
     revision_metadata,
     slice_metadata,
     table_metadata,
+    table_schema,
 )
 from .slice import (
+    PIN_BY_PARTITIONS,
     TAG_FORCE_COMPACTION,
     TAG_FORCE_MAJOR,
     TAG_UPSTREAM_HEADS,
@@ -60,6 +64,7 @@ from .slice import (
     check_requested_partitions,
     compute_window,
     decide_major,
+    fit_to_partitions,
     parse_upstream_heads,
     plan_consumer,
     truthy,
@@ -178,9 +183,23 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             raise NotRevisionedAssetError(
                 f"{key.to_user_string()}: a scoring asset needs time partitions (scoring_asset)"
             )
-        pins = parse_upstream_heads(step.run_tags.get(TAG_UPSTREAM_HEADS))
-        upstream = upstream_slices(refs, records, address.table, self._log_of, pins)
-        plan = plan_consumer(history, address.table, code_version, forced, upstream, pdef)
+        pin_tag = step.run_tags.get(TAG_UPSTREAM_HEADS)
+        if pin_tag == PIN_BY_PARTITIONS:
+            plan = fit_to_partitions(
+                refs,
+                history,
+                records,
+                address.table,
+                code_version,
+                forced,
+                self._log_of,
+                keys,
+                pdef,
+            )
+        else:
+            pins = parse_upstream_heads(pin_tag)
+            upstream = upstream_slices(refs, records, address.table, self._log_of, pins)
+            plan = plan_consumer(history, address.table, code_version, forced, upstream, pdef)
         if plan.covers is not None:
             check_requested_partitions(key.to_user_string(), plan, keys, history, pdef)
         end = compute_window(pdef, keys, False)[1]
@@ -208,18 +227,33 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
 
     # -- inputs and outputs ----------------------------------------------------------------
 
-    def handle_output(self, context: dg.OutputContext, obj: DataFrame) -> None:
+    def materialize(
+        self,
+        context: dg.AssetExecutionContext,
+        obj: DataFrame,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> dg.MaterializeResult:
+        """Commit what the asset body returned as the run's revision.
+
+        Called by the asset body, not by Dagster: the data version of a materialization
+        (``<table>@<sequence>``, known once the revision is committed) can only be given to
+        Dagster in the body's MaterializeResult, never from ``handle_output`` (dagster#15584).
+        ``metadata``: more entries for the materialization (the body's own)."""
+        key = context.asset_key.to_user_string()
         if not isinstance(obj, DataFrame):
             raise UnexpectedOutputError(
-                f"asset {context.asset_key.to_user_string()} returned {type(obj).__name__}; the "
-                "revision IO manager stores Spark DataFrames (declare the asset with "
-                "featurized_asset, scoring_asset or reference_asset)"
+                f"asset {key} returned {type(obj).__name__}; the revision IO manager stores "
+                "Spark DataFrames"
             )
         s = self.slice_for(context)
         if s.skip is not None:
             raise NothingToConsumeError(
                 f"{s.asset_key}: {s.skip}; a consumer with nothing to consume returns no output"
             )
+        definition = context.assets_def.metadata_by_key[context.asset_key]
+        declared = definition.get(COLUMN_SCHEMA)
+        if declared is not None:
+            check_declared_columns(key, table_schema(declared), obj.schema)
         ds = self.location.dataset(s.root, self.spark.spark_session, {s.table: s.id_columns})
         rev = ds.commit(
             {s.table: obj},
@@ -228,7 +262,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             version=s.code_version,
             producer={
                 "asset_key": s.asset_key,
-                "run_id": context.run_id,
+                "run_id": context.run.run_id,
                 "partition_key": s.partition or "",
             },
             upstream=s.upstream_positions,
@@ -242,49 +276,57 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             field_versions={s.table: self._field_versions(s, obj)} if s.field_versions else None,
         )
         compaction = self._compact(context, s, ds)
-        descriptions = column_descriptions(context.definition_metadata)
+        descriptions = column_descriptions(definition)
         tables = ds.tables()
         schema = tables[s.table].schema if s.table in tables else None
+        shown = {
+            **compaction_metadata(s.table, compaction),
+            **slice_metadata(s),
+            **(metadata or {}),
+        }
         if rev is None:
             history = ds.revisions(s.table) if schema is not None else []
             head = history[-1].sequence if history else None
-            context.add_output_metadata(
-                {
+            context.log.info(f"{s.asset_key}: no rows to write, no revision committed")
+            return dg.MaterializeResult(
+                metadata={
                     "revision": "none: no rows, nothing committed",
                     "kind": "none",
-                    **compaction_metadata(s.table, compaction),
-                    **slice_metadata(s),
+                    **shown,
                     **table_metadata(s, schema, None, descriptions),
-                }
+                },
+                # a run that committed nothing keeps the table's data version
+                data_version=dg.DataVersion(data_version(s.table, head)) if head else None,
             )
-            context.log.info(f"{s.asset_key}: no rows to write, no revision committed")
-            if head is not None:
-                self._publish_data_version(context, data_version(s.table, head))
-            return
         written = rev.tables[s.table]
         entities = (
             written.rows - written.tombstones
             if rev.is_major and not written.carries  # a complete major is the whole state
             else ds.read(s.table).select(*s.id_columns).count()
         )
-        context.add_output_metadata(
-            {
-                **revision_metadata(s, rev),
-                **compaction_metadata(s.table, compaction),
-                **slice_metadata(s),
-                **table_metadata(s, schema, entities, descriptions),
-                **self._lineage(s, schema),
-            }
-        )
-        self._publish_data_version(context, data_version(s.table, rev.sequence))
         context.log.info(
             f"{s.asset_key}: committed {'major' if rev.is_major else 'minor'} revision "
             f"{rev.name} (sequence {rev.sequence}) to {s.root}/{s.table}: {s.reason}"
         )
+        return dg.MaterializeResult(
+            metadata={
+                **revision_metadata(s, rev),
+                **shown,
+                **table_metadata(s, schema, entities, descriptions),
+            },
+            data_version=dg.DataVersion(data_version(s.table, rev.sequence)),
+        )
+
+    def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
+        raise UnexpectedOutputError(
+            f"asset {context.asset_key.to_user_string()} returned {type(obj).__name__} to the "
+            "revision IO manager, which loads inputs only: a revisioned asset commits in its "
+            "body (declare it with featurized_asset, scoring_asset or reference_asset)"
+        )
 
     @staticmethod
     def _compact(
-        context: dg.OutputContext, s: DatasetSlice, ds: RevisionedDataset
+        context: dg.AssetExecutionContext, s: DatasetSlice, ds: RevisionedDataset
     ) -> Revision | None:
         """The compaction of the slice's table after this run's commit: the one the dataset's
         ``compact_after`` policy made, or, when the run forces one, ``ds.compact(table)``."""
@@ -301,29 +343,12 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         )
         return compaction
 
-    def _lineage(self, s: DatasetSlice, schema: StructType | None) -> dict[str, Any]:
-        """A scoring table's ``dagster/column_lineage`` (its inputs' columns from their logs)."""
-        if not s.upstream or schema is None:
-            return {}
-        columns = {}
-        for u in s.upstream:
-            tables = self.location.dataset(u.ref.dataset, self.spark.spark_session).tables()
-            if u.ref.table in tables:
-                columns[u.ref.asset_key] = tables[u.ref.table].schema.fieldNames()
-        lineage = column_lineage(s, schema, columns)
-        return {"dagster/column_lineage": lineage} if lineage is not None else {}
-
     @staticmethod
     def _field_versions(s: DatasetSlice, obj: DataFrame) -> dict[str, str]:
         """Every value column's version: declared, else the code version."""
         values = [c for c in obj.columns if c not in s.id_columns and c != "_deleted"]
         versions = {c: s.field_versions.get(c, s.code_version) for c in values}
         return {c: v for c, v in versions.items() if v is not None}
-
-    @staticmethod
-    def _publish_data_version(context: dg.OutputContext, version: str) -> None:
-        """The materialization's data version is the revision's (not a hash of code + inputs)."""
-        context.step_context.set_data_version(context.asset_key, dg.DataVersion(version))
 
     def load_input(self, context: dg.InputContext) -> DataFrame | UpstreamChanges | None:
         consumer = self._consumer_slice(context)

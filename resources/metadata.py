@@ -7,16 +7,26 @@ materialization is ``<table>@<sequence>`` of the revision it committed (or of th
 table's head when nothing was committed), so it changes exactly when the data does.
 """
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
 import dagster as dg
 from pyspark.sql.types import StructType
 
+from revisions_assets.core.errors import RevisionsError
 from revisions_assets.core.log.records import Revision
+from revisions_assets.core.read.spark_merge import DELETED
 
 from .slice import DatasetSlice
+
+COLUMN_SCHEMA = "dagster/column_schema"
+TABLE_NAME = "dagster/table_name"
+COLUMN_LINEAGE = "dagster/column_lineage"
+
+
+class DeclaredColumnsError(RevisionsError, ValueError):
+    """An asset returned other columns (or types) than its definition declares."""
 
 
 def data_version(table: str, sequence: int) -> str:
@@ -24,33 +34,130 @@ def data_version(table: str, sequence: int) -> str:
     return f"{table}@{sequence}"
 
 
+def _column(
+    name: str, type_: str, nullable: bool, description: str | None, id_columns: Sequence[str]
+) -> dg.TableColumn:
+    is_id = name in id_columns
+    return dg.TableColumn(
+        name=name,
+        type=type_,
+        description=description,
+        constraints=dg.TableColumnConstraints(
+            nullable=nullable and not is_id,
+            unique=is_id and len(id_columns) == 1,
+            other=["id column"] if is_id else None,
+        ),
+    )
+
+
 def column_schema(
     schema: StructType, id_columns: tuple[str, ...], descriptions: Mapping[str, str]
 ) -> dg.TableSchema:
     """A TableSchema from a Spark schema: id columns marked, descriptions from the asset (or
     from a Spark column comment)."""
-    columns = []
-    for field in schema.fields:
-        is_id = field.name in id_columns
-        description = descriptions.get(field.name) or field.metadata.get("comment")
-        columns.append(
-            dg.TableColumn(
-                name=field.name,
-                type=field.dataType.simpleString(),
-                description=description,
-                constraints=dg.TableColumnConstraints(
-                    nullable=field.nullable and not is_id,
-                    unique=is_id and len(id_columns) == 1,
-                    other=["id column"] if is_id else None,
-                ),
+    return dg.TableSchema(
+        columns=[
+            _column(
+                f.name,
+                f.dataType.simpleString(),
+                f.nullable,
+                descriptions.get(f.name) or f.metadata.get("comment"),
+                id_columns,
             )
+            for f in schema.fields
+        ]
+    )
+
+
+def declared_schema(
+    columns: Mapping[str, str], id_columns: Sequence[str], descriptions: Mapping[str, str]
+) -> dg.TableSchema:
+    """The TableSchema of columns an asset declares as ``{name: Spark type}`` (``bigint``,
+    ``double``, ``string``, ``date`` …: Spark's simple type strings), so the catalog shows them
+    before the first run; the materializations then check their output against it."""
+    return dg.TableSchema(
+        columns=[
+            _column(name, type_, True, descriptions.get(name), id_columns)
+            for name, type_ in columns.items()
+        ]
+    )
+
+
+def table_schema(value: Any) -> dg.TableSchema:
+    """A ``dagster/column_schema`` entry as a TableSchema (definition metadata holds it as
+    given, a TableSchema, or normalized, a TableSchemaMetadataValue)."""
+    return value.schema if isinstance(value, dg.TableSchemaMetadataValue) else value
+
+
+def check_declared_columns(asset_key: str, declared: dg.TableSchema, schema: StructType) -> None:
+    """The output of an asset that declares its columns has exactly those, of those types."""
+    want = {c.name: c.type for c in declared.columns}
+    got = {f.name: f.dataType.simpleString() for f in schema.fields if f.name != DELETED}
+    missing = [c for c in want if c not in got]
+    extra = [c for c in got if c not in want]
+    retyped = [f"{c} {want[c]} -> {got[c]}" for c in want if c in got and want[c] != got[c]]
+    if missing or extra or retyped:
+        found = [
+            f"{what}: {', '.join(names)}"
+            for what, names in (
+                ("missing", missing),
+                ("not declared", extra),
+                ("types declared -> returned", retyped),
+            )
+            if names
+        ]
+        raise DeclaredColumnsError(
+            f"asset {asset_key} returned other columns than it declares ({'; '.join(found)}): "
+            "change the function or the asset's columns"
         )
-    return dg.TableSchema(columns=columns)
 
 
 def table_name(dataset: str, table: str) -> str:
-    """Dagster's ``dagster/table_name`` of a table: ``<dataset folder>.<table>``."""
-    return f"{PurePosixPath(dataset).name}.{table}"
+    """Dagster's ``dagster/table_name`` of a table: ``<dataset>.<table>``, where the dataset is
+    the last part of its name or root (known at definition time)."""
+    return f"{PurePosixPath(dataset.rstrip('/')).name}.{table}"
+
+
+def column_lineage(
+    columns: Sequence[str],
+    id_columns: Sequence[str],
+    main: tuple[dg.AssetKey, Sequence[str], Sequence[str], Collection[str]],
+    references: Sequence[tuple[dg.AssetKey, Mapping[str, str], Collection[str]]],
+) -> dg.TableColumnLineage:
+    """Which upstream columns each output column of a scoring asset may derive from.
+
+    ``main``: (key, id columns, the value columns the scorer reads: ``uses_columns`` or all,
+    all its columns); ``references``: (key, ``on`` as {main column: reference column}, the
+    reference's columns). An id column comes from the main input's id column of that name
+    (else from all of them); a column the main input has, from it; else one a reference
+    has, from that reference; any other (a computed one) from the main's read and join
+    columns and the references' join columns: what the scorer may read, a bound, not a
+    trace."""
+    key, main_ids, used, main_columns = main
+    joined = [m for _, on, _ in references for m in on if m not in used]
+    computed = [dg.TableColumnDep(asset_key=key, column_name=c) for c in [*used, *joined]]
+    computed += [
+        dg.TableColumnDep(asset_key=ref_key, column_name=c)
+        for ref_key, on, _ in references
+        for c in dict.fromkeys(on.values())
+    ]
+    deps: dict[str, list[dg.TableColumnDep]] = {}
+    for column in columns:
+        if column == DELETED:
+            continue
+        if column in id_columns:
+            ids = [column] if column in main_ids else list(main_ids)
+            deps[column] = [dg.TableColumnDep(asset_key=key, column_name=c) for c in ids]
+        elif column in main_columns:
+            deps[column] = [dg.TableColumnDep(asset_key=key, column_name=column)]
+        else:
+            held = [
+                dg.TableColumnDep(asset_key=ref_key, column_name=column)
+                for ref_key, _, ref_columns in references
+                if column in ref_columns
+            ]
+            deps[column] = held or computed
+    return dg.TableColumnLineage(deps_by_column=deps)
 
 
 def table_metadata(
@@ -62,42 +169,13 @@ def table_metadata(
     """Dagster's table and URI metadata of the slice's table."""
     meta: dict[str, Any] = {
         "dagster/uri": s.root,
-        "dagster/table_name": table_name(s.root, s.table),
+        TABLE_NAME: table_name(s.root, s.table),
     }
     if schema is not None:
-        meta["dagster/column_schema"] = column_schema(schema, s.id_columns, descriptions)
+        meta[COLUMN_SCHEMA] = column_schema(schema, s.id_columns, descriptions)
     if entities is not None:
         meta["dagster/row_count"] = entities
     return meta
-
-
-def column_lineage(
-    s: DatasetSlice, schema: StructType, upstream_columns: Mapping[str, list[str]]
-) -> dg.TableColumnLineage | None:
-    """Where a scoring table's columns come from (``dagster/column_lineage``): a column of the
-    main input's name from it, else one a reference holds from that reference, every other
-    column (a computed one) from the main input's ``uses_columns`` (all its value columns
-    when not declared). ``upstream_columns``: {upstream asset key: its table's columns}."""
-    main = next((u.ref for u in s.upstream if u.ref.kind == "main"), None)
-    if main is None or main.asset_key not in upstream_columns:
-        return None
-    main_key = dg.AssetKey.from_user_string(main.asset_key)
-    main_values = [c for c in upstream_columns[main.asset_key] if c not in main.id_columns]
-    used = list(s.uses_columns) if s.uses_columns is not None else main_values
-    references = [u.ref for u in s.upstream if u.ref.kind == "reference"]
-    deps: dict[str, list[dg.TableColumnDep]] = {}
-    for column in schema.fieldNames():
-        if column in upstream_columns[main.asset_key]:
-            sources = [(main_key, column)]
-        else:
-            held = [
-                (dg.AssetKey.from_user_string(r.asset_key), column)
-                for r in references
-                if column in upstream_columns.get(r.asset_key, ())
-            ]
-            sources = held or [(main_key, c) for c in used]
-        deps[column] = [dg.TableColumnDep(asset_key=k, column_name=c) for k, c in sources]
-    return dg.TableColumnLineage(deps_by_column=deps)
 
 
 def upstream_metadata(s: DatasetSlice) -> dict[str, Any]:

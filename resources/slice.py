@@ -33,8 +33,12 @@ from .address import Role, UpstreamRef
 TAG_FORCE_MAJOR = "revisions/force_major"
 #: run tag that compacts the table after the run's commit, whatever the policy (true/1/yes)
 TAG_FORCE_COMPACTION = "revisions/force_compaction"
-#: run tag pinning a scoring run's upstream heads: "<asset key>@<sequence>,…" (set by sensors)
+#: run tag pinning a scoring run's upstream heads: "<asset key>@<sequence>,…" (set by sensors),
+#: or PIN_BY_PARTITIONS (set by the automation sensor: a condition cannot tag its requests)
 TAG_UPSTREAM_HEADS = "revisions/upstream_heads"
+#: ``revisions/upstream_heads=partitions``: pin each upstream at the newest head whose
+#: unconsumed revisions the run's partitions cover (see ``fit_to_partitions``)
+PIN_BY_PARTITIONS = "partitions"
 RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
 
@@ -357,11 +361,7 @@ def check_requested_partitions(
 ) -> None:
     """A scoring run materializes the partitions its changes cover, plus at most partitions
     already scored: never a day that looks scored but is not, never a scored day left out."""
-    assert plan.covers is not None
-    wanted = keys_of(partitions_def, [requested])
-    covers = keys_of(partitions_def, [plan.covers])
-    scored = keys_of(partitions_def, (revision_partitions(r, partitions_def) for r in history))
-    if covers <= wanted and wanted <= covers | scored:
+    if fits(plan, requested, history, partitions_def):
         return
     consumed = ", ".join(f"{u.ref.asset_key} {u.since}->{u.head}" for u in plan.upstream)
     raise ScoringRangeError(
@@ -370,6 +370,62 @@ def check_requested_partitions(
         f"{describe(plan.covers)} instead (the upstream-changes sensor requests exactly that). "
         "A run may add only partitions that are already scored."
     )
+
+
+def fits(
+    plan: ConsumerPlan,
+    requested: dg.PartitionKeyRange,
+    history: Sequence[Revision],
+    partitions_def: dg.TimeWindowPartitionsDefinition,
+) -> bool:
+    """Whether a run of ``requested`` may commit ``plan`` (see check_requested_partitions)."""
+    assert plan.covers is not None
+    wanted = keys_of(partitions_def, [requested])
+    covers = keys_of(partitions_def, [plan.covers])
+    scored = keys_of(partitions_def, (revision_partitions(r, partitions_def) for r in history))
+    return covers <= wanted and wanted <= covers | scored
+
+
+def fit_to_partitions(
+    refs: Sequence[UpstreamRef],
+    history: Sequence[Revision],
+    consumer_records: Sequence[Revision],
+    table: str,
+    code_version: str | None,
+    forced: bool,
+    log_of: Callable[[str], tuple[str, Sequence[Revision]]],
+    requested: dg.PartitionKeyRange,
+    partitions_def: dg.TimeWindowPartitionsDefinition,
+) -> ConsumerPlan:
+    """The plan of a run pinned by its partitions (``revisions/upstream_heads=partitions``).
+
+    An automation condition requests the partitions the unconsumed revisions it saw cover, but
+    cannot tag the run with the heads it saw; revisions committed since would widen the run's
+    plan beyond its partitions. So the heads are chosen here: the main input at the newest head
+    (its current one, else just before each of its pending revisions, newest first) whose plan
+    the requested partitions materialize, the references at their heads or, failing that, where
+    they were consumed. What is left stays unconsumed for the next request. No fit: the plan at
+    the current heads, which ``check_requested_partitions`` refuses (ScoringRangeError)."""
+    logs = {ref.dataset: log_of(ref.dataset) for ref in refs}
+    current = upstream_slices(refs, consumer_records, table, logs.__getitem__)
+    at_head = plan_consumer(history, table, code_version, forced, current, partitions_def)
+    if at_head.covers is None:
+        return at_head  # nothing to consume at all
+    main = next(u for u in current if u.ref.kind == "main")
+    main_heads = [main.head, *(r.sequence - 1 for r in reversed(main.pending))]
+    for references_at_head in (True, False):
+        for main_head in main_heads:
+            pins = {
+                u.ref.asset_key: main_head
+                if u is main
+                else (u.head if references_at_head else u.since)
+                for u in current
+            }
+            upstream = upstream_slices(refs, consumer_records, table, logs.__getitem__, pins)
+            plan = plan_consumer(history, table, code_version, forced, upstream, partitions_def)
+            if plan.covers is not None and fits(plan, requested, history, partitions_def):
+                return plan
+    return at_head
 
 
 def upstream_slices(

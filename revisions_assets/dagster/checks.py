@@ -11,17 +11,17 @@ Whole-table checks (unpartitioned):
 - ``schema``: a pandera (pandera.pyspark) schema on the table's current state;
 - ``consumer_lag`` (scoring assets): revisions/time behind each upstream within a bound.
 
+The id and schema checks of the revisions an asset's runs write are ``blocking`` (a failure
+has ERROR severity and fails the run): the partitioned ones of a partitioned asset, the
+whole-table ones of an unpartitioned one. ``revisions_automation()`` (through
+``AutomationCondition.all_deps_blocking_checks_passed()``) then requests no scoring run while
+a revision it would consume failed one of them.
+
 Partitioned checks (time-partitioned assets; they run with the asset's own runs, for the
 partitions the run materialized), on the revision that wrote those partitions:
 
 - ``partition_ids_unique_non_null``: its ids are non-null and unique;
 - ``partition_schema``: its live rows validate against the pandera schema.
-
-The id and schema checks of the revision a run writes are **blocking** (ERROR severity): a
-failure fails the run's checks and keeps assets after it in the same run from executing,
-and ``AutomationCondition.all_deps_blocking_checks_passed()`` holds back what depends on
-it. For a partitioned asset these are the partitioned checks (they run with each run); its
-whole-table ones run on their own schedule, so they are not blocking there.
 
 A carrying major's files hold only its changed rows and tombstones: the partitioned
 checks see those, and the rows it carries were checked with the revisions that wrote
@@ -34,6 +34,11 @@ from functools import reduce
 from typing import Any
 
 import dagster as dg
+
+# the target of an AssetCheckEvaluation, a field of that public class (not exported on its own)
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData as TargetMaterialization,
+)
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructField, StructType
@@ -156,14 +161,16 @@ def revision_checks(
         return getattr(context.resources, SPARK_KEY).spark_session
 
     checks = []
-    # the whole-table id and schema checks block when they check what the asset's runs write
-    whole_table_blocks = asset.partitions_def is None
+    # the checks of the revisions an asset's runs write: for a partitioned asset the
+    # partitioned ones (they run with each run); the whole-table ones run on their own there,
+    # so blocking on them would hold automation back until someone executes them
+    blocking = not isinstance(asset.partitions_def, dg.TimeWindowPartitionsDefinition)
 
     @dg.asset_check(
         asset=key,
         name="ids_unique_non_null",
         required_resource_keys=_RESOURCES,
-        blocking=whole_table_blocks,
+        blocking=blocking,
         description=f"Ids {ids} are non-null and unique within each revision a default read "
         "merges.",
     )
@@ -280,7 +287,7 @@ def revision_checks(
             asset=key,
             name="schema",
             required_resource_keys=_RESOURCES,
-            blocking=whole_table_blocks,
+            blocking=blocking,
             description=f"The table's state validates against {schema!r} (pandera).",
         )
         def schema_check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
@@ -334,6 +341,14 @@ def revision_checks(
     return checks
 
 
+def runs_with(check: dg.AssetChecksDefinition, asset: dg.AssetsDefinition) -> bool:
+    """Whether ``check`` (one of ``revision_checks(asset)``) runs with the asset's runs: the
+    checks of the revision a run writes, blocking ones included (the partitioned checks of a
+    partitioned asset, every check of an unpartitioned one)."""
+    partitioned = any(spec.partitions_def is not None for spec in check.check_specs)
+    return partitioned or asset.partitions_def is None
+
+
 def _partition_checks(
     asset: dg.AssetsDefinition,
     address: TableAddress,
@@ -342,7 +357,7 @@ def _partition_checks(
 ) -> list[dg.AssetChecksDefinition]:
     """Checks of the revision that wrote a run's partitions, one result per partition.
 
-    One multi-check reads that revision once; it logs an evaluation per partition of the
+    One multi-check reads that revision once; it yields an evaluation per partition of the
     run (a range run would otherwise get one evaluation for the whole range, shown as
     "skipped" on each of its partitions).
     """
@@ -375,7 +390,9 @@ def _partition_checks(
         can_subset=True,
         required_resource_keys=_RESOURCES,
     )
-    def partition_checks(context: dg.AssetCheckExecutionContext) -> Iterator[dg.AssetCheckResult]:
+    def partition_checks(
+        context: dg.AssetCheckExecutionContext,
+    ) -> Iterator[dg.AssetCheckEvaluation]:
         read = _Reader(context, address)
         keys = context.partition_key_range
         rev = written_revision(read.history(), pdef, keys, context.run.run_id)
@@ -397,22 +414,41 @@ def _partition_checks(
                     {"revision": rev.name, "errors": dg.MetadataValue.json(errors)},
                 )
         selected = {k.name for k in context.selected_asset_check_keys}
+        targets = {key: _target(context, asset.key, key) for key in context.partition_keys}
         for name, (passed, metadata) in results.items():
             if name not in selected:
                 continue
             for key in context.partition_keys:
-                context.op_execution_context.log_event(
-                    dg.AssetCheckEvaluation(
-                        asset_key=asset.key,
-                        check_name=name,
-                        passed=passed,
-                        metadata={**metadata, "run_partitions": describe(keys)},
-                        partition=key,
-                    )
+                # yielded (not logged) so that a failure of these blocking checks fails the step
+                yield dg.AssetCheckEvaluation(
+                    asset_key=asset.key,
+                    check_name=name,
+                    passed=passed,
+                    metadata={**metadata, "run_partitions": describe(keys)},
+                    partition=key,
+                    blocking=True,
+                    target_materialization_data=targets[key],
                 )
-        yield from ()
 
     return [partition_checks]
+
+
+def _target(
+    context: dg.AssetCheckExecutionContext, key: dg.AssetKey, partition: str
+) -> TargetMaterialization | None:
+    """The materialization a partition's evaluation checks, as ``AssetCheckResult`` records it
+    for a single partition: without it, Dagster takes the result for one of an older
+    materialization, and ``all_deps_blocking_checks_passed()`` never sees it pass."""
+    found = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1
+    ).records
+    if not found:
+        return None
+    return TargetMaterialization(
+        run_id=found[0].event_log_entry.run_id,
+        storage_id=found[0].storage_id,
+        timestamp=found[0].timestamp,
+    )
 
 
 def _validated(schema: Any, rows: DataFrame) -> dg.AssetCheckResult:

@@ -12,7 +12,13 @@ from pyspark.sql import SparkSession
 from resources import RevisionsIOManager
 from resources.address import META_COLUMN_DESCRIPTIONS, Role, TableAddress
 from resources.keys import LOCATION_KEY, SPARK_KEY
-from resources.metadata import table_name
+from resources.metadata import (
+    COLUMN_SCHEMA,
+    TABLE_NAME,
+    declared_schema,
+    table_name,
+    table_schema,
+)
 
 KINDS = frozenset({"spark", "parquet"})
 
@@ -31,19 +37,6 @@ class RevisionRunConfig(dg.Config):
     )
 
 
-@dataclass(frozen=True)
-class DagsterPolicies:
-    """What a factory passes to ``dg.asset`` as it is: how Dagster automates, judges
-    freshness, retries and pools the asset's runs (None: Dagster's default)."""
-
-    automation_condition: dg.AutomationCondition | None = None
-    freshness_policy: dg.FreshnessPolicy | None = None
-    retry_policy: dg.RetryPolicy | None = None
-    pool: str | None = None
-    #: the table's columns, declared: the catalog shows them before the first run
-    column_schema: dg.TableSchema | None = None
-
-
 def asset_kwargs(
     *,
     name: str,
@@ -60,15 +53,17 @@ def asset_kwargs(
     metadata: Mapping[str, Any] | None,
     column_descriptions: Mapping[str, str] | None,
     io_manager_key: str,
-    dagster_policies: DagsterPolicies | None = None,
+    options: "AssetOptions",
 ) -> dict[str, Any]:
     """Arguments of dg.asset common to featurized, scoring and reference assets."""
-    dagster_policies = dagster_policies or DagsterPolicies()
+    descriptions = dict(column_descriptions or {})
     described = (
-        {META_COLUMN_DESCRIPTIONS: dg.MetadataValue.json(dict(column_descriptions))}
-        if column_descriptions
-        else {}
+        {META_COLUMN_DESCRIPTIONS: dg.MetadataValue.json(descriptions)} if descriptions else {}
     )
+    # the catalog knows the table (and the columns, when declared) before the first run
+    catalog: dict[str, Any] = {TABLE_NAME: table_name(address.dataset, address.table)}
+    if options.columns:
+        catalog[COLUMN_SCHEMA] = declared_schema(options.columns, address.id_columns, descriptions)
     return {
         "name": name,
         "key_prefix": key_prefix,
@@ -80,28 +75,31 @@ def asset_kwargs(
         "deps": list(deps),
         "tags": dict(tags or {}),
         "owners": list(owners or []),
-        "metadata": {
-            **address.to_metadata(role),
-            # the catalog's table name before the first run (a run's materialization says it
-            # again, as does its column schema from the written table)
-            "dagster/table_name": table_name(address.dataset, address.table),
-            **(
-                {"dagster/column_schema": dagster_policies.column_schema}
-                if dagster_policies.column_schema is not None
-                else {}
-            ),
-            **described,
-            **(metadata or {}),
-        },
+        "metadata": {**address.to_metadata(role), **described, **catalog, **(metadata or {})},
         "io_manager_key": io_manager_key,
         "required_resource_keys": {LOCATION_KEY, SPARK_KEY},
         # a range (backfill or major) is one run, hence one revision, not one per partition
         "backfill_policy": dg.BackfillPolicy.single_run() if partitions_def else None,
-        "automation_condition": dagster_policies.automation_condition,
-        "freshness_policy": dagster_policies.freshness_policy,
-        "retry_policy": dagster_policies.retry_policy,
-        "pool": dagster_policies.pool,
+        "automation_condition": options.automation_condition,
+        "freshness_policy": options.freshness_policy,
+        "retry_policy": options.retry_policy,
+        "pool": options.pool,
     }
+
+
+@dataclass(frozen=True)
+class AssetOptions:
+    """What every factory passes through to ``dg.asset`` beside the revisions layer's own
+    arguments: declared columns, automation, freshness, retries, the concurrency pool."""
+
+    #: {column: Spark type} (``bigint``, ``string``…): the catalog's columns before the first
+    #: run; every materialization must return exactly these (DeclaredColumnsError)
+    columns: Mapping[str, str] | None = None
+    #: e.g. ``revisions_log_condition()`` (see revisions_assets.dagster.automation)
+    automation_condition: dg.AutomationCondition | None = None
+    freshness_policy: dg.FreshnessPolicy | None = None
+    retry_policy: dg.RetryPolicy | None = None
+    pool: str | None = None
 
 
 def asset_decorator(**kwargs: Any) -> Callable[[Callable[..., Any]], dg.AssetsDefinition]:
@@ -109,6 +107,12 @@ def asset_decorator(**kwargs: Any) -> Callable[[Callable[..., Any]], dg.AssetsDe
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         return dg.asset(**kwargs)
+
+
+def declared_columns(asset: dg.AssetsDefinition) -> list[str]:
+    """The columns an asset declares (``columns=``), empty when it does not."""
+    schema = asset.metadata_by_key[asset.key].get(COLUMN_SCHEMA)
+    return [c.name for c in table_schema(schema).columns] if schema is not None else []
 
 
 def io_manager(context: dg.AssetExecutionContext, io_manager_key: str) -> RevisionsIOManager:

@@ -24,7 +24,7 @@ from resources.slice import DatasetSlice
 from revisions_assets.core.read.spark_merge import DELETED
 
 from .factory import (
-    DagsterPolicies,
+    AssetOptions,
     RevisionRunConfig,
     asset_decorator,
     asset_kwargs,
@@ -57,12 +57,12 @@ def featurized_asset(
     metadata: Mapping[str, Any] | None = None,
     column_descriptions: Mapping[str, str] | None = None,
     io_manager_key: str = IO_MANAGER_KEY,
+    field_versions: Mapping[str, str] | None = None,
+    columns: Mapping[str, str] | None = None,
     automation_condition: dg.AutomationCondition | None = None,
     freshness_policy: dg.FreshnessPolicy | None = None,
     retry_policy: dg.RetryPolicy | None = None,
     pool: str | None = None,
-    column_schema: dg.TableSchema | None = None,
-    field_versions: Mapping[str, str] | None = None,
 ) -> Callable[[Featurizer], dg.AssetsDefinition]:
     """Declare a time-partitioned featurized asset stored as one table of a revisioned dataset.
 
@@ -74,7 +74,13 @@ def featurized_asset(
     (the default of every field). Bumping one makes a major; the versions of every field are
     recorded on each revision, so a scoring asset with ``uses_columns`` that reads none of
     the bumped fields re-scores nothing.
+
+    ``columns={column: Spark type}`` declares the output (the catalog shows it before the
+    first run; a run returning other columns fails with DeclaredColumnsError);
+    ``automation_condition``, ``freshness_policy``, ``retry_policy`` and ``pool`` go to
+    ``dg.asset`` as they are.
     """
+    options = AssetOptions(columns, automation_condition, freshness_policy, retry_policy, pool)
 
     def decorator(fn: Featurizer) -> dg.AssetsDefinition:
         asset_name = name or fn.__name__
@@ -99,13 +105,14 @@ def featurized_asset(
                 },
                 column_descriptions=column_descriptions,
                 io_manager_key=io_manager_key,
-                dagster_policies=DagsterPolicies(
-                    automation_condition, freshness_policy, retry_policy, pool, column_schema
-                ),
+                options=options,
             )
         )
-        def _featurized(context: dg.AssetExecutionContext, config: RevisionRunConfig) -> dg.Output:
-            window = io_manager(context, io_manager_key).slice_for(context)
+        def _featurized(
+            context: dg.AssetExecutionContext, config: RevisionRunConfig
+        ) -> dg.MaterializeResult:
+            io = io_manager(context, io_manager_key)
+            window = io.slice_for(context)
             assert window.compute_start is not None and window.compute_end is not None
             context.log.info(
                 f"{'major' if window.is_major else 'minor'} ({window.reason}): computing "
@@ -114,7 +121,7 @@ def featurized_asset(
             rows = source(
                 spark_session(context), window.compute_start - lookback, window.compute_end
             )
-            return dg.Output(fn(rows, window))
+            return io.materialize(context, fn(rows, window))
 
         return _featurized
 
@@ -149,17 +156,19 @@ def reference_asset(
     metadata: Mapping[str, Any] | None = None,
     column_descriptions: Mapping[str, str] | None = None,
     io_manager_key: str = IO_MANAGER_KEY,
+    columns: Mapping[str, str] | None = None,
     automation_condition: dg.AutomationCondition | None = None,
     freshness_policy: dg.FreshnessPolicy | None = None,
     retry_policy: dg.RetryPolicy | None = None,
     pool: str | None = None,
-    column_schema: dg.TableSchema | None = None,
 ) -> Callable[[Snapshot], dg.AssetsDefinition]:
     """Declare an unpartitioned reference table: ``fn(spark) -> full snapshot DataFrame``.
 
     A major writes the snapshot; a minor only its difference to the current state
-    (nothing committed when nothing changed).
+    (nothing committed when nothing changed). ``columns`` and the Dagster pass-through
+    arguments as in ``featurized_asset``.
     """
+    options = AssetOptions(columns, automation_condition, freshness_policy, retry_policy, pool)
 
     def decorator(fn: Snapshot) -> dg.AssetsDefinition:
         asset_name = name or fn.__name__
@@ -181,18 +190,18 @@ def reference_asset(
                 metadata=metadata,
                 column_descriptions=column_descriptions,
                 io_manager_key=io_manager_key,
-                dagster_policies=DagsterPolicies(
-                    automation_condition, freshness_policy, retry_policy, pool, column_schema
-                ),
+                options=options,
             )
         )
-        def _reference(context: dg.AssetExecutionContext, config: RevisionRunConfig) -> dg.Output:
+        def _reference(
+            context: dg.AssetExecutionContext, config: RevisionRunConfig
+        ) -> dg.MaterializeResult:
             io = io_manager(context, io_manager_key)
             window = io.slice_for(context)
             snapshot = fn(spark_session(context))
             if not window.is_major:
                 snapshot = snapshot_changes(io.current_state(window), snapshot, window.id_columns)
-            return dg.Output(snapshot)
+            return io.materialize(context, snapshot)
 
         return _reference
 

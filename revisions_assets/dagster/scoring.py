@@ -46,12 +46,20 @@ from resources.address import (
     upstream_refs_metadata,
 )
 from resources.keys import IO_MANAGER_KEY
+from resources.metadata import COLUMN_LINEAGE, column_lineage
 from resources.slice import DatasetSlice
 from resources.values import UpstreamChanges
 from revisions_assets.core.errors import RevisionsError
 from revisions_assets.core.read.spark_merge import DELETED
 
-from .factory import DagsterPolicies, RevisionRunConfig, asset_decorator, asset_kwargs, io_manager
+from .factory import (
+    AssetOptions,
+    RevisionRunConfig,
+    asset_decorator,
+    asset_kwargs,
+    declared_columns,
+    io_manager,
+)
 
 Scorer = Callable[..., DataFrame]
 
@@ -146,12 +154,12 @@ def scoring_asset(
     metadata: Mapping[str, Any] | None = None,
     column_descriptions: Mapping[str, str] | None = None,
     io_manager_key: str = IO_MANAGER_KEY,
+    uses_columns: Sequence[str] | None = None,
+    columns: Mapping[str, str] | None = None,
     automation_condition: dg.AutomationCondition | None = None,
     freshness_policy: dg.FreshnessPolicy | None = None,
     retry_policy: dg.RetryPolicy | None = None,
     pool: str | None = None,
-    column_schema: dg.TableSchema | None = None,
-    uses_columns: Sequence[str] | None = None,
 ) -> Callable[[Scorer], dg.AssetsDefinition]:
     """Declare a scoring asset: ``fn(main_rows, **reference_rows) -> scores``.
 
@@ -164,7 +172,14 @@ def scoring_asset(
     changes of those count: a minor re-scores the entities whose used values changed, and
     an upstream major that changed none of them (a bump of fields this scorer does not
     read) is a soft major that re-scores nothing and keeps the previous scores.
+
+    Every materialization carries ``dagster/column_lineage``: each score column may derive
+    from the main input's ``uses_columns`` and join columns, the references' join columns and
+    a reference column of the same name (``resources.metadata.column_lineage``); with
+    ``columns`` declared, the definition carries it too. ``columns`` and the Dagster
+    pass-through arguments as in ``featurized_asset``.
     """
+    options = AssetOptions(columns, automation_condition, freshness_policy, retry_policy, pool)
     references = dict(references or {})
     main_address = address_of(upstream)
     main_name = upstream.key.path[-1]
@@ -183,6 +198,25 @@ def scoring_asset(
         sources = {main_name: upstream, **{n: r.asset for n, r in references.items()}}
         refs = [_ref(n, a, "main" if n == main_name else "reference") for n, a in sources.items()]
         ins = {n: dg.AssetIn(a.key) for n, a in sources.items()}
+
+        def lineage(output: Sequence[str], inputs: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+            """``dagster/column_lineage`` of ``output`` columns, from the inputs' columns."""
+            ids = main_address.id_columns
+            used = uses_columns or [c for c in inputs[main_name] if c not in ids]
+            return {
+                COLUMN_LINEAGE: column_lineage(
+                    output,
+                    address.id_columns,
+                    (upstream.key, ids, [c for c in used if c != DELETED], inputs[main_name]),
+                    [(r.asset.key, r.on, inputs[n]) for n, r in references.items()],
+                )
+            }
+
+        declared = (
+            lineage(list(columns), {n: declared_columns(a) for n, a in sources.items()})
+            if columns
+            else {}
+        )
 
         @asset_decorator(
             ins=ins,
@@ -203,21 +237,21 @@ def scoring_asset(
                 metadata={
                     META_UPSTREAM: upstream_refs_metadata(refs),
                     **({META_USES_COLUMNS: ",".join(uses_columns)} if uses_columns else {}),
+                    **declared,
                     **(metadata or {}),
                 },
                 column_descriptions=column_descriptions,
                 io_manager_key=io_manager_key,
-                dagster_policies=DagsterPolicies(
-                    automation_condition, freshness_policy, retry_policy, pool, column_schema
-                ),
+                options=options,
             ),
         )
         def _scoring(
             context: dg.AssetExecutionContext,
             config: RevisionRunConfig,  # force_major: read by the IO manager's resolver
             **inputs: UpstreamChanges,
-        ) -> Iterator[dg.Output]:
-            s = io_manager(context, io_manager_key).slice_for(context)
+        ) -> Iterator[dg.MaterializeResult]:
+            io = io_manager(context, io_manager_key)
+            s = io.slice_for(context)
             if s.skip is not None:
                 context.log.info(f"{s.asset_key}: {s.skip}: no revision, no materialization")
                 return
@@ -229,14 +263,14 @@ def scoring_asset(
             context.log.info(f"{'major' if s.is_major else 'minor'}: {s.reason}")
             scores = fn(plan.main, **plan.references)
             output = with_tombstones(scores, plan.tombstones)
+            shown = lineage(output.columns, {n: u.df.columns for n, u in inputs.items()})
             if s.soft:
                 # a carrying major (the IO manager commits it with carry=True): the scores of
                 # every entity not re-scored or deleted upstream are kept, not rewritten
                 rescored = plan.main.count()  # one small job: the soft major's point
                 context.log.info(f"soft major: re-scored {rescored} changed entities")
-                yield dg.Output(output, metadata={"rescored_entities": rescored})
-            else:
-                yield dg.Output(output)
+                shown["rescored_entities"] = rescored
+            yield io.materialize(context, output, shown)
 
         return _scoring
 

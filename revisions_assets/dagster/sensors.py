@@ -1,5 +1,10 @@
 """Sensors of the revisions layer (SPEC §7). They read logs read-only, never write.
 
+The alternative to ``RevisionsLogCondition`` (``automation.py``) for deployments that cannot
+evaluate conditions in the code server: the same reading of the logs
+(``version_request``, ``upstream_request``), acted on by two plain sensors that pin each
+scoring run to the upstream heads they saw.
+
 Both are idempotent: a cursor remembers what was requested and every request carries a
 run key derived from the log state it answers, so the same change never yields two runs.
 
@@ -9,7 +14,7 @@ run key derived from the log state it answers, so the same change never yields t
   asset: the partitions its major will cover, with the upstream heads pinned).
   Dagster's own staleness does not mark partitioned assets stale after a code version
   bump (dagster#22553, #18921) and ``AutomationCondition.code_version_changed`` knows
-  nothing of the log, hence this sensor.
+  nothing of the log.
 - ``upstream_changes_sensor``: a scoring asset with unconsumed upstream revisions gets
   one run over exactly the partitions those revisions cover, pinned to the upstream
   heads it saw (run tag ``revisions/upstream_heads``), so the run scores what the
@@ -17,33 +22,13 @@ run key derived from the log state it answers, so the same change never yields t
 """
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import dagster as dg
 
-from resources.address import address_of, field_versions, upstream_refs
 from resources.location import DatasetLocation
-from resources.slice import (
-    RANGE_END_TAG,
-    RANGE_START_TAG,
-    TAG_UPSTREAM_HEADS,
-    UpstreamNotReadyError,
-    format_upstream_heads,
-    partition_key_for_end,
-    plan_consumer,
-    version_change,
-)
 
-from .lag import read_consumer
-
-
-def _time_partitions(asset: dg.AssetsDefinition) -> dg.TimeWindowPartitionsDefinition | None:
-    pdef = asset.partitions_def
-    return pdef if isinstance(pdef, dg.TimeWindowPartitionsDefinition) else None
-
-
-def _partition_tags(keys: dg.PartitionKeyRange) -> dict[str, str]:
-    return {RANGE_START_TAG: keys.start, RANGE_END_TAG: keys.end}
+from .automation import LogRequest, upstream_request, version_request
 
 
 def code_version_sensor(
@@ -67,51 +52,7 @@ def code_version_sensor(
     def _sensor(
         context: dg.SensorEvaluationContext, revisions_location: DatasetLocation
     ) -> dg.SensorResult:
-        location = revisions_location
-        cursor = json.loads(context.cursor or "{}")
-        requests = []
-        for asset in assets:
-            key = asset.key.to_user_string()
-            address = address_of(asset)
-            records = location.read_log(address.dataset)
-            history = [r for r in records if r.wrote(address.table)]
-            if not history:
-                continue  # never materialized: its first run is a major anyway
-            code_version = asset.code_versions_by_key.get(asset.key)
-            fields = field_versions(asset.metadata_by_key[asset.key])
-            change = version_change(history[-1], address.table, code_version, fields)
-            marker = f"{code_version}@{history[-1].sequence}"
-            if change is None or cursor.get(key) == marker:
-                continue
-            tags = {"revisions/reason": change}
-            pdef = _time_partitions(asset)
-            if pdef is not None and upstream_refs(asset.metadata_by_key[asset.key]):
-                try:
-                    state = read_consumer(location, asset)
-                except UpstreamNotReadyError:
-                    continue
-                plan = plan_consumer(
-                    history, address.table, code_version, False, state.upstream, pdef
-                )
-                assert plan.covers is not None  # a new code version: a major covers everything
-                tags |= _partition_tags(plan.covers)
-                tags[TAG_UPSTREAM_HEADS] = format_upstream_heads(plan.upstream)
-            elif pdef is not None:
-                newest = partition_key_for_end(pdef, max(r.timestamp for r in history))
-                tags |= _partition_tags(
-                    dg.PartitionKeyRange(pdef.get_first_partition_key() or newest, newest)
-                )
-            requests.append(
-                dg.RunRequest(
-                    run_key=f"major:{key}:{marker}", asset_selection=[asset.key], tags=tags
-                )
-            )
-            cursor[key] = marker
-        return dg.SensorResult(
-            run_requests=requests,
-            cursor=json.dumps(cursor, sort_keys=True),
-            skip_reason=None if requests else "all code versions current",
-        )
+        return _requests(context, revisions_location, assets, version_request, "code versions")
 
     return _sensor
 
@@ -137,46 +78,32 @@ def upstream_changes_sensor(
     def _sensor(
         context: dg.SensorEvaluationContext, revisions_location: DatasetLocation
     ) -> dg.SensorResult:
-        cursor = json.loads(context.cursor or "{}")
-        requests = []
-        for asset in scoring_assets:
-            key = asset.key.to_user_string()
-            pdef = _time_partitions(asset)
-            try:
-                state = read_consumer(revisions_location, asset)
-            except UpstreamNotReadyError:
-                continue
-            behind = sum(len(u.pending) for u in state.upstream)
-            marker = format_upstream_heads(state.upstream)
-            if pdef is None or behind == 0 or cursor.get(key) == marker:
-                continue
-            plan = plan_consumer(
-                state.history,
-                address_of(asset).table,
-                asset.code_versions_by_key.get(asset.key),
-                False,
-                state.upstream,
-                pdef,
-            )
-            assert plan.covers is not None  # something is pending
-            single = plan.covers.start == plan.covers.end
-            requests.append(
-                dg.RunRequest(
-                    run_key=f"score:{key}:{marker}",
-                    asset_selection=[asset.key],
-                    partition_key=plan.covers.start if single else None,
-                    tags={
-                        "revisions/reason": f"{behind} upstream revision(s) not consumed",
-                        TAG_UPSTREAM_HEADS: marker,
-                        **({} if single else _partition_tags(plan.covers)),
-                    },
-                )
-            )
-            cursor[key] = marker
-        return dg.SensorResult(
-            run_requests=requests,
-            cursor=json.dumps(cursor, sort_keys=True),
-            skip_reason=None if requests else "no unconsumed upstream revisions",
+        return _requests(
+            context, revisions_location, scoring_assets, upstream_request, "upstream revisions"
         )
 
     return _sensor
+
+
+def _requests(
+    context: dg.SensorEvaluationContext,
+    location: DatasetLocation,
+    assets: Sequence[dg.AssetsDefinition],
+    request_for: Callable[[DatasetLocation, dg.AssetsDefinition], LogRequest | None],
+    what: str,
+) -> dg.SensorResult:
+    """One request per asset the log asks a run of, unless the cursor has it already."""
+    cursor = json.loads(context.cursor or "{}")
+    requests = []
+    for asset in assets:
+        request = request_for(location, asset)
+        key = asset.key.to_user_string()
+        if request is None or cursor.get(key) == request.run_key:
+            continue
+        requests.append(request.run_request())
+        cursor[key] = request.run_key
+    return dg.SensorResult(
+        run_requests=requests,
+        cursor=json.dumps(cursor, sort_keys=True),
+        skip_reason=None if requests else f"the log asks for no run ({what} current)",
+    )

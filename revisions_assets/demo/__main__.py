@@ -2,13 +2,14 @@
 
 Local files (demo_data/), local Spark, a repo-local DAGSTER_HOME (.dagster_home/),
 so ``./dev.sh ui`` afterwards shows the same materializations. Steps:
-references, daily features as minors, scores driven by the upstream sensor (one
-run over the days it consumes), a no-change round where nothing is recomputed,
-a simulated code version change (one major over the range, then the scores'
-reset), the checks, a compaction and a vacuum dry run, a summary.
+references, daily features as minors, scores requested by the automation sensor of
+the revisions log (one run over the days they consume), a no-change round where
+nothing is recomputed, a simulated code version change (one major over the range,
+then the scores' reset), the checks, a compaction and a vacuum dry run, a summary.
 """
 
 import argparse
+import logging
 import os
 import shutil
 from collections.abc import Sequence
@@ -21,14 +22,10 @@ from pyspark.sql import functions as F
 
 from resources import SparkSessionResource, revisions_resources
 from revisions_assets import DatasetReader, RevisionedDataset
-from revisions_assets.dagster import (
-    TAG_FORCE_COMPACTION,
-    code_version_sensor,
-    upstream_changes_sensor,
-)
+from revisions_assets.dagster import TAG_FORCE_COMPACTION, automation_tick, runs_with
 
 from .assets import FLIGHTS, PREVIOUS_RELEASE, DemoVersions, build_demo_assets
-from .automation import build_demo_vacuum_job
+from .automation import build_demo_vacuum_job, demo_automation_sensor
 from .checks import build_demo_checks, is_partitioned
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,6 +46,7 @@ class Demo:
         self.instance = instance
         self.spark = SparkSessionResource(app_name="revisions-assets-demo")
         self.resources = dict(revisions_resources(str(base), self.spark))
+        self.cursor: str | None = None  # the automation sensor's, from tick to tick
         self.use(PREVIOUS_RELEASE)
 
     def use(self, versions: DemoVersions) -> None:
@@ -58,12 +56,13 @@ class Demo:
     def materialize(
         self, name: str, partition: str | None = None, tags: dict[str, str] | None = None
     ) -> dict[str, Any] | None:
-        """One run of one asset, with its partitioned checks (as the UI runs it)."""
+        """One run of one asset, with the checks that run with its runs (as the UI runs it;
+        the blocking ones among them gate the automation of its consumers)."""
         asset = self.assets[name]
         checks = [
             c
             for c in self.checks
-            if is_partitioned(c) and any(k.asset_key == asset.key for k in c.check_keys)
+            if runs_with(c, asset) and any(k.asset_key == asset.key for k in c.check_keys)
         ]
         result = dg.materialize(
             [FLIGHTS, *self.assets.values(), *checks],
@@ -113,6 +112,27 @@ class Demo:
             result = sensor(ctx)
         requests = list(result.run_requests or [])
         print(f"  sensor {sensor.name}: {len(requests) or 'no'} run request(s)")
+        return requests
+
+    def automate(self) -> list[dg.RunRequest]:
+        """One tick of the automation sensor (its backfills as their single runs)."""
+        sensor = demo_automation_sensor(self.assets)
+        defs = dg.Definitions(
+            assets=[FLIGHTS, *self.assets.values()],
+            asset_checks=self.checks,
+            sensors=[sensor],
+            resources=self.resources,
+        )
+        dagster_log = logging.getLogger("dagster")
+        level = dagster_log.level
+        dagster_log.setLevel(logging.WARNING)  # the tick's evaluation log (see the UI instead)
+        try:
+            requests, self.cursor = automation_tick(
+                sensor, defs, self.instance, list(self.assets.values()), self.cursor
+            )
+        finally:
+            dagster_log.setLevel(level)
+        print(f"  automation sensor: {len(requests) or 'no'} run request(s)")
         return requests
 
     def run_requests(self, requests: Sequence[dg.RunRequest]) -> None:
@@ -228,9 +248,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     demo.materialize("airlines")
     for day in days[:half]:
         demo.materialize("plane_delay_features", day)
-    print("2. The upstream-changes sensor requests the scores of the days it has not scored")
-    upstream = upstream_changes_sensor([demo.assets["plane_delay_risk"]])
-    demo.run_requests(demo.sense(upstream))
+    print("2. The automation sensor requests the scores of the days not scored yet")
+    demo.run_requests(demo.automate())
     print(
         f"3. {len(days) - half} more days as minors (the last run also forces a compaction), "
         "then the scores consume only those (a compaction is no change for them)"
@@ -238,12 +257,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     for day in days[half:]:
         compact = {TAG_FORCE_COMPACTION: "true"} if day == days[-1] else None
         demo.materialize("plane_delay_features", day, compact)
-    demo.run_requests(demo.sense(upstream))
+    demo.run_requests(demo.automate())
 
     print("4. Nothing changed: nothing is requested, recomputed or committed")
     before = demo.revisions()
-    demo.sense(code_version_sensor(list(demo.assets.values())))
-    demo.sense(upstream)
+    demo.automate()
     demo.materialize("planes")
     demo.materialize("plane_delay_risk", days[-1])
     print(f"  revisions before/after: {before}/{demo.revisions()}")
@@ -253,14 +271,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     print("   its values are those of the minors, so the scores' soft major re-scores none")
     demo.use(DemoVersions(departure_delay="1"))
-    demo.run_requests(demo.sense(code_version_sensor(list(demo.assets.values()))))
-    demo.run_requests(demo.sense(upstream_changes_sensor([demo.assets["plane_delay_risk"]])))
+    demo.run_requests(demo.automate())
+    demo.run_requests(demo.automate())
 
     print("6. A field-level version: mean_dep_delay_28d 1 -> 2 (the current code rounds it); the")
     print("   features' major rewrites it, and the scores, which do not read it, re-score none")
     demo.use(DemoVersions(features="2", departure_delay="2"))
-    demo.run_requests(demo.sense(code_version_sensor(list(demo.assets.values()))))
-    demo.run_requests(demo.sense(upstream_changes_sensor([demo.assets["plane_delay_risk"]])))
+    demo.run_requests(demo.automate())
+    demo.run_requests(demo.automate())
 
     print("7. Asset checks")
     demo.run_checks()

@@ -16,6 +16,7 @@ from revisions_assets.dagster import (
     Reference,
     featurized_asset,
     reference_asset,
+    revisions_automation,
     scoring_asset,
 )
 
@@ -177,6 +178,7 @@ def build_demo_assets(versions: DemoVersions | None = None) -> dict[str, dg.Asse
         owners=["team:ml-platform"],
         column_descriptions=FEATURE_COLUMNS,
         field_versions={"mean_dep_delay_28d": versions.departure_delay},
+        automation_condition=revisions_automation(),
     )(plane_delay_features)
     planes = reference_asset(
         name="planes",
@@ -185,6 +187,7 @@ def build_demo_assets(versions: DemoVersions | None = None) -> dict[str, dg.Asse
         dataset="reference",
         table="planes",
         group_name="reference",
+        automation_condition=revisions_automation(),
     )(planes_snapshot)
     airlines = reference_asset(
         name="airlines",
@@ -193,6 +196,7 @@ def build_demo_assets(versions: DemoVersions | None = None) -> dict[str, dg.Asse
         dataset="reference",
         table="airlines",
         group_name="reference",
+        automation_condition=revisions_automation(),
     )(airlines_snapshot)
     scores = scoring_asset(
         name="plane_delay_risk",
@@ -208,5 +212,6 @@ def build_demo_assets(versions: DemoVersions | None = None) -> dict[str, dg.Asse
         table="delay_risk",
         group_name="scores",
         column_descriptions=RISK_COLUMNS,
+        automation_condition=revisions_automation(),
     )(delay_risk)
     return {a.key.path[-1]: a for a in (features, planes, airlines, scores)}

@@ -1,11 +1,15 @@
-"""The demo's sensors and schedules: majors on code changes, scores on upstream changes,
-the newest day of features every day, a weekly vacuum (with the scores as consumers)."""
+"""The demo's automation and schedules: the automation sensor of the revisions log (majors on
+code changes, scores on upstream changes), the newest day of features every day, a weekly
+vacuum (with the scores as consumers). The two hand-written sensors are the documented
+alternative for deployments that cannot evaluate conditions in the code server
+(``build_demo_log_sensors``): the same reading of the log, not both at once."""
 
 import dagster as dg
 
 from revisions_assets.dagster import (
     code_version_sensor,
     daily_featurized_schedule,
+    revisions_automation_sensor,
     upstream_changes_sensor,
     vacuum_job,
     weekly_vacuum_schedule,
@@ -15,6 +19,21 @@ from .assets import DAILY
 
 
 def build_demo_sensors(assets: dict[str, dg.AssetsDefinition]) -> list[dg.SensorDefinition]:
+    """One automation-condition sensor: every revisioned asset carries ``revisions_automation()``
+    (the log's requests, not while in progress, not before the inputs' blocking checks passed)."""
+    return [demo_automation_sensor(assets)]
+
+
+def demo_automation_sensor(
+    assets: dict[str, dg.AssetsDefinition],
+) -> dg.AutomationConditionSensorDefinition:
+    return revisions_automation_sensor(list(assets.values()))
+
+
+def build_demo_log_sensors(
+    assets: dict[str, dg.AssetsDefinition],
+) -> list[dg.SensorDefinition]:
+    """The alternative: the code-version and upstream-changes sensors (same requests)."""
     return [
         code_version_sensor(list(assets.values())),
         upstream_changes_sensor([assets["plane_delay_risk"]]),

@@ -27,6 +27,8 @@ from revisions_assets.dagster import (
     featurized_asset,
     reference_asset,
     revision_checks,
+    revisions_log_condition,
+    runs_with,
     scoring_asset,
 )
 
@@ -101,6 +103,8 @@ class Pipeline:
         self.groups = pd.DataFrame({"grp": ["g1", "g2"], "weight": [1.0, 2.0]})
         self.fail_scoring = False
         self.resources = dict(revisions_resources(base, spark))
+        #: every asset's automation condition (it acts only where a sensor evaluates it)
+        self.automation: dg.AutomationCondition = revisions_log_condition()
         self.build(Versions())
 
     # -- definitions ------------------------------------------------------------------
@@ -143,6 +147,7 @@ class Pipeline:
             table="features",
             group_name="test",
             column_descriptions={"entity": "The entity the events are about"},
+            automation_condition=self.automation,
         )(featurize)
         self.groups_asset = reference_asset(
             name="groups",
@@ -151,6 +156,7 @@ class Pipeline:
             dataset="ref",
             table="groups",
             group_name="test",
+            automation_condition=self.automation,
         )(groups)
         self.scores = scoring_asset(
             name="scores",
@@ -161,6 +167,7 @@ class Pipeline:
             dataset="out",
             table="scores",
             group_name="test",
+            automation_condition=self.automation,
         )(score)
 
     @property
@@ -188,13 +195,13 @@ class Pipeline:
         with_checks: bool = False,
     ) -> dg.ExecuteInProcessResult:
         """One run of ``asset`` for a partition, a range (one run, one revision) or none;
-        ``with_checks``: with its partitioned checks, as the UI runs it."""
+        ``with_checks``: with the checks that run with its runs (``runs_with``)."""
         if partitions is not None:
             tags = {**(tags or {}), **range_tags(*partitions)}
         checks = [
             c
             for c in (self.checks() if with_checks else [])
-            if is_partitioned(c) and any(k.asset_key == asset.key for k in c.check_keys)
+            if runs_with(c, asset) and any(k.asset_key == asset.key for k in c.check_keys)
         ]
         return dg.materialize(
             [*self.assets, *checks],

@@ -64,8 +64,13 @@ def test_checks_pass_on_good_data_and_fail_on_crafted_bad_data(pipe):
     negative = pd.DataFrame([(P4, "z", "g1", -5, False)], columns=pipe.events.columns)
     negative["day"] = pd.to_datetime(negative["day"]).dt.date
     pipe.events = pd.concat([pipe.events, negative], ignore_index=True)
-    day4 = pipe.evaluations(pipe.run(pipe.features, P4, with_checks=True))
+    run4 = pipe.run(pipe.features, P4, with_checks=True, raise_on_error=False)
+    day4 = pipe.evaluations(run4)
     assert not day4["features:partition_schema"].passed  # z's total is -5 in this revision
+    # a blocking check: its failure fails the run (the revision is committed, and shown)
+    (failure,) = [e for e in run4.all_events if e.is_step_failure]
+    assert "blocking asset check failed" in failure.step_failure_data.error.to_string()
+    assert pipe.dataset("main").head_sequence == 4
     assert "total" in str(day4["features:partition_schema"].metadata["errors"].value)
     assert day4["features:partition_ids_unique_non_null"].passed
     # and a data file of a visible revision rewritten with every id twice

@@ -52,7 +52,13 @@ def test_consumes_only_new_revisions_exactly_once(pipe, caplog):
     assert lineage == {  # ids and copied columns from the input, the score from its values
         "entity": [("features", "entity")],
         "grp": [("features", "grp")],
-        "score": [("features", "events"), ("features", "grp"), ("features", "total")],
+        # what the scorer may read: the input's values and the reference's join column
+        "score": [
+            ("features", "events"),
+            ("features", "grp"),
+            ("features", "total"),
+            ("groups", "grp"),
+        ],
     }
     assert positions(pipe) == {"features": 1, "groups": 1}
 

@@ -360,11 +360,10 @@ def test_the_demo_in_a_browser(ui, tmp_path):
         page.wait_for_timeout(1000)
         page.screenshot(path=str(SHOTS / "checks.png"))
 
-        # both sensors and both schedules
+        # the automation-condition sensor and both schedules
         visit(
             "/automation",
-            "revisions_code_version_sensor",
-            "revisions_upstream_changes_sensor",
+            "revisions_automation",
             "featurized_daily",
             "revisions_vacuum_weekly",
         )

@@ -1,0 +1,356 @@
+"""Components of revisioned assets: the factories, declared from YAML (``defs.yaml``).
+
+``FeaturizedAssetComponent``, ``ReferenceAssetComponent`` and ``ScoringAssetComponent`` are
+``dg.Component`` + ``dg.Resolvable``: their attributes are what ``featurized_asset``,
+``reference_asset`` and ``scoring_asset`` take, and ``build_defs`` calls those factories (one
+implementation). They are registered through the ``dagster_dg_cli.registry_modules`` entry
+point, so ``dg list components`` lists them, and ``dg scaffold defs
+revisions_assets.dagster.FeaturizedAssetComponent my_features`` writes a ``defs.yaml`` and
+the Python functions it names.
+
+- ``function`` (and a featurized asset's ``source``): ``file.py:name`` (a file of the
+  component's folder) or ``package.module:name``;
+- ``automation_condition``: a template, e.g. ``"{{ revisions_automation() }}"`` (also in
+  scope: ``revisions_log_condition()``, Dagster's ``automation_condition``);
+- ``base_uri``: the location of the datasets; the component's Definitions then carry the
+  revisions resources (one set per location: components naming the same one share them).
+  Without it, the project binds ``revisions_resources(...)`` itself;
+- a scoring component names its inputs by the defs path of their components
+  (``upstream: my_features``, ``references: {groups: {component: my_groups, join_on: {...}}}``).
+"""
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Any
+
+import dagster as dg
+from dagster.components.resolved.core_models import (
+    DailyPartitionsDefinitionModel,
+    HourlyPartitionsDefinitionModel,
+    TimeWindowPartitionsDefinitionModel,
+    WeeklyPartitionsDefinitionModel,
+    resolve_partitions_def,
+)
+from dagster.components.scaffold.scaffold import ScaffoldRequest, scaffold_with
+
+from resources import revisions_resources
+
+from .automation import revisions_automation, revisions_log_condition
+from .featurized import featurized_asset, reference_asset
+from .scoring import Reference, scoring_asset
+
+PartitionsField = Annotated[
+    dg.PartitionsDefinition,
+    dg.Resolver(
+        resolve_partitions_def,
+        description="The time partitions of the asset (daily, hourly, weekly, time_window).",
+        model_field_type=DailyPartitionsDefinitionModel
+        | HourlyPartitionsDefinitionModel
+        | WeeklyPartitionsDefinitionModel
+        | TimeWindowPartitionsDefinitionModel,
+    ),
+]
+ConditionField = Annotated[
+    dg.AutomationCondition | None,
+    dg.Resolver.default(
+        model_field_type=str | None,
+        description='e.g. "{{ revisions_automation() }}": when the asset runs by itself.',
+    ),
+]
+
+
+@cache
+def _resources(base_uri: str) -> Mapping[str, Any]:
+    """One set of resources per location, so the Definitions of components merge."""
+    return revisions_resources(base_uri)
+
+
+def _function(context: dg.ComponentLoadContext, reference: str) -> Callable[..., Any]:
+    """``file.py:name`` of the component's folder, or ``package.module:name``."""
+    where, _, name = reference.partition(":")
+    if not name:
+        raise ValueError(f"function {reference!r}: expected 'file.py:name' or 'module:name'")
+    if where.endswith(".py"):
+        module = context.load_defs_relative_python_module(Path(where))
+    else:
+        module = importlib.import_module(where)
+    return getattr(module, name)
+
+
+def _retry(max_retries: int | None) -> dg.RetryPolicy | None:
+    return dg.RetryPolicy(max_retries=max_retries) if max_retries else None
+
+
+@dataclass(kw_only=True)
+class _RevisionedAsset(dg.Component, dg.Resolvable):
+    """What the three factories share."""
+
+    #: the asset's name (its key, under ``key_prefix``)
+    name: str
+    #: the asset's function: ``file.py:name`` (of the component's folder) or ``module:name``
+    function: str
+    #: the code version: bumping it makes a major (the automation requests it)
+    code_version: str
+    #: the dataset (a folder under the location) and the table (default: the asset's name)
+    dataset: str | None = None
+    table: str | None = None
+    key_prefix: list[str] | None = None
+    description: str | None = None
+    group_name: str | None = None
+    owners: list[str] | None = None
+    tags: dict[str, str] | None = None
+    #: {column: Spark type}: the catalog's columns before the first run
+    columns: dict[str, str] | None = None
+    column_descriptions: dict[str, str] | None = None
+    automation_condition: ConditionField = None
+    max_retries: int | None = None
+    pool: str | None = None
+    #: the datasets' location: when given, the Definitions carry the revisions resources
+    base_uri: str | None = None
+
+    @classmethod
+    def get_additional_scope(cls) -> Mapping[str, Any]:
+        return {
+            **super().get_additional_scope(),
+            "revisions_automation": revisions_automation,
+            "revisions_log_condition": revisions_log_condition,
+        }
+
+    def common(self) -> dict[str, Any]:
+        """The factory arguments every component declares the same way."""
+        return {
+            "name": self.name,
+            # a template renders '1' as 1: versions are strings
+            "code_version": str(self.code_version),
+            "dataset": self.dataset,
+            "table": self.table,
+            "key_prefix": self.key_prefix,
+            "description": self.description,
+            "group_name": self.group_name,
+            "owners": self.owners,
+            "tags": self.tags,
+            "columns": self.columns,
+            "column_descriptions": self.column_descriptions,
+            "automation_condition": self.automation_condition,
+            "retry_policy": _retry(self.max_retries),
+            "pool": self.pool,
+        }
+
+    def asset(self, context: dg.ComponentLoadContext) -> dg.AssetsDefinition:
+        raise NotImplementedError
+
+    def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
+        resources = {}
+        if self.base_uri is not None:
+            base = Path(self.base_uri)
+            if "://" not in self.base_uri and not base.is_absolute():
+                base = context.project_root / base
+            resources = dict(_resources(str(base) if "://" not in self.base_uri else self.base_uri))
+        return dg.Definitions(assets=[self.asset(context)], resources=resources)
+
+
+class FeaturizedScaffolder(dg.Scaffolder):
+    """A working featurized asset: ``defs.yaml`` and ``features.py`` (a source of a few rows
+    per window, and the function computing the features)."""
+
+    def scaffold(self, request: ScaffoldRequest) -> None:
+        name = request.target_path.name
+        dg.scaffold_component(
+            request,
+            {
+                "name": name,
+                "function": "features.py:featurize",
+                "source": "features.py:source",
+                "id_columns": ["entity"],
+                "partitions": {"type": "daily", "start_date": "2024-01-01"},
+                "code_version": "1",
+                "dataset": name,
+                "table": "features",
+                "columns": {"entity": "string", "total": "bigint"},
+                "base_uri": "datasets",
+                "automation_condition": "{{ revisions_automation() }}",
+            },
+        )
+        (request.target_path / "features.py").write_text(FEATURES_TEMPLATE)
+
+
+FEATURES_TEMPLATE = '''"""The functions of a featurized asset (see defs.yaml): replace them."""
+
+from datetime import datetime
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from revisions_assets.dagster import DatasetSlice
+
+
+def source(spark: SparkSession, start: datetime, end: datetime) -> DataFrame:
+    """The source rows of [start, end): here a few made-up events on the window's first day."""
+    day = start.date()
+    return spark.createDataFrame(
+        [(day, "a", 1), (day, "b", 2), (day, "a", 3)], "day date, entity string, value long"
+    )
+
+
+def featurize(rows: DataFrame, window: DatasetSlice) -> DataFrame:
+    """The features of the entities the window's rows are about."""
+    return rows.groupBy("entity").agg(F.sum("value").alias("total"))
+'''
+
+
+@scaffold_with(FeaturizedScaffolder)
+@dataclass(kw_only=True)
+class FeaturizedAssetComponent(_RevisionedAsset):
+    """A time-partitioned featurized asset (``featurized_asset``): ``function(rows, window)``
+    computes the features of the rows ``source(spark, start, end)`` returns for the window."""
+
+    #: the source rows of a window: ``(spark, start, end) -> DataFrame``
+    source: str
+    id_columns: list[str]
+    partitions: PartitionsField
+    #: how far before the window the source is read (days)
+    lookback_days: float = 0
+    #: per-column versions (default: the code version)
+    field_versions: dict[str, str] | None = None
+
+    def asset(self, context: dg.ComponentLoadContext) -> dg.AssetsDefinition:
+        return featurized_asset(
+            **self.common(),
+            id_columns=self.id_columns,
+            partitions_def=self.partitions,  # type: ignore[arg-type]
+            source=_function(context, self.source),
+            lookback=timedelta(days=self.lookback_days),
+            field_versions={k: str(v) for k, v in (self.field_versions or {}).items()} or None,
+        )(_function(context, self.function))
+
+
+class ReferenceScaffolder(dg.Scaffolder):
+    """A working reference table: ``defs.yaml`` and ``snapshot.py``."""
+
+    def scaffold(self, request: ScaffoldRequest) -> None:
+        name = request.target_path.name
+        dg.scaffold_component(
+            request,
+            {
+                "name": name,
+                "function": "snapshot.py:snapshot",
+                "id_columns": ["entity"],
+                "code_version": "1",
+                "dataset": "reference",
+                "columns": {"entity": "string", "weight": "double"},
+                "base_uri": "datasets",
+                "automation_condition": "{{ revisions_automation() }}",
+            },
+        )
+        (request.target_path / "snapshot.py").write_text(SNAPSHOT_TEMPLATE)
+
+
+SNAPSHOT_TEMPLATE = '''"""The function of a reference table (see defs.yaml): replace it."""
+
+from pyspark.sql import DataFrame, SparkSession
+
+
+def snapshot(spark: SparkSession) -> DataFrame:
+    """The table's full current state (a run commits only what changed)."""
+    return spark.createDataFrame([("a", 1.0), ("b", 2.0)], "entity string, weight double")
+'''
+
+
+@scaffold_with(ReferenceScaffolder)
+@dataclass(kw_only=True)
+class ReferenceAssetComponent(_RevisionedAsset):
+    """An unpartitioned reference table (``reference_asset``): ``function(spark)`` returns
+    its full snapshot."""
+
+    id_columns: list[str]
+
+    def asset(self, context: dg.ComponentLoadContext) -> dg.AssetsDefinition:
+        return reference_asset(**self.common(), id_columns=self.id_columns)(
+            _function(context, self.function)
+        )
+
+
+@dataclass(kw_only=True)
+class ScoringReference(dg.Resolvable):
+    """A reference input: the defs path of its component, joined on ``join_on``."""
+
+    component: str
+    #: {main column: reference column} (not `on`: YAML reads `on` as true)
+    join_on: dict[str, str] = field(default_factory=dict)
+
+
+class ScoringScaffolder(dg.Scaffolder):
+    """A working scoring asset over the features of ``my_features`` (the featurized
+    scaffold's example: change ``upstream`` to the defs path of yours) and ``scores.py``."""
+
+    def scaffold(self, request: ScaffoldRequest) -> None:
+        name = request.target_path.name
+        dg.scaffold_component(
+            request,
+            {
+                "name": name,
+                "function": "scores.py:score",
+                "upstream": "my_features",
+                "partitions": {"type": "daily", "start_date": "2024-01-01"},
+                "code_version": "1",
+                "dataset": name,
+                "uses_columns": ["total"],
+                "columns": {"entity": "string", "score": "double"},
+                "base_uri": "datasets",
+                "automation_condition": "{{ revisions_automation() }}",
+            },
+        )
+        (request.target_path / "scores.py").write_text(SCORES_TEMPLATE)
+
+
+SCORES_TEMPLATE = '''"""The function of a scoring asset (see defs.yaml): replace it."""
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+
+def score(features: DataFrame) -> DataFrame:
+    """Scores of the entities whose features changed (references: keyword arguments)."""
+    return features.select("entity", (F.col("total") * 2.0).alias("score"))
+'''
+
+
+@scaffold_with(ScoringScaffolder)
+@dataclass(kw_only=True)
+class ScoringAssetComponent(_RevisionedAsset):
+    """A scoring asset (``scoring_asset``): ``function(main_rows, **reference_rows)`` scores
+    what changed upstream. Inputs are named by the defs paths of their components."""
+
+    #: the defs path of the component of the main input (a featurized asset)
+    upstream: str
+    partitions: PartitionsField
+    references: dict[str, ScoringReference] | None = None
+    id_columns: list[str] | None = None
+    #: the main input's columns the scorer reads (changes of others re-score nothing)
+    uses_columns: list[str] | None = None
+
+    def asset(self, context: dg.ComponentLoadContext) -> dg.AssetsDefinition:
+        return scoring_asset(
+            **self.common(),
+            upstream=_component_asset(context, self.upstream),
+            references={
+                name: Reference(_component_asset(context, r.component), on=r.join_on)
+                for name, r in (self.references or {}).items()
+            },
+            partitions_def=self.partitions,  # type: ignore[arg-type]
+            id_columns=self.id_columns,
+            uses_columns=self.uses_columns,
+        )(_function(context, self.function))
+
+
+def _component_asset(context: dg.ComponentLoadContext, path: str) -> dg.AssetsDefinition:
+    """The revisioned asset the component at ``path`` (of the defs folder) builds."""
+    found: Sequence[Any] = context.build_defs(path).assets or []
+    assets = [a for a in found if isinstance(a, dg.AssetsDefinition)]
+    if len(assets) != 1:
+        raise ValueError(f"{path}: expected the component of one revisioned asset")
+    return assets[0]

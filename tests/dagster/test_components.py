@@ -1,0 +1,157 @@
+"""The components, registered with ``dg``: scaffolded into a new project, accepted by
+``dg check defs``, materialized, the revision found in the log."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+from dagster.components.scaffold.scaffold import ScaffoldRequest, get_scaffolder
+
+import revisions_assets.dagster as revisions_dagster
+from resources.metadata import table_schema
+from revisions_assets import RevisionedDataset
+from revisions_assets.dagster import ReferenceAssetComponent, ScoringAssetComponent
+
+pytestmark = [pytest.mark.dagster, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+PROJECT = "revisions_components_project"
+DEFINITIONS = """from pathlib import Path
+
+import dagster as dg
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)
+"""
+
+
+def test_components_are_registered_with_dg():
+    (entry,) = [
+        e
+        for e in entry_points(group="dagster_dg_cli.registry_modules")
+        if e.name == "revisions_assets"
+    ]
+    assert entry.value == "revisions_assets.dagster"
+    for name in ("FeaturizedAssetComponent", "ReferenceAssetComponent", "ScoringAssetComponent"):
+        component = getattr(revisions_dagster, name)
+        assert issubclass(component, dg.Component) and issubclass(component, dg.Resolvable)
+
+
+def _dg(args: list[str], root: Path) -> str:
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{REPO}", "DAGSTER_HOME": str(root)}
+    done = subprocess.run(
+        [str(BIN / "dg"), *args], cwd=root, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout + done.stderr
+
+
+def test_scaffold_check_materialize(tmp_path, monkeypatch, instance):
+    root = tmp_path / "project"
+    (root / PROJECT / "defs").mkdir(parents=True)
+    (root / PROJECT / "__init__.py").touch()
+    (root / PROJECT / "defs" / "__init__.py").touch()
+    (root / PROJECT / "definitions.py").write_text(DEFINITIONS)
+    (root / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    (root / "pyproject.toml").write_text(
+        f'[project]\nname = "{PROJECT}"\nversion = "0.1.0"\n\n[tool.dg]\n'
+        f'directory_type = "project"\n\n[tool.dg.project]\nroot_module = "{PROJECT}"\n'
+    )
+    _dg(
+        ["scaffold", "defs", "revisions_assets.dagster.FeaturizedAssetComponent", "my_features"],
+        root,
+    )
+    folder = root / PROJECT / "defs" / "my_features"
+    declared = yaml.safe_load((folder / "defs.yaml").read_text())
+    assert declared["type"] == "revisions_assets.dagster.FeaturizedAssetComponent"
+    assert (folder / "features.py").exists()
+    # beside it, the other components' scaffolds and a scoring asset with a reference
+    _declare(root)
+    assert "All definitions loaded successfully" in _dg(["check", "defs"], root)
+
+    # the same definitions in process (the session's Spark), one run, one revision
+    monkeypatch.syspath_prepend(str(root))
+    defs = dg.load_from_defs_folder(path_within_project=root / PROJECT)
+    assets = {a.key.to_user_string(): a for a in defs.assets or []}
+    assert set(assets) == {"my_features", "weights", "my_scores", "scores"}
+    asset = assets["my_features"]
+    scores = assets["scores"]
+    assert set(scores.dependency_keys) == {asset.key, dg.AssetKey("weights")}
+    assert "dagster/column_lineage" in scores.metadata_by_key[scores.key]
+    assert asset.automation_conditions_by_key[asset.key] is not None
+    metadata = asset.metadata_by_key[asset.key]
+    assert [c.name for c in table_schema(metadata["dagster/column_schema"]).columns] == [
+        "entity",
+        "total",
+    ]
+    result = dg.materialize(
+        [asset],
+        selection=[asset],
+        partition_key="2024-01-01",
+        resources=defs.resources,
+        instance=instance,
+    )
+    assert result.success
+    (revision,) = RevisionedDataset(str(root / "datasets" / "my_features")).revisions("features")
+    assert revision.is_major and revision.tables["features"].rows == 2
+
+
+SCORE_PY = """from pyspark.sql import functions as F
+
+
+def score(features, weights):
+    return features.join(weights, "entity", "left").select(
+        "entity", (F.col("total") * F.col("weight")).alias("score")
+    )
+"""
+SCORES_YAML = """type: revisions_assets.dagster.ScoringAssetComponent
+attributes:
+  name: scores
+  function: score.py:score
+  upstream: my_features
+  references:
+    weights:
+      component: weights
+      join_on: {entity: entity}
+  partitions: {type: daily, start_date: "2024-01-01"}
+  code_version: "1"
+  dataset: scores
+  uses_columns: [total]
+  columns: {entity: string, score: double}
+  base_uri: datasets
+"""
+
+
+def _declare(root: Path) -> None:
+    """The other two components' scaffolds (in process), and a scoring asset with a
+    reference written by hand."""
+    defs = root / PROJECT / "defs"
+    for component, path in (
+        (ReferenceAssetComponent, "weights"),
+        (ScoringAssetComponent, "my_scores"),
+    ):
+        (defs / path).mkdir()
+        scaffolder = get_scaffolder(component)
+        assert isinstance(scaffolder, dg.Scaffolder)
+        scaffolder.scaffold(
+            ScaffoldRequest(
+                type_name=f"revisions_assets.dagster.{component.__name__}",
+                target_path=defs / path,
+                scaffold_format="yaml",
+                project_root=root,
+                params=None,
+            )
+        )
+    (defs / "scores").mkdir()
+    (defs / "scores" / "defs.yaml").write_text(SCORES_YAML)
+    (defs / "scores" / "score.py").write_text(SCORE_PY)
