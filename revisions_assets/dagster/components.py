@@ -81,6 +81,10 @@ def _function(context: dg.ComponentLoadContext, reference: str) -> Callable[...,
     return getattr(module, name)
 
 
+def _keys(keys: Sequence[str] | None) -> list[dg.AssetKey]:
+    return [dg.AssetKey.from_user_string(k) for k in keys or ()]
+
+
 def _retry(max_retries: int | None) -> dg.RetryPolicy | None:
     return dg.RetryPolicy(max_retries=max_retries) if max_retries else None
 
@@ -216,10 +220,13 @@ class FeaturizedAssetComponent(_RevisionedAsset):
     lookback_days: float = 0
     #: per-column versions (default: the code version)
     field_versions: dict[str, str] | None = None
+    #: keys (``a/b``) of assets it reads besides revisioned ones (its sources)
+    deps: list[str] | None = None
 
     def asset(self, context: dg.ComponentLoadContext) -> dg.AssetsDefinition:
         return featurized_asset(
             **self.common(),
+            deps=_keys(self.deps),
             id_columns=self.id_columns,
             partitions_def=self.partitions,  # type: ignore[arg-type]
             source=_function(context, self.source),
@@ -267,9 +274,11 @@ class ReferenceAssetComponent(_RevisionedAsset):
     its full snapshot."""
 
     id_columns: list[str]
+    #: keys (``a/b``) of assets it reads (its sources)
+    deps: list[str] | None = None
 
     def asset(self, context: dg.ComponentLoadContext) -> dg.AssetsDefinition:
-        return reference_asset(**self.common(), id_columns=self.id_columns)(
+        return reference_asset(**self.common(), id_columns=self.id_columns, deps=_keys(self.deps))(
             _function(context, self.function)
         )
 

@@ -36,14 +36,12 @@ FLIGHTS = dg.AssetSpec(
 )
 
 
-def delay_features(
-    flights: DataFrame, window: DatasetSlice, departure_delay: str = "1"
-) -> DataFrame:
+def plane_delay_features(flights: DataFrame, window: DatasetSlice) -> DataFrame:
     """Per plane flying in the window: delay statistics over the 28 days ending on its last
-    flight day (a minor recomputes the planes that flew in the partition).
-    ``departure_delay``: the version of the ``mean_dep_delay_28d`` formula (2: rounded to
-    a tenth of a minute)."""
+    flight day (a minor recomputes the planes that flew in the partition). The field
+    version of ``mean_dep_delay_28d`` picks its formula (2: rounded to a tenth of a minute)."""
     assert window.compute_start is not None
+    departure_delay = window.field_versions.get("mean_dep_delay_28d")
     in_window = flights.filter(F.col("flight_date") >= F.lit(window.compute_start.date()))
     last = in_window.groupBy("tailnum").agg(F.max("flight_date").alias("last_flight_date"))
     recent = flights.join(last, "tailnum").filter(
@@ -76,7 +74,7 @@ def delay_features(
     return stats.join(main_carrier, "tailnum")
 
 
-def delay_risk(
+def plane_delay_risk(
     plane_delay_features: DataFrame, planes: DataFrame, airlines: DataFrame
 ) -> DataFrame:
     """Delay risk per plane in [0, 1]: late-arrival share, mean arrival delay, cancellations and
@@ -160,10 +158,6 @@ def build_demo_assets(versions: DemoVersions | None = None) -> dict[str, dg.Asse
     """The demo's revisioned assets by name."""
     versions = versions or DemoVersions()
 
-    def plane_delay_features(flights: DataFrame, window: DatasetSlice) -> DataFrame:
-        return delay_features(flights, window, versions.departure_delay)
-
-    plane_delay_features.__doc__ = delay_features.__doc__
     features = featurized_asset(
         name="plane_delay_features",
         id_columns=["tailnum"],
@@ -213,5 +207,5 @@ def build_demo_assets(versions: DemoVersions | None = None) -> dict[str, dg.Asse
         group_name="scores",
         column_descriptions=RISK_COLUMNS,
         automation_condition=revisions_automation(),
-    )(delay_risk)
+    )(plane_delay_risk)
     return {a.key.path[-1]: a for a in (features, planes, airlines, scores)}

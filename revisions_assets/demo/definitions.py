@@ -1,6 +1,12 @@
-"""The demo's Definitions: its assets, checks, sensors and schedule, and the resources,
-parameterized by location, Spark resource and code versions."""
+"""The demo's Definitions: its assets, checks, sensors and schedule, and the resources.
 
+The default code location declares the assets as components in ``defs/``
+(``load_definitions``); ``build_definitions`` builds the same assets with the factories,
+with the code versions as arguments (the demo's script and the tests deploy one release
+after another in one process).
+"""
+
+from collections.abc import Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -15,15 +21,37 @@ from .checks import build_demo_checks
 DEFAULT_BASE_URI = str(Path(__file__).resolve().parents[2] / "demo_data" / "datasets")
 
 
+def load_definitions(
+    base_uri: str = DEFAULT_BASE_URI, spark: SparkSessionResource | None = None
+) -> dg.Definitions:
+    """The demo location as its components declare it (``defs/``, loaded with
+    ``dg.load_from_defs_folder``), with its checks, automation and resources."""
+    declared = dg.load_from_defs_folder(path_within_project=Path(__file__).parent)
+    assets = {
+        a.key.path[-1]: a for a in declared.assets or () if isinstance(a, dg.AssetsDefinition)
+    }
+    return dg.Definitions.merge(declared, _around(assets, base_uri, spark))
+
+
 def build_definitions(
     base_uri: str = DEFAULT_BASE_URI,
     spark: SparkSessionResource | None = None,
     versions: DemoVersions | None = None,
 ) -> dg.Definitions:
-    """Assets, checks, sensors, the daily schedule and resources of the demo location."""
+    """The demo location with its assets built by the factories at ``versions``."""
     assets = build_demo_assets(versions or DemoVersions())
+    return dg.Definitions.merge(
+        dg.Definitions(assets=list(assets.values())), _around(assets, base_uri, spark)
+    )
+
+
+def _around(
+    assets: Mapping[str, dg.AssetsDefinition], base_uri: str, spark: SparkSessionResource | None
+) -> dg.Definitions:
+    """Everything of the location but its revisioned assets: the flights source, the checks,
+    sensors, schedules, resources and the executor."""
     return dg.Definitions(
-        assets=[FLIGHTS, *assets.values()],
+        assets=[FLIGHTS],
         asset_checks=build_demo_checks(assets),
         sensors=build_demo_sensors(assets),
         schedules=build_demo_schedules(assets),

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 pytestmark = [pytest.mark.dagster, pytest.mark.slow]
@@ -62,3 +63,51 @@ def test_dg_lists_the_demo_definitions(tmp_path):
     for key in ("planes", "plane_delay_features", "plane_delay_risk"):
         assert assets[key]["automation_condition"]["label"] == "revisions_automation"
     assert {s["name"] for s in defs["schedules"]} == {"featurized_daily", "revisions_vacuum_weekly"}
+
+
+def test_the_component_location_declares_what_the_factories_build():
+    """The default location's defs.yaml files (components) give the same assets, checks and
+    automation as the factories at the current versions: one implementation behind both."""
+    import re
+
+    from revisions_assets.definitions import defs as declared
+    from revisions_assets.demo.definitions import build_definitions
+
+    built = build_definitions()
+
+    def specs(defs) -> dict[str, dict[str, object]]:
+        def condition(spec) -> str:  # the same tree (the custom condition is an object)
+            return re.sub(r" at 0x[0-9a-f]+", "", repr(spec.automation_condition))
+
+        return {
+            spec.key.to_user_string(): {
+                **{
+                    field: getattr(spec, field)
+                    for field in ("code_version", "partitions_def", "group_name", "owners")
+                },
+                "deps": sorted(d.asset_key.to_user_string() for d in spec.deps),
+                "automation_condition": condition(spec),
+                # a component adds where it is declared (dagster/component_origin, …)
+                "metadata": {
+                    k: v
+                    for k, v in spec.metadata.items()
+                    if k not in ("dagster/component_origin", "dagster/code_references")
+                },
+            }
+            for spec in defs.resolve_all_asset_specs()
+        }
+
+    def checks(defs) -> set[tuple[str, str, bool]]:
+        return {
+            (spec.asset_key.to_user_string(), spec.name, spec.blocking)
+            for c in defs.asset_checks
+            for spec in c.check_specs
+        }
+
+    assert specs(declared) == specs(built)
+    assert (
+        "dagster/component_origin"
+        in declared.resolve_assets_def("planes").metadata_by_key[dg.AssetKey("planes")]
+    )
+    assert checks(declared) == checks(built)
+    assert [s.name for s in declared.sensors] == [s.name for s in built.sensors]
