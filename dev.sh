@@ -20,7 +20,7 @@ case "$cmd" in
          exec python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile -m fast "$@" ;;
   screenshots)  # refresh docs/ui/ from the UI test (a normal test run writes to a tmp folder)
          export REVISIONS_REFRESH_SCREENSHOTS=1
-         exec python -m pytest tests/dagster/test_ui.py -k browser "$@" ;;
+         exec python -m pytest tests/dagster/test_ui.py "$@" ;;
   ui)    export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.dagster_home}"; mkdir -p "$DAGSTER_HOME"
          exec dg dev "$@" ;;  # the code location of [tool.dg] in pyproject.toml
   bench) exec python -m bench.run "$@" ;;

@@ -52,9 +52,7 @@ from .storage.backends import open_storage
 from .storage.base import Storage
 from .timeutil import TimeLike, now_utc, to_utc
 from .write.commit import CommitPlanner
-from .write.transaction import (
-    CommitTransaction,
-)
+from .write.transaction import CommitRequest, CommitTransaction
 from .write.validation import normalize_id_columns
 
 log = logging.getLogger(__name__)
@@ -412,23 +410,13 @@ class RevisionedDataset:
         and its original name is kept even when all digits (``at="0"`` finds it by name)."""
         self._require_writable("commit")
         request = self._planner.plan(
-            check_tables(tables),
-            timestamp,
-            is_major,
-            version,
-            name,
-            producer=None,
-            upstream=(),
-            expected_positions=None,
-            properties=None,
-            field_versions=None,
-            carry=False,
-            skip=False,
-            digit_name=True,
+            check_tables(tables), timestamp, is_major, version, name, digit_name=True
         )
         return self._run_commit(request, tables)
 
-    def _run_commit(self, request, tables: Mapping[str, DataFrame]) -> Revision | None:
+    def _run_commit(
+        self, request: CommitRequest, tables: Mapping[str, DataFrame]
+    ) -> Revision | None:
         record = CommitTransaction(self.storage, self._log, self.spark, request).run(tables)
         self._last_compactions = self._apply_policy(record) if record is not None else ()
         return record

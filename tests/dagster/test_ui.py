@@ -19,14 +19,15 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pytest
 
-from revisions_assets.dagster import code_version_sensor
+from revisions_assets.demo.template_vars import VERSIONS_FILE_ENV
 
 pytestmark = [pytest.mark.dagster, pytest.mark.slow]
 
@@ -45,19 +46,14 @@ CHROMIUM_ARGS = [
 DAYS = ["2013-01-01", "2013-01-02", "2013-01-03"]
 ASSETS = ("plane_delay_features", "plane_delay_risk", "airlines", "planes")
 LOCATION = "revisions_assets"
-#: the demo's Definitions over the temporary datasets, code versions from versions.json
+#: the default location (the demo's components) over the temporary datasets; its code
+#: versions come from versions.json (REVISIONS_DEMO_VERSIONS, read at each reload)
 DEFS = """
-import json
 from pathlib import Path
 
-from revisions_assets.demo.assets import DemoVersions
-from revisions_assets.demo.definitions import build_definitions
+from revisions_assets.demo.definitions import load_definitions
 
-HERE = Path(__file__).parent
-defs = build_definitions(
-    str(HERE / "datasets"),
-    versions=DemoVersions(**json.loads((HERE / "versions.json").read_text())),
-)
+defs = load_definitions(str(Path(__file__).parent / "datasets"))
 """
 WORKSPACE = f"""
 load_from:
@@ -126,7 +122,12 @@ def ui(demo) -> Iterator[Ui]:
     """``dg dev`` (webserver, daemon, code server) on the demo's instance, loopback only."""
     port = _free_port()
     log_path = demo / "dg-dev.log"
-    env = {**os.environ, "DAGSTER_HOME": str(demo / "home"), "PYTHONPATH": str(REPO)}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(demo / "home"),
+        "PYTHONPATH": str(REPO),
+        VERSIONS_FILE_ENV: str(demo / "versions.json"),
+    }
     with open(log_path, "w") as log:
         server = subprocess.Popen(
             [str(BIN / "dg"), "dev", "-w", str(demo / "workspace.yaml")]
@@ -250,10 +251,50 @@ def lineage_edges(rendered: dict[str, Any]) -> set[tuple[str, str]]:
     return {(node_at(x1, y1), node_at(x2, y2)) for x1, y1, x2, y2 in rendered["edges"]}
 
 
-def test_the_demo_in_a_browser(ui, tmp_path):
+def shots_folder(tmp_path: Path) -> Path:
+    """Where pages are shot: docs/ui with REVISIONS_REFRESH_SCREENSHOTS=1, else tmp_path."""
+    refresh = os.environ.get("REVISIONS_REFRESH_SCREENSHOTS") == "1"
+    shots = DOCS_SHOTS if refresh else tmp_path / "ui"
+    shots.mkdir(parents=True, exist_ok=True)
+    return shots
+
+
+@contextmanager
+def browser(ui: Ui) -> Iterator[tuple[Any, Callable[..., str]]]:
+    """A chromium page on the UI and ``visit(path, *texts)``: open a page, wait for the
+    texts, return the page's text once the live data settled."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
     from playwright.sync_api import sync_playwright
 
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = chromium.new_page(viewport={"width": 1400, "height": 900})
+        # Dagster's first-visit community dialog may open at any moment and cover the page:
+        # whenever it blocks an action, skip it
+        page.add_locator_handler(
+            page.get_by_role("button", name="Skip"), lambda skip: skip.first.click()
+        )
+
+        def visit(path: str, *texts: str) -> str:
+            page.goto(f"{ui.url}{path}")
+            for text in texts:
+                page.get_by_text(text, exact=True).first.wait_for(timeout=60_000)
+            skip = page.get_by_role("button", name="Skip")  # the first-visit community dialog
+            if skip.count():  # a screenshot is no action: the locator handler would not run
+                try:
+                    skip.first.click(timeout=5_000)
+                except PlaywrightTimeoutError:
+                    pass  # the locator handler skipped it in the meantime
+            page.wait_for_timeout(1500)  # let the live data settle before the screenshot
+            return page.inner_text("body")
+
+        try:
+            yield page, visit
+        finally:
+            chromium.close()
+
+
+def test_the_demo_in_a_browser(ui, tmp_path):
     # the scoring asset shows every scored day: as many partitions as the features, no gaps
     found = nodes(ui, "plane_delay_features", "plane_delay_risk")
     features, risk = found["plane_delay_features"], found["plane_delay_risk"]
@@ -280,30 +321,11 @@ def test_the_demo_in_a_browser(ui, tmp_path):
     }
     assert all(status == "SUCCEEDED" and ok for status, ok, _ in results.values()), results
 
-    refresh = os.environ.get("REVISIONS_REFRESH_SCREENSHOTS") == "1"
-    SHOTS = DOCS_SHOTS if refresh else tmp_path / "ui"  # noqa: N806 (where pages are shot)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        # Dagster's first-visit community dialog may open at any moment and cover the page:
-        # whenever it blocks an action, skip it
-        page.add_locator_handler(
-            page.get_by_role("button", name="Skip"), lambda skip: skip.first.click()
-        )
-
-        def visit(path: str, *texts: str) -> str:
-            page.goto(f"{ui.url}{path}")
-            for text in texts:
-                page.get_by_text(text, exact=True).first.wait_for(timeout=60_000)
-            skip = page.get_by_role("button", name="Skip")  # the first-visit community dialog
-            if skip.count():  # a screenshot is no action: the locator handler would not run
-                try:
-                    skip.first.click(timeout=5_000)
-                except PlaywrightTimeoutError:
-                    pass  # the locator handler skipped it in the meantime
-            page.wait_for_timeout(1500)  # let the live data settle before the screenshot
-            return page.inner_text("body")
+    SHOTS = shots_folder(tmp_path)  # noqa: N806 (where pages are shot)
+    with browser(ui) as (page, visit):
+        # the location is declared by components: each asset knows its defs.yaml
+        text = visit("/assets/plane_delay_features", "Definition", "defs.yaml")
+        assert "FeaturizedAssetComponent" in text  # dagster/component_origin
 
         # the asset graph: features -> scores and references -> scores
         visit(
@@ -368,7 +390,6 @@ def test_the_demo_in_a_browser(ui, tmp_path):
             "revisions_vacuum_weekly",
         )
         page.screenshot(path=str(SHOTS / "automation.png"))
-        browser.close()
 
 
 def run_code_version_checks(demo: Any) -> None:
@@ -391,10 +412,61 @@ mutation ($name: String!) {
 """
 
 
-def test_code_version_bump_is_shown_until_the_major_lands(ui, spark):
+SENSOR = {
+    "repositoryLocationName": LOCATION,
+    "repositoryName": "__repository__",
+    "sensorName": "revisions_automation",
+}
+START_SENSOR = """
+mutation ($sensor: SensorSelector!) {
+  startSensor(sensorSelector: $sensor) { ... on Sensor { id } }
+}
+"""
+STOP_SENSOR = """
+mutation ($id: String!) { stopSensor(id: $id) { __typename } }
+"""
+EVALUATIONS = """
+query ($key: AssetKeyInput!) {
+  assetConditionEvaluationRecordsOrError(assetKey: $key, limit: 20) {
+    ... on AssetConditionEvaluationRecords {
+      records { evaluationId numRequested evaluationNodes { expandedLabel numTrue } }
+    }
+  }
+}
+"""
+AUTOMATION_RUNS = """
+query {
+  runsOrError(filter: {tags: [{key: "dagster/sensor_name", value: "revisions_automation"}]}) {
+    ... on Runs { results { runId status assetSelection { path } } }
+  }
+}
+"""
+
+
+def requested(ui: Ui, name: str) -> list[dict[str, Any]]:
+    """The evaluations of the asset's automation condition that requested something."""
+    found = ui.graphql(EVALUATIONS, key={"path": [name]})["assetConditionEvaluationRecordsOrError"]
+    return [r for r in found["records"] if r["numRequested"]]
+
+
+def automation_runs(ui: Ui, before: frozenset[str] = frozenset()) -> dict[str, list[str]]:
+    """{asset names of a run: statuses} of the runs the automation sensor launched (and not
+    ``before``: the demo's ticks, run in process, carry the sensor's tags too)."""
+    runs: dict[str, list[str]] = {}
+    for run in ui.graphql(AUTOMATION_RUNS)["runsOrError"]["results"]:
+        if run["runId"] in before:
+            continue
+        names = ",".join(sorted(k["path"][-1] for k in run["assetSelection"]))
+        runs.setdefault(names, []).append(run["status"])
+    return runs
+
+
+def test_code_version_bump_is_shown_until_the_automation_lands_the_majors(ui, spark, tmp_path):
     """Dagster marks an unpartitioned asset stale after a code version bump; for partitioned
-    ones it does not (dagster#22553, #18921): there our code_version check warns. Both clear
-    once the code-version sensor's majors land."""
+    ones it does not (dagster#22553, #18921): there our code_version check warns. Then the
+    automation sensor, started as a user starts it and evaluated by dg dev's daemon, requests
+    the majors (the Automation tab says why), a single-run backfill lands the features'
+    range, the scores follow once, and both indicators clear."""
     from revisions_assets.demo.__main__ import Demo
     from revisions_assets.demo.assets import DemoVersions
 
@@ -417,25 +489,56 @@ def test_code_version_bump_is_shown_until_the_major_lands(ui, spark):
         stale = nodes(ui, "planes", "plane_delay_features")
         assert stale["planes"]["staleStatus"] == "STALE"  # Dagster's own indicator
         assert any(c["category"] == "CODE" for c in stale["planes"]["staleCauses"])
-        # ... which does not cover partitioned assets (dagster#22553): the README says to look
-        # at our check there (if Dagster starts marking them, update the README's advice)
+        # ... which does not cover partitioned assets (dagster#22553): the docs say to look
+        # at our check there (if Dagster starts marking them, update that advice)
         assert stale["plane_delay_features"]["staleStatus"] == "FRESH"
         run_code_version_checks(demo)
         warned = check_results(nodes(ui, "plane_delay_features")["plane_delay_features"])
         assert warned["code_version"] == ("FAILED", False, "WARN")
 
-        requests = demo.sense(code_version_sensor(list(demo.assets.values())))
-        assert {r.asset_selection[0].path[-1] for r in requests} == {
-            "planes",
-            "airlines",
-            "plane_delay_features",
-        }
-        demo.run_requests(requests)
+        demo_runs = frozenset(
+            r["runId"] for r in ui.graphql(AUTOMATION_RUNS)["runsOrError"]["results"]
+        )
+        sensor_id = ui.graphql(START_SENSOR, sensor=SENSOR)["startSensor"]["id"]
+        try:
+            deadline = time.monotonic() + 480
+            want = {"airlines,planes", "plane_delay_features", "plane_delay_risk"}
+            while True:
+                runs = automation_runs(ui, demo_runs)
+                assert not any("FAILURE" in s for s in runs.values()), (runs, _log(ui))
+                if set(runs) == want and all(s == ["SUCCESS"] for s in runs.values()):
+                    break
+                assert time.monotonic() < deadline, (runs, _log(ui))
+                time.sleep(3)
+        finally:
+            ui.graphql(STOP_SENSOR, id=sensor_id)
         run_code_version_checks(demo)
     finally:
         _restore(os.environ.get("DAGSTER_HOME"), saved_conf, spark)
         instance.dispose()
+
+    # why requested: the log condition was true for the 3 materialized days, once
+    (features,) = requested(ui, "plane_delay_features")
+    assert features["numRequested"] == 3
+    why = {" ".join(n["expandedLabel"]): n["numTrue"] for n in features["evaluationNodes"]}
+    assert why["revisions_log"] == 3
+    assert [r["numRequested"] for r in requested(ui, "planes")] == [1]
+    assert [r["numRequested"] for r in requested(ui, "plane_delay_risk")] == [3]
+    shots = shots_folder(tmp_path)
+    with browser(ui) as (page, visit):
+        visit("/assets/plane_delay_features?view=automation", "3 requested")
+        page.locator("tr", has_text="3 requested").first.locator("td button").first.click()
+        page.get_by_text("revisions_log", exact=True).first.wait_for(timeout=30_000)
+        page.wait_for_timeout(1000)
+        assert "3 True" in page.inner_text("body")
+        page.screenshot(path=str(shots / "why-requested.png"))
+
     fresh = nodes(ui, "planes", "plane_delay_features")
     assert fresh["planes"]["staleStatus"] == "FRESH"
-    features = check_results(fresh["plane_delay_features"])
-    assert features["code_version"][:2] == ("SUCCEEDED", True)
+    features_checks = check_results(fresh["plane_delay_features"])
+    assert features_checks["code_version"][:2] == ("SUCCEEDED", True)
+
+
+def _log(ui: Ui) -> str:
+    """The end of dg dev's log (daemon and runs), for a failed wait."""
+    return (ui.base / "dg-dev.log").read_text()[-4000:]
