@@ -62,6 +62,15 @@ ConditionField = Annotated[
     ),
 ]
 
+FreshnessField = Annotated[
+    dg.FreshnessPolicy | None,
+    dg.Resolver.default(
+        model_field_type=str | None,
+        description="A template returning a FreshnessPolicy (as Dagster's asset specs take it), "
+        'e.g. "{{ my_freshness_policy() }}" from a template_vars_module.',
+    ),
+]
+
 
 @cache
 def _resources(base_uri: str) -> Mapping[str, Any]:
@@ -111,6 +120,7 @@ class _RevisionedAsset(dg.Component, dg.Resolvable):
     columns: dict[str, str] | None = None
     column_descriptions: dict[str, str] | None = None
     automation_condition: ConditionField = None
+    freshness_policy: FreshnessField = None
     max_retries: int | None = None
     pool: str | None = None
     #: the datasets' location: when given, the Definitions carry the revisions resources
@@ -140,6 +150,7 @@ class _RevisionedAsset(dg.Component, dg.Resolvable):
             "columns": self.columns,
             "column_descriptions": self.column_descriptions,
             "automation_condition": self.automation_condition,
+            "freshness_policy": self.freshness_policy,
             "retry_policy": _retry(self.max_retries),
             "pool": self.pool,
         }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from datetime import timedelta
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -62,6 +63,7 @@ def test_scaffold_check_materialize(tmp_path, monkeypatch, instance):
     (root / PROJECT / "__init__.py").touch()
     (root / PROJECT / "defs" / "__init__.py").touch()
     (root / PROJECT / "definitions.py").write_text(DEFINITIONS)
+    (root / PROJECT / "policies.py").write_text(POLICIES_PY)
     (root / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     (root / "pyproject.toml").write_text(
         f'[project]\nname = "{PROJECT}"\nversion = "0.1.0"\n\n[tool.dg]\n'
@@ -88,6 +90,10 @@ def test_scaffold_check_materialize(tmp_path, monkeypatch, instance):
     scores = assets["scores"]
     assert set(scores.dependency_keys) == {asset.key, dg.AssetKey("weights")}
     assert "dagster/column_lineage" in scores.metadata_by_key[scores.key]
+    # Dagster's policies pass through as the factories pass them
+    spec = scores.get_asset_spec(scores.key)
+    assert spec.freshness_policy == dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=30))
+    assert scores.op.retry_policy.max_retries == 2 and scores.op.pool == "spark"
     assert asset.automation_conditions_by_key[asset.key] is not None
     metadata = asset.metadata_by_key[asset.key]
     assert [c.name for c in table_schema(metadata["dagster/column_schema"]).columns] == [
@@ -114,7 +120,17 @@ def score(features, weights):
         "entity", (F.col("total") * F.col("weight")).alias("score")
     )
 """
-SCORES_YAML = """type: revisions_assets.dagster.ScoringAssetComponent
+POLICIES_PY = """from datetime import timedelta
+
+import dagster as dg
+
+
+@dg.template_var
+def daily_freshness() -> dg.FreshnessPolicy:
+    return dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=30))
+"""
+SCORES_YAML = f"""type: revisions_assets.dagster.ScoringAssetComponent
+template_vars_module: {PROJECT}.policies
 attributes:
   name: scores
   function: score.py:score
@@ -122,13 +138,16 @@ attributes:
   references:
     weights:
       component: weights
-      join_on: {entity: entity}
-  partitions: {type: daily, start_date: "2024-01-01"}
+      join_on: {{entity: entity}}
+  partitions: {{type: daily, start_date: "2024-01-01"}}
   code_version: "1"
   dataset: scores
   uses_columns: [total]
-  columns: {entity: string, score: double}
+  columns: {{entity: string, score: double}}
   base_uri: datasets
+  freshness_policy: "{{{{ daily_freshness }}}}"
+  max_retries: 2
+  pool: spark
 """
 
 
