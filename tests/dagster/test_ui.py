@@ -1,12 +1,13 @@
 """The demo as a user sees it: ``dg dev`` on the demo's instance, in a real browser.
 
 The demo runs once (3 days, in this process, on the session's Spark) into a temporary
-instance; ``dg dev`` serves it on a loopback port; playwright drives Debian's chromium
+instance; ``dg dev`` serves the default location (the demo's components) over it on a
+loopback port; playwright drives Debian's chromium
 (no browser download) through the pages and saves screenshots: into the test's temporary
 folder, or, with ``REVISIONS_REFRESH_SCREENSHOTS=1`` (``./dev.sh screenshots``), into
 ``docs/ui/``, which the docs show (a test run never changes tracked files). The staleness
-test then bumps code versions, reloads the location and follows the UI until the majors
-land.
+test then bumps code versions, reloads the location, starts the automation sensor and
+follows the UI while dg dev's daemon lands the majors and the scores.
 """
 
 from __future__ import annotations
