@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from revisions_assets import RevisionedDataset, UpstreamPosition
-from revisions_assets.core.read.spark_merge import DELETED
+from revisions_assets.core.columns import DELETED
 
 from .data import ID, TABLE, entities, features, score, update_ids
 from .harness import (

@@ -27,8 +27,8 @@ from revisions_assets.core.errors import ArgumentTypeError, InvalidArgumentError
 from revisions_assets.core.log.records import Revision
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.log.view import LogView
-from revisions_assets.core.read.selection import plan_read, state_selection
-from revisions_assets.core.read.spark_merge import merge_plan
+from revisions_assets.core.read.execute.spark import SparkExecutor
+from revisions_assets.core.read.plan.requests import Snapshot, plan_state
 from revisions_assets.core.storage.backends import configure_storage, open_storage
 from revisions_assets.core.storage.base import check_relative
 from revisions_assets.core.uris import describe
@@ -111,13 +111,9 @@ class DatasetLocation(dg.ConfigurableResource):
         if check_spark(spark) is None:
             raise ArgumentTypeError("read_state needs a SparkSession, got None")
         check_text(table, "table")
-        view = self.read_view(dataset)
-        plan = plan_read(
-            view,
-            state_selection(view.history(table), table),
-            f"{self.root_for(dataset)}: read of table {table!r}",
-        )
-        return merge_plan(spark, self._log(dataset).storage, plan)
+        snapshot = Snapshot(self.root_for(dataset), self.read_view(dataset))
+        storage = self._log(dataset).storage
+        return SparkExecutor(storage, lambda: spark, "auto").merge(plan_state(snapshot, table).rows)
 
     def _log(self, dataset: str) -> RevisionLog:
         root = self.root_for(dataset)

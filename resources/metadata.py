@@ -14,9 +14,9 @@ from typing import Any
 import dagster as dg
 from pyspark.sql.types import StructType
 
+from revisions_assets.core.columns import DELETED
 from revisions_assets.core.errors import RevisionsError
 from revisions_assets.core.log.records import Revision
-from revisions_assets.core.read.spark_merge import DELETED
 
 from .slice import DatasetSlice
 

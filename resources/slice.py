@@ -23,8 +23,9 @@ from datetime import datetime, timedelta
 import dagster as dg
 
 from revisions_assets.core.errors import RevisionsError
+from revisions_assets.core.log.consumers import consumer_position
 from revisions_assets.core.log.records import Revision, UpstreamPosition
-from revisions_assets.core.read.selection import changes_by_sequence, consumer_position
+from revisions_assets.core.read.plan.selection import changes_by_sequence
 from revisions_assets.core.timeutil import to_utc
 
 from .address import Role, UpstreamRef

@@ -16,18 +16,19 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("revisions_assets", "resources")
 
 #: (layer, module prefixes), lowest first; the longest matching prefix decides. The engine
-#: (layers 0-6, ``revisions_assets.core``) is arranged by concern, each folder importing only
-#: the ones below it: shared helpers, storage, the log, reads, writes, maintenance, the
-#: ``RevisionedDataset`` facade and the package root.
+#: (layers 0-7, ``revisions_assets.core``) is arranged by concern, each folder importing only
+#: the ones below it: shared helpers, storage, the log, read plans (pure), read executors,
+#: writes, maintenance, the ``RevisionedDataset``/``DatasetReader`` facades and the root.
 LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (0, ("revisions_assets.core",)),
     (1, ("revisions_assets.core.storage",)),
     (2, ("revisions_assets.core.log",)),
-    (3, ("revisions_assets.core.read",)),
-    (4, ("revisions_assets.core.write",)),
-    (5, ("revisions_assets.core.maintain",)),
+    (3, ("revisions_assets.core.read.plan",)),
+    (4, ("revisions_assets.core.read",)),
+    (5, ("revisions_assets.core.write",)),
+    (6, ("revisions_assets.core.maintain",)),
     (
-        6,
+        7,
         (
             "revisions_assets",
             "revisions_assets.core.dataset",
@@ -39,15 +40,16 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (11, ("revisions_assets.dagster", "revisions_assets.cli")),
     (12, ("revisions_assets.demo", "revisions_assets.definitions", "revisions_assets.__main__")),
 )
-ENGINE = 6  #: the highest engine layer: no Dagster import at or below it
+ENGINE = 7  #: the highest engine layer: no Dagster import at or below it
 LAYER_NAMES = {
     0: "engine: shared helpers",
     1: "engine: storage",
     2: "engine: log",
-    3: "engine: reads",
-    4: "engine: writes",
-    5: "engine: maintenance",
-    6: "engine: facade",
+    3: "engine: read plans",
+    4: "engine: read executors",
+    5: "engine: writes",
+    6: "engine: maintenance",
+    7: "engine: facade",
     10: "resources",
     11: "Dagster layer / tools",
     12: "definitions / demo",
@@ -177,11 +179,12 @@ def test_no_module_cycles():
             "(engine: log) imports resources.slice (resources)",
         ),
         ("resources.io_manager", "revisions_assets.dagster.io", "imports revisions_assets.dagster"),
-        ("revisions_assets.core.read.spark_merge", "dagster", "(engine) imports dagster"),
+        ("revisions_assets.core.read.execute.spark", "dagster", "(engine) imports dagster"),
         (
-            "revisions_assets.core.read.selection",
-            "revisions_assets.core.write.transaction",
-            "(engine: reads) imports revisions_assets.core.write.transaction (engine: writes)",
+            "revisions_assets.core.read.plan.selection",
+            "revisions_assets.core.read.execute.spark",
+            "(engine: read plans) imports revisions_assets.core.read.execute.spark "
+            "(engine: read executors)",
         ),
         (
             "revisions_assets.core.arguments",

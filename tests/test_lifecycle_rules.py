@@ -26,18 +26,11 @@ from revisions_assets.core.log.revision_log import (
     records_of_checkpoint,
 )
 from revisions_assets.core.log.view import LogView
-from revisions_assets.core.read.retention import (
-    Horizon,
-    check_major_after_vacuum,
-    removable,
-    retention_horizon,
-)
-from revisions_assets.core.read.selection import (
-    changes_by_sequence,
-    plan_read,
-    state_selection,
-)
+from revisions_assets.core.maintain.retention import Horizon, removable, retention_horizon
+from revisions_assets.core.read.plan.scans import plan_merge as plan_read
+from revisions_assets.core.read.plan.selection import changes_by_sequence, state_selection
 from revisions_assets.core.storage.base import LocalStorage
+from revisions_assets.core.write.rules import check_major_after_vacuum
 
 
 def day(d: float) -> datetime:
@@ -121,6 +114,11 @@ def names(revisions) -> list[str]:
     return [r.name for r in revisions]
 
 
+def direct(plan) -> list[str]:
+    """The revisions a plan reads from their own files (not from a compaction)."""
+    return [t.entry for t in plan.tasks if not t.is_compaction]
+
+
 # -- records ----------------------------------------------------------------------------------
 
 
@@ -165,7 +163,7 @@ def test_a_checkpoint_materializes_data_revisions_lazily(monkeypatch):
     plan = plan_read(view, selection, "read")
     # only the compaction entry and the governing major (what it carries) were parsed
     assert len(parsed) == 2
-    assert [r.name for r in plan.direct] == []  # the compaction holds the state
+    assert direct(plan) == []  # the compaction holds the state
     assert loaded[5].tables["t"] == log.records[5].tables["t"]  # details on demand
     assert len(parsed) == 3
     assert loaded == log.records and [r.to_json() for r in loaded] == [
@@ -236,12 +234,12 @@ def test_reads_use_the_largest_compaction_whose_revisions_they_contain():
         return plan_read(view, state_selection(history, "t", **kw), "read")
 
     latest = plan()
-    assert latest.base.record is big and names(latest.direct) == ["r6"] and latest.on_base == 1
-    assert plan(max_sequence=4).base.record is big  # pinned before it, but it fits
-    assert plan(max_sequence=3).base.record is small
-    assert plan(as_of=day(1)).base.record is small
-    assert plan(as_of=day(0.5)).base is None  # r2 is not in that read
-    assert names(plan(as_of=day(0.5)).direct) == ["r1"]
+    assert latest.compaction.record is big and direct(latest) == ["r6"] and latest.on_base == 1
+    assert plan(max_sequence=4).compaction.record is big  # pinned before it, but it fits
+    assert plan(max_sequence=3).compaction.record is small
+    assert plan(as_of=day(1)).compaction.record is small
+    assert plan(as_of=day(0.5)).compaction is None  # r2 is not in that read
+    assert direct(plan(as_of=day(0.5))) == ["r1"]
 
 
 def test_a_backfill_ordered_inside_a_compaction_is_merged_by_row_order():
@@ -252,7 +250,7 @@ def test_a_backfill_ordered_inside_a_compaction_is_merged_by_row_order():
     log.data(3, False, name="backfill")  # stamped before r2, committed after the compaction
     view = log.view()
     plan = plan_read(view, state_selection(view.history("t"), "t"), "read")
-    assert plan.base.record is compaction and names(plan.direct) == ["backfill"]
+    assert plan.compaction.record is compaction and direct(plan) == ["backfill"]
     assert not plan.base_is_prefix  # the merge must order rows, not trust the base
 
 
@@ -266,13 +264,13 @@ def test_change_reads_skip_compactions_unless_their_revisions_are_gone():
     view = log.view()
     selection = changes_by_sequence(view.history("t"), "t", 2)
     plan = plan_read(view, selection, "changes")
-    assert plan.base is None and names(plan.direct) == ["r3", "r5"]
+    assert plan.compaction is None and direct(plan) == ["r3", "r5"]
     log.vacuum([3], horizon=4)
     view = log.view()
     with pytest.raises(RetentionError, match=r"changes since 2 needs revision 'r3' \(sequence 3"):
         plan_read(view, changes_by_sequence(view.history("t"), "t", 2), "changes since 2")
     plan = plan_read(view, changes_by_sequence(view.history("t"), "t", 3), "changes")
-    assert plan.base is None and names(plan.direct) == ["r5"]
+    assert plan.compaction is None and direct(plan) == ["r5"]
 
 
 def test_a_read_that_needs_removed_files_names_the_revision_and_the_horizon():
@@ -284,8 +282,8 @@ def test_a_read_that_needs_removed_files_names_the_revision_and_the_horizon():
     log.vacuum([2, 3], horizon=4)
     view = log.view()
     history = view.history("t")
-    assert plan_read(view, state_selection(history, "t"), "read").base is not None
-    assert plan_read(view, state_selection(history, "t", as_of=day(0)), "x").base is None
+    assert plan_read(view, state_selection(history, "t"), "read").compaction is not None
+    assert plan_read(view, state_selection(history, "t", as_of=day(0)), "x").compaction is None
     with pytest.raises(RetentionError, match=r"as of.*needs revision 'r2'.*horizon was sequence 4"):
         plan_read(view, state_selection(history, "t", as_of=day(1.5)), "read as of")
     with pytest.raises(RetentionError, match=r"at 2 needs revision 'r2'"):

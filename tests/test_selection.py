@@ -12,12 +12,12 @@ from revisions_assets.core.errors import (
     UnknownTableError,
 )
 from revisions_assets.core.log.records import Revision, TableWrite
-from revisions_assets.core.read.selection import (
+from revisions_assets.core.log.view import table_history
+from revisions_assets.core.read.plan.refs import resolve_position
+from revisions_assets.core.read.plan.selection import (
     changes_by_sequence,
     changes_by_time,
-    resolve_position,
     state_selection,
-    table_history,
 )
 
 

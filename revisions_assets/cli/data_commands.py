@@ -16,16 +16,16 @@ import polars as pl
 
 from ..core.columns import DELETED
 from ..core.errors import NoMajorRevisionError
-from ..core.read.polars_reads import PolarsChangeSet
-from ..core.read.selection import (
+from ..core.log.view import table_history
+from ..core.read.plan.refs import resolve_position
+from ..core.read.plan.selection import (
     Selection,
     carried_by,
     changes_by_sequence,
     changes_by_time,
-    resolve_position,
     state_selection,
-    table_history,
 )
+from ..core.read.results import ChangeSet
 from ..core.reader import DatasetReader
 from .common import (
     InputError,
@@ -233,7 +233,7 @@ def diff_command(
 
 
 def diff_frame(
-    changes: PolarsChangeSet, before: pl.DataFrame | None, ids: list[str]
+    changes: ChangeSet[pl.DataFrame], before: pl.DataFrame | None, ids: list[str]
 ) -> tuple[pl.DataFrame, list[str]]:
     """Changed entities: ``_change`` (added/changed/deleted), ids, values after (``__a<i>``)
     and before (``__b<i>``). Before is restricted to the changed entities unless a reset."""

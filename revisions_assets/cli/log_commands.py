@@ -6,9 +6,11 @@ import click
 import pandas as pd
 
 from ..core.errors import RevisionsError
+from ..core.log.consumers import recorded_positions, unconsumed
 from ..core.log.records import Revision
 from ..core.log.view import LogView
-from ..core.read.selection import plan_read, recorded_positions, state_selection, unconsumed
+from ..core.read.plan.scans import plan_merge
+from ..core.read.plan.selection import state_selection
 from ..core.timeutil import now_utc
 from .common import common_options, json_option, limit_option, open_dataset
 from .output import Output, text
@@ -63,8 +65,8 @@ def tables_command(root: str, as_json: bool, endpoint_url: str | None) -> None:
     rows = []
     for name, info in ds.tables().items():
         history = view.history(name)
-        plan = plan_read(view, state_selection(history, name), f"{ds.root}: table {name!r}")
-        base = plan.base.record if plan.base is not None else plan.merge[0]
+        plan = plan_merge(view, state_selection(history, name), f"{ds.root}: table {name!r}")
+        base = plan.compaction.record if plan.compaction is not None else plan.merge[0]
         head = history[-1]
         rows.append(
             {

@@ -1,10 +1,9 @@
-"""RevisionedDataset: commit revisions, read any state, read changes, maintain (SPEC §8)."""
+"""RevisionedDataset: commit revisions, read any state, read changes, maintain."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from os import PathLike
 from typing import get_args
@@ -29,6 +28,7 @@ from .errors import (
     ReadOnlyDatasetError,
     RevisionsError,
 )
+from .log.consumers import consumer_position
 from .log.records import Revision, UpstreamPosition
 from .log.revision_log import RevisionLog, table_frame
 from .maintain.compaction import DEFAULT_TARGET_FILE_BYTES, Compactor
@@ -36,18 +36,15 @@ from .maintain.legacy import LegacyRevision, plan_import
 from .maintain.purge import Purge
 from .maintain.vacuum import DEFAULT_GRACE, Vacuum, VacuumReport
 from .maintain.verify import Finding, deep_findings, verify_storage
-from .read.bitemporal import KnownAt, as_of_join_plan
-from .read.data_files import check_data_files, revision_files
-from .read.history import table_history_frame
-from .read.requests import change_read, find_revision, history_read, state_read
-from .read.selection import (
-    Position,
-    consumer_position,
-    head_state,
-    plan_read,
-)
-from .read.spark_merge import MergeStrategy, current_schema
-from .read.spark_reads import ChangeSet, SparkReads
+from .read.execute.as_of_join import as_of_join_plan
+from .read.execute.changes import read_changes
+from .read.execute.history import read_history
+from .read.execute.spark import MergeStrategy, SparkExecutor, spark_schema
+from .read.plan.refs import Position, find_revision
+from .read.plan.requests import Snapshot, plan_changes, plan_history, plan_state
+from .read.plan.scans import current_schema, head_plan
+from .read.plan.spans import KnownAt
+from .read.results import ChangeSet, TableInfo
 from .storage.backends import open_storage
 from .storage.base import Storage
 from .timeutil import TimeLike, now_utc, to_utc
@@ -56,13 +53,6 @@ from .write.transaction import CommitRequest, CommitTransaction
 from .write.validation import normalize_id_columns
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class TableInfo:
-    name: str
-    id_columns: tuple[str, ...]
-    schema: StructType
 
 
 #: the default policy: compact a table once more than this many revisions sit on its base
@@ -110,16 +100,16 @@ class RevisionedDataset:
         self.skip_unchanged = check_bool(skip_unchanged, "skip_unchanged")
         self._last_compactions: tuple[Revision, ...] = ()
         self._log = RevisionLog(self.storage)
-        self._reads = SparkReads(self.storage, self._log, lambda: self.spark, strategy)
-        self._planner = CommitPlanner(self._log, self._reads, declared, default_ids)
+        self._executor = SparkExecutor(self.storage, lambda: self.spark, strategy)
+        self._planner = CommitPlanner(self._log, self._executor, declared, default_ids)
         self._log.refresh()
         if not read_only:
             self._heal_description()
 
     @property
     def merge_strategy(self) -> MergeStrategy:
-        """How reads merge minors onto their base (``read.spark_merge.choose_strategy``)."""
-        return self._reads.strategy
+        """How Spark merges minors onto their base (``read/execute/spark.py``)."""
+        return self._executor.strategy
 
     def __repr__(self) -> str:
         return f"RevisionedDataset({self.root!r}, head={self._log.head})"
@@ -179,14 +169,21 @@ class RevisionedDataset:
     def refresh(self) -> tuple[Revision, ...]:
         return self._log.refresh()
 
+    def snapshot(self) -> Snapshot:
+        """One frozen view of the log, caught up with commits by others: what a read plans
+        from (each read takes one when it starts)."""
+        self._log.refresh()
+        return Snapshot(self.root, self._log.view())
+
     @property
     def head_sequence(self) -> int:
         self.refresh()
         return self._log.head
 
     def log(self) -> pd.DataFrame:
-        """One row per log entry, in sequence order: the SPEC §2 columns, the ``kind`` of each
-        entry and whether a vacuum removed its files (``vacuumed``, ``vacuumed_by``)."""
+        """One row per log entry, in sequence order: the columns of the storage layout's
+        description log, the ``kind`` of each entry and whether a vacuum removed its files
+        (``vacuumed``, ``vacuumed_by``)."""
         self.refresh()
         frame = table_frame(self._log.description())
         frame["vacuumed_by"] = frame["vacuumed_by"].astype("Int64")  # <NA>, not NaN, when not
@@ -195,25 +192,25 @@ class RevisionedDataset:
     def revisions(self, table: str | None = None) -> list[Revision]:
         """Every log entry (maintenance entries included), or the data revisions of a table."""
         check_text(table, "table", optional=True)
-        records = self.refresh()
-        if table is None:
-            return list(records)
-        return self._log.view().history(table)
+        snapshot = self.snapshot()
+        return list(snapshot.records) if table is None else snapshot.view.history(table)
 
     def revision(self, ref: Position) -> Revision:
         """An entry by name or sequence, or a data revision by ``HEAD`` or ``HEAD~n`` (n data
         revisions back in the whole log; maintenance entries are not counted)."""
         return find_revision(self.refresh(), ref)
 
-    def tables(self) -> dict[str, TableInfo]:
+    def tables(self) -> dict[str, TableInfo[StructType]]:
         """Every table with its id columns and its current schema (latest major + additions)."""
-        self.refresh()
-        view = self._log.view()
-        out = {}
-        for name in view.tables():
-            ids = view.history(name)[-1].tables[name].id_columns
-            out[name] = TableInfo(name, ids, current_schema(view, name))
-        return out
+        view = self.snapshot().view
+        return {
+            name: TableInfo(
+                name,
+                tuple(view.history(name)[-1].tables[name].id_columns),
+                spark_schema(current_schema(view, name)),
+            )
+            for name in view.tables()
+        }
 
     def upstream_position(self, dataset: str, table: str, consumer_table: str | None = None) -> int:
         """The last upstream sequence this dataset recorded as consumed (0 if none)."""
@@ -228,8 +225,7 @@ class RevisionedDataset:
         with Spark: ids non-null and unique per revision, row counts matching the log."""
         findings = verify_storage(self.storage)
         if check_bool(deep, "deep") and not any(f.severity == "error" for f in findings):
-            self.refresh()
-            findings += deep_findings(self.spark, self.storage, self._log.view())
+            findings += deep_findings(self.spark, self.storage, self.snapshot().view)
         return findings
 
     # -- reads ----------------------------------------------------------------------------
@@ -237,72 +233,95 @@ class RevisionedDataset:
     def read(
         self,
         table: str,
+        *,
         as_of: TimeLike | None = None,
         at: Position = None,
+        known_at: TimeLike | None = None,
+        columns: Sequence[str] | None = None,
         with_revision: bool = False,
     ) -> DataFrame:
-        """The state of ``table`` as of a time and/or pinned at a position (SPEC §3)."""
-        request = state_read(self.refresh(), self._log.view(), table, as_of, at, with_revision)
-        return self._reads.merge(
-            request.selection, request.what, keep_deleted=False, with_revision=with_revision
+        """The state of ``table`` as of a logical time (``as_of``), as known at a commit
+        time (``known_at``: only revisions committed by then) and/or pinned at a position
+        (``at``: ``HEAD~n``, a revision name or a sequence), by the rules of
+        docs/concepts/read-semantics.md. ``columns``: the value columns to return (the id
+        columns always come first); Spark reads only those."""
+        plan = plan_state(
+            self.snapshot(),
+            table,
+            as_of=as_of,
+            at=at,
+            known_at=known_at,
+            columns=columns,
+            with_revision=with_revision,
         )
+        return self._executor.merge(plan.rows, with_revision=with_revision)
 
     def changes(
         self,
         table: str,
+        *,
         since: TimeLike | None = None,
         until: TimeLike | None = None,
-        *,
         since_sequence: int | None = None,
         until_sequence: int | None = None,
         at: Position = None,
+        known_at: TimeLike | None = None,
         with_revision: bool = False,
         only_changed: bool = False,
         columns: Sequence[str] | None = None,
-    ) -> ChangeSet:
-        """Changes in (since, until], or since a sequence up to a pinned head (SPEC §3).
+    ) -> ChangeSet[DataFrame]:
+        """Changes in (since, until], or since a sequence up to a pinned head
+        (docs/concepts/read-semantics.md).
 
-        ``only_changed``: report only the entities whose row hash differs from the state
-        before the window (tombstones and null hashes always count): a rewrite of the same
-        values is no change. A reset carries ``changed`` either way (see ``ChangeSet``).
-        ``columns``: only changes of these value columns count, for ``only_changed`` and
-        ``changed`` (their hash is computed at read time, old rows included).
+        ``known_at``: the changes as known at that commit time (only revisions committed by
+        then). ``only_changed``: report only the entities whose row hash differs from the
+        state before the window (tombstones and null hashes always count): a rewrite of the
+        same values is no change. A reset carries ``changed`` either way (see
+        ``ChangeSet``). ``columns``: only changes of these value columns count, for
+        ``only_changed`` and ``changed`` (their hash is computed at read time, old rows
+        included); the rows keep every column.
         """
-        records = self.refresh()
-        request = change_read(
-            records,
-            self._log.view(),
+        plan = plan_changes(
+            self.snapshot(),
             table,
-            since,
-            until,
+            since=since,
+            until=until,
             since_sequence=since_sequence,
             until_sequence=until_sequence,
             at=at,
+            known_at=known_at,
             with_revision=with_revision,
             only_changed=only_changed,
+            columns=columns,
         )
-        return self._reads.changes(
-            request, with_revision=with_revision, only_changed=only_changed, columns=columns
+        df, changed = read_changes(self._executor, plan, with_revision=with_revision)
+        return ChangeSet(
+            df=df,
+            is_reset=plan.is_reset,
+            revisions=plan.window,
+            since_sequence=plan.since_sequence,
+            until_sequence=plan.until_sequence,
+            changed=changed,
         )
 
     def history(
-        self, table: str, *, since: TimeLike | None = None, until: TimeLike | None = None
+        self,
+        table: str,
+        *,
+        since: TimeLike | None = None,
+        until: TimeLike | None = None,
+        columns: Sequence[str] | None = None,
     ) -> DataFrame:
-        """The SCD2 history of ``table`` in logical time (``core/read/history.py``).
+        """The SCD2 history of ``table`` in logical time (``core/read/execute/history.py``).
 
         The table's columns plus ``valid_from``, ``valid_to`` (null while current),
         ``is_current``, ``is_deleted`` and ``_revision``; one row per version of an entity.
         ``until``: the history as known at that logical time (like ``read(as_of=until)``);
-        ``since``: only the versions still valid after it.
+        ``since``: only the versions still valid after it. ``columns``: the history of
+        these value columns only (a version opens where one of them changes).
         """
-        self.refresh()
-        view = self._log.view()
-        spans, since_utc = history_read(view, self.root, table, since, until)
-        files = revision_files((s.revision for s in spans), table)
-        check_data_files(self.storage, table, files, self._reads.checked)
-        return table_history_frame(
-            self.spark, self.storage, table, view.history(table), spans, since=since_utc
-        )
+        plan = plan_history(self.snapshot(), table, since=since, until=until, columns=columns)
+        return read_history(self._executor, plan)
 
     def as_of_join(
         self,
@@ -313,14 +332,14 @@ class RevisionedDataset:
         on: Sequence[str] | Mapping[str, str],
         known_at: KnownAt = None,
     ) -> DataFrame:
-        """A point-in-time join (``core/read/bitemporal.py``): each event row with the row of
-        ``table`` as of its ``event_time``, as known at ``known_at`` (None: everything
-        committed; ``"event"``: what was committed by the event's time; or a time)."""
-        self.refresh()
+        """A point-in-time join (``core/read/execute/as_of_join.py``): each event row with
+        the row of ``table`` as of its ``event_time``, as known at ``known_at`` (None:
+        everything committed; ``"event"``: what was committed by the event's time; or a
+        time)."""
         return as_of_join_plan(
             self.spark,
             self.storage,
-            self._log.view(),
+            self.snapshot().view,
             events_df,
             table,
             event_time=event_time,
@@ -432,10 +451,7 @@ class RevisionedDataset:
     def revisions_on_base(self, table: str) -> int:
         """How many revisions a default read of ``table`` merges on top of its base (the
         governing major, or the compaction it uses): what ``compact_after`` bounds."""
-        self.refresh()
-        view = self._log.view()
-        selection = head_state(view, table)
-        return plan_read(view, selection, f"{self.root}: read of table {table!r}").on_base
+        return head_plan(self.snapshot().view, table).on_base
 
     def compaction_due(self, table: str) -> bool:
         """Whether ``table`` is past the ``compact_after`` policy (never when it is None)."""
@@ -457,9 +473,8 @@ class RevisionedDataset:
         check_text(table, "table", optional=True)
         check_count(target_file_bytes, "target_file_bytes", minimum=1)
         if table is not None:
-            self._log.refresh()
-            self._log.view().history(table)  # UnknownTableError for a table with no revisions
-        compactor = Compactor(self.storage, self._log, self.spark, self.merge_strategy)
+            self.snapshot().view.history(table)  # UnknownTableError: a table with no revisions
+        compactor = Compactor(self.storage, self._log, self._executor)
         return compactor.run([table] if table is not None else None, target_file_bytes)
 
     def vacuum(
@@ -492,9 +507,8 @@ class RevisionedDataset:
         check_bool(keep_majors, "keep_majors")
         check_sequence_number(keep_after_sequence, "keep_after_sequence", optional=True)
         now = to_utc(now, "now") if now is not None else now_utc()
-        self.refresh()
         positions: dict[str, list[int]] = {}
-        for table in self._log.view().tables():
+        for table in self.snapshot().view.tables():
             found = [c.upstream_position(self.root, table) for c in consumers]
             if keep_after_sequence is not None:
                 found.append(keep_after_sequence)
@@ -541,7 +555,7 @@ class RevisionedDataset:
             due = [t for t in record.tables if self.compaction_due(t)]
             if not due:
                 return ()
-            compactor = Compactor(self.storage, self._log, self.spark, self.merge_strategy)
+            compactor = Compactor(self.storage, self._log, self._executor)
             compaction = compactor.run(due)
         except (RevisionsError, OSError) as exc:  # storage refused, a race, retention …
             log.warning("%s: compaction after revision %s failed: %s", self.root, record.name, exc)

@@ -1,10 +1,11 @@
-"""DatasetReader: the reads of ``RevisionedDataset`` without Spark, as Polars DataFrames.
+"""DatasetReader: the reads of ``RevisionedDataset`` without Spark, with Polars.
 
-The same log walking and read planning as the Spark engine (``read.requests``,
-``read.selection``): the same rows, the same errors. Only the merge is Polars
-(``read.polars_merge``), in this process. With ``cache_dir`` a read first downloads the
-files it needs, and only those, into a local cache (``read.download_cache``), which an
-offline reader reads alone.
+The same plans as the Spark engine (``read/plan/``): the same rows, the same errors. The
+Polars executor (``read/execute/polars.py``) runs them lazily in this process: ``scan``
+returns the merged state as a ``LazyFrame`` whose projections and id filters reach the
+Parquet scans, ``batches`` streams it, ``read`` collects it. With ``cache_dir`` a read
+first downloads the files it needs, and only those, into a local cache
+(``read/execute/download_cache.py``), which an offline reader reads alone.
 """
 
 from __future__ import annotations
@@ -13,19 +14,18 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 
-from .arguments import check_bool, check_options, check_text
+from .arguments import check_bool, check_count, check_options, check_text
 from .errors import (
     ArgumentTypeError,
     DatasetNotFoundError,
     InvalidArgumentError,
     MissingFileError,
-    NoMajorRevisionError,
     NotCachedError,
     RevisionsError,
     StorageError,
@@ -33,26 +33,22 @@ from .errors import (
 from .log.layout import LOG_DIR
 from .log.records import Revision
 from .log.revision_log import RevisionLog
-from .log.view import LogView
-from .read.data_files import PARQUET_MAGIC, corrupt_file_error
-from .read.download_cache import DownloadCache
-from .read.polars_merge import plan_columns, table_columns
-from .read.polars_reads import PolarsChangeSet, PolarsReads
-from .read.requests import change_read, find_revision, history_read, state_read
-from .read.selection import Position, ReadPlan, head_plan, plan_read
+from .read.execute.changes import read_changes
+from .read.execute.download_cache import DownloadCache
+from .read.execute.files import PARQUET_MAGIC, corrupt_file_error
+from .read.execute.history import read_history
+from .read.execute.polars import PolarsExecutor, polars_schema
+from .read.plan.refs import Position, find_revision
+from .read.plan.requests import Snapshot, plan_changes, plan_history, plan_state
+from .read.plan.scans import current_schema
+from .read.results import ChangeSet, TableInfo
 from .storage.backends import open_storage
 from .storage.base import LocalStorage, Storage
 from .timeutil import TimeLike
 from .uris import describe
 
-
-@dataclass(frozen=True)
-class ReaderTableInfo:
-    """A table: its id columns and its current schema as Polars types."""
-
-    name: str
-    id_columns: tuple[str, ...]
-    schema: dict[str, pl.DataType]
+#: a table's schema as the reader gives it
+PolarsSchema = dict[str, pl.DataType]
 
 
 class DatasetReader:
@@ -96,7 +92,7 @@ class DatasetReader:
                 weakref.finalize(self, shutil.rmtree, cache_dir, ignore_errors=True)
             self._cache = DownloadCache(cache_dir, self._source) if cache_dir else None
             self._log = RevisionLog(self._source)
-        self._reads = PolarsReads(self._local, self.root)
+        self._executor = PolarsExecutor(self._local)
         self._checked: set[str] = set()  # data files found to end as Parquet does
         self._refresh()
         if self._log.head == 0:
@@ -138,24 +134,56 @@ class DatasetReader:
     def revisions(self, table: str | None = None) -> list[Revision]:
         """Every log entry (maintenance entries included), or the data revisions of a table."""
         check_text(table, "table", optional=True)
-        records = self._refresh()
-        return list(records) if table is None else self._log.view().history(table)
+        snapshot = self._snapshot()
+        return list(snapshot.records) if table is None else snapshot.view.history(table)
 
     def revision(self, ref: Position) -> Revision:
         """An entry by name or sequence, or a data revision by ``HEAD`` or ``HEAD~n``."""
         return find_revision(self._refresh(), ref)
 
-    def tables(self) -> dict[str, ReaderTableInfo]:
+    def tables(self) -> dict[str, TableInfo[PolarsSchema]]:
         """Every table with its id columns and its current schema (latest major + additions)."""
+        view = self._snapshot().view
+        return {
+            name: TableInfo(
+                name,
+                tuple(view.history(name)[-1].tables[name].id_columns),
+                polars_schema(current_schema(view, name)),
+            )
+            for name in view.tables()
+        }
+
+    def _snapshot(self) -> Snapshot:
+        """One frozen view of the log (caught up online): what a read plans from."""
         self._refresh()
-        view = self._log.view()
-        out = {}
-        for name in view.tables():
-            ids = view.history(name)[-1].tables[name].id_columns
-            out[name] = ReaderTableInfo(name, ids, _current_columns(view, name))
-        return out
+        return Snapshot(self.root, self._log.view())
 
     # -- reads ----------------------------------------------------------------------------
+
+    def scan(
+        self,
+        table: str,
+        *,
+        as_of: TimeLike | None = None,
+        at: Position = None,
+        known_at: TimeLike | None = None,
+        with_revision: bool = False,
+    ) -> pl.LazyFrame:
+        """The state of ``table`` as ``read`` gives it, as a ``LazyFrame``: a ``select``
+        reads only those columns (and the ids) from the files, a ``filter`` on the id
+        columns prunes the files' rows before the merge, and a filter on other columns
+        applies after it (before, it would bring back an older row of an entity whose
+        newest row it drops). Collect it, stream it (``collect(engine="streaming")``,
+        ``sink_parquet``), or join it: the files it needs are fetched when it is planned."""
+        plan = plan_state(
+            self._snapshot(),
+            table,
+            as_of=as_of,
+            at=at,
+            known_at=known_at,
+            with_revision=with_revision,
+        )
+        return self._executor.merge(plan.rows, with_revision=with_revision)
 
     def read(
         self,
@@ -163,24 +191,63 @@ class DatasetReader:
         *,
         as_of: TimeLike | None = None,
         at: Position = None,
+        known_at: TimeLike | None = None,
         columns: Sequence[str] | None = None,
+        filter: pl.Expr | None = None,
         with_revision: bool = False,
     ) -> pl.DataFrame:
-        """The state of ``table`` as of a time and/or pinned at a position (SPEC §3), as
-        ``RevisionedDataset.read``; ``columns``: the value columns to return (the id
-        columns always come first)."""
-        records = self._refresh()
-        view = self._log.view()
-        request = state_read(records, view, table, as_of, at, with_revision)
-        frame = self._reads.merge(
-            view,
-            request.selection,
-            request.what,
-            keep_deleted=False,
-            with_revision=with_revision,
+        """The state of ``table`` as of a logical time (``as_of``), as known at a commit
+        time (``known_at``) and/or pinned at a position (``at``), as
+        ``RevisionedDataset.read``. ``columns``: the value columns to return (the id
+        columns always come first); ``filter``: a Polars expression the rows must meet
+        (on the merged state: ``scan(...).filter(...)``)."""
+        plan = plan_state(
+            self._snapshot(),
+            table,
+            as_of=as_of,
+            at=at,
+            known_at=known_at,
             columns=columns,
+            with_revision=with_revision,
         )
-        return self._collect(frame, request.what)
+        frame = self._executor.merge(plan.rows, with_revision=with_revision)
+        if filter is not None:
+            if not isinstance(filter, pl.Expr):
+                raise ArgumentTypeError(
+                    f"read(): filter must be a Polars expression, got {describe(filter)}"
+                )
+            frame = frame.filter(filter)
+        return self._collect(frame, plan.rows.what)
+
+    def batches(
+        self,
+        table: str,
+        *,
+        as_of: TimeLike | None = None,
+        at: Position = None,
+        known_at: TimeLike | None = None,
+        columns: Sequence[str] | None = None,
+        batch_size: int | None = None,
+    ) -> pa.RecordBatchReader:
+        """The state of ``table`` as a stream of Arrow record batches of about
+        ``batch_size`` rows, in bounded memory: for states larger than memory, or for
+        DuckDB (``duckdb.sql("select ... from batches")``)."""
+        check_count(batch_size, "batch_size", minimum=1, optional=True)
+        plan = plan_state(
+            self._snapshot(), table, as_of=as_of, at=at, known_at=known_at, columns=columns
+        )
+        frame = self._executor.merge(plan.rows)
+        schema = frame.collect_schema()
+        arrow_schema = pl.DataFrame(schema=schema).to_arrow().schema
+
+        def stream() -> Iterator[pa.RecordBatch]:
+            try:
+                for chunk in frame.collect_batches(chunk_size=batch_size, lazy=True):
+                    yield from chunk.to_arrow().cast(arrow_schema).to_batches()
+            except (pl.exceptions.PolarsError, OSError) as exc:
+                raise self._read_error(plan.rows.what, exc) from exc
+
+        return pa.RecordBatchReader.from_batches(arrow_schema, stream())
 
     def changes(
         self,
@@ -191,48 +258,63 @@ class DatasetReader:
         since_sequence: int | None = None,
         until_sequence: int | None = None,
         at: Position = None,
+        known_at: TimeLike | None = None,
         with_revision: bool = False,
         only_changed: bool = False,
-    ) -> PolarsChangeSet:
+        columns: Sequence[str] | None = None,
+    ) -> ChangeSet[pl.DataFrame]:
         """Changes in (since, until], or since a sequence up to a pinned head, as
         ``RevisionedDataset.changes`` (``.df`` with ``_deleted``, ``.is_reset``,
         ``.until_sequence``, ``.changed`` on a reset)."""
-        records = self._refresh()
-        view = self._log.view()
-        request = change_read(
-            records,
-            view,
+        plan = plan_changes(
+            self._snapshot(),
             table,
-            since,
-            until,
+            since=since,
+            until=until,
             since_sequence=since_sequence,
             until_sequence=until_sequence,
             at=at,
+            known_at=known_at,
             with_revision=with_revision,
             only_changed=only_changed,
+            columns=columns,
         )
         try:
-            return self._reads.changes(
-                view, request, only_changed=only_changed, with_revision=with_revision
-            )
+            df, changed = read_changes(self._executor, plan, with_revision=with_revision)
+            frames = pl.collect_all([df] if changed is None else [df, changed])
         except (pl.exceptions.PolarsError, OSError) as exc:
-            raise self._read_error(request.what, exc) from exc
+            raise self._read_error(plan.what, exc) from exc
+        return ChangeSet(
+            df=frames[0],
+            is_reset=plan.is_reset,
+            revisions=plan.window,
+            since_sequence=plan.since_sequence,
+            until_sequence=plan.until_sequence,
+            changed=frames[1] if changed is not None else None,
+        )
 
     def history(
-        self, table: str, *, since: TimeLike | None = None, until: TimeLike | None = None
+        self,
+        table: str,
+        *,
+        since: TimeLike | None = None,
+        until: TimeLike | None = None,
+        columns: Sequence[str] | None = None,
     ) -> pl.DataFrame:
         """The SCD2 history of ``table``, as ``RevisionedDataset.history``."""
-        self._refresh()
-        view = self._log.view()
-        spans, since_utc = history_read(view, self.root, table, since, until)
-        frame_of = self._reads.history
+        plan = plan_history(self._snapshot(), table, since=since, until=until, columns=columns)
         try:
-            return frame_of(table, view.history(table), spans, since_utc)
+            return read_history(self._executor, plan).collect()
         except (pl.exceptions.PolarsError, OSError) as exc:
-            raise self._read_error(f"history of table {table!r}", exc) from exc
+            raise self._read_error(plan.what, exc) from exc
 
     def download(
-        self, table: str, *, as_of: TimeLike | None = None, at: Position = None
+        self,
+        table: str,
+        *,
+        as_of: TimeLike | None = None,
+        at: Position = None,
+        known_at: TimeLike | None = None,
     ) -> list[Path]:
         """Fetch into the cache the files a ``read(table, as_of=..., at=...)`` needs, and
         only those; returns their local paths (a read then needs no download)."""
@@ -240,11 +322,8 @@ class DatasetReader:
             raise InvalidArgumentError(
                 f"download(): the reader of {self.root} has no cache_dir to download into"
             )
-        records = self._refresh()
-        view = self._log.view()
-        request = state_read(records, view, table, as_of, at, False)
-        plan = plan_read(view, request.selection, f"{self.root}: {request.what}")
-        return [Path(p) for p in self._local(_plan_files(plan))]
+        plan = plan_state(self._snapshot(), table, as_of=as_of, at=at, known_at=known_at)
+        return [Path(p) for p in self._local([f for _, f in plan.rows.files])]
 
     # -- files ----------------------------------------------------------------------------
 
@@ -281,6 +360,8 @@ class DatasetReader:
         return "?"
 
     def _collect(self, frame: pl.LazyFrame, what: str) -> pl.DataFrame:
+        """``frame`` collected; a failure reading files is a StorageError naming the read
+        (``what`` names the dataset too)."""
         try:
             return frame.collect()
         except (pl.exceptions.PolarsError, OSError) as exc:
@@ -289,22 +370,4 @@ class DatasetReader:
     def _read_error(self, what: str, exc: Exception) -> RevisionsError:
         if isinstance(exc, RevisionsError):
             return exc
-        return StorageError(f"{self.root}: {what} failed reading its data files: {exc}")
-
-
-def _plan_files(plan: ReadPlan) -> list[str]:
-    """Every data file a read plan scans."""
-    files = [f for r in plan.direct for f in r.tables[plan.table].files]
-    if plan.base is not None:
-        files += plan.base.write.files
-    for r in plan.only_ids_of or ():
-        files += r.tables[plan.table].files
-    return list(dict.fromkeys(files))
-
-
-def _current_columns(view: LogView, table: str) -> dict[str, pl.DataType]:
-    """The schema a read of ``table`` at the head returns (``spark_merge.current_schema``)."""
-    try:
-        return plan_columns(head_plan(view, table))
-    except NoMajorRevisionError:
-        return table_columns(view.history(table), table)
+        return StorageError(f"{what} failed reading its data files: {exc}")

@@ -47,41 +47,39 @@ from resources.address import TableAddress, address_of, field_versions, upstream
 from resources.keys import LOCATION_KEY, SPARK_KEY
 from resources.location import DatasetLocation
 from resources.slice import describe, keys_of, revision_partitions, version_change
+from revisions_assets.core.columns import DELETED, REVISION
 from revisions_assets.core.errors import NoMajorRevisionError
 from revisions_assets.core.log.records import Revision
-from revisions_assets.core.read.selection import ReadPlan, plan_read, state_selection
-from revisions_assets.core.read.spark_merge import DELETED, REVISION_COLUMNS, parse_schema
+from revisions_assets.core.read.execute.spark import spark_schema
+from revisions_assets.core.read.plan.scans import MergePlan, ScanTask, head_plan, scan_task
 from revisions_assets.core.storage.backends import open_storage
 from revisions_assets.core.timeutil import now_utc
 
 from .lag import consumer_lags, read_consumer
 
 _RESOURCES = {LOCATION_KEY, SPARK_KEY}
-REVISION = REVISION_COLUMNS[0]  # "_revision": the name of the revision that wrote a row
 
 
 def files_frame(
     spark: SparkSession,
     root: str,
-    table: str,
-    revisions: Sequence[Revision],
+    tasks: Sequence[ScanTask],
     columns: Sequence[str] | None = None,
 ) -> DataFrame | None:
-    """The rows of the data files of ``revisions`` (given columns, or all and ``_deleted``),
+    """The rows of the data files of ``tasks`` (given columns, or all and ``_deleted``),
     tagged with the revision name; None when they wrote no file."""
     storage = open_storage(root)
     frames = []
-    for rev in revisions:
-        written = rev.tables[table]
-        fields = [f for f in parse_schema(written.schema_json).fields]
+    for task in tasks:
+        fields = list(spark_schema(task.schema).fields)
         if columns is None:
             fields.append(StructField(DELETED, BooleanType(), True))
         else:
             fields = [f for f in fields if f.name in columns]
-        files = [storage.spark_uri(f) for f in written.files]
+        files = [storage.spark_uri(f) for f in task.files]
         if files:  # the schema is given: no footer-reading job per read
             df = spark.read.schema(StructType(fields)).parquet(*files)
-            frames.append(df.withColumn(REVISION, F.lit(rev.name)))
+            frames.append(df.withColumn(REVISION, F.lit(task.entry)))
     if not frames:
         return None
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
@@ -132,15 +130,14 @@ class _Reader:
             r for r in self.location.read_log(self.address.dataset) if r.wrote(self.address.table)
         ]
 
-    def default_plan(self) -> ReadPlan:
+    def default_plan(self) -> MergePlan:
         """How a default read of the table reads it now: a base (major or compaction) and the
         revisions read from their own files. NoMajorRevisionError before the first major."""
         view = self.location.read_view(self.address.dataset)
         table = self.address.table
         if table not in view.tables():
             raise NoMajorRevisionError(f"table {table!r} has no revision yet")
-        selection = state_selection(view.history(table), table)
-        return plan_read(view, selection, f"{self.root}: read of table {table!r}")
+        return head_plan(view, table)
 
 
 def revision_checks(
@@ -181,15 +178,16 @@ def revision_checks(
         except NoMajorRevisionError:
             return dg.AssetCheckResult(passed=False, metadata={"error": "no major revision yet"})
         # the revisions read from their own files; a compaction's ids are unique by construction
-        rows = files_frame(spark(context), read.root, address.table, plan.direct, ids)
+        direct = [t for t in plan.tasks if not t.is_compaction]
+        rows = files_frame(spark(context), read.root, direct, ids)
         nulls, duplicates = id_problems(rows, ids)
         return dg.AssetCheckResult(
             passed=nulls == 0 and duplicates == 0,
             metadata={
                 "null_ids": nulls,
                 "duplicate_ids": duplicates,
-                "revisions_checked": len(plan.direct),
-                "compaction": plan.base.record.name if plan.base is not None else "",
+                "revisions_checked": len(direct),
+                "compaction": plan.compaction.record.name if plan.compaction else "",
             },
         )
 
@@ -275,7 +273,7 @@ def revision_checks(
             metadata={
                 "revisions_on_base": plan.on_base,
                 "compact_after": policy if policy is not None else "never",
-                "base": plan.base.record.name if plan.base is not None else "major",
+                "base": plan.compaction.record.name if plan.compaction else "major",
             },
         )
 
@@ -397,7 +395,8 @@ def _partition_checks(
         keys = context.partition_key_range
         rev = written_revision(read.history(), pdef, keys, context.run.run_id)
         spark = getattr(context.resources, SPARK_KEY).spark_session
-        rows = files_frame(spark, read.root, address.table, [rev]) if rev else None
+        task = scan_task(rev, address.table, 0) if rev else None
+        rows = files_frame(spark, read.root, [task]) if task else None
         results: dict[str, tuple[bool, dict[str, Any]]] = {}
         if rows is None:
             nothing = {"revision": "none: no rows written for these partitions"}

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from resources.address import META_FIELD_VERSIONS, Role, TableAddress
 from resources.keys import IO_MANAGER_KEY
 from resources.slice import DatasetSlice
-from revisions_assets.core.read.spark_merge import DELETED
+from revisions_assets.core.columns import DELETED
 
 from .factory import (
     AssetOptions,

@@ -49,8 +49,8 @@ from resources.keys import IO_MANAGER_KEY
 from resources.metadata import COLUMN_LINEAGE, column_lineage
 from resources.slice import DatasetSlice
 from resources.values import UpstreamChanges
+from revisions_assets.core.columns import DELETED
 from revisions_assets.core.errors import RevisionsError
-from revisions_assets.core.read.spark_merge import DELETED
 
 from .factory import (
     AssetOptions,

@@ -24,7 +24,7 @@ from revisions_assets.core.errors import (
     RetentionError,
 )
 from revisions_assets.core.log.revision_log import RevisionLog
-from revisions_assets.core.read.bitemporal import EVENT, visible_spans
+from revisions_assets.core.read.plan.spans import EVENT, visible_spans
 
 from .helpers import day, micros, stage_revision
 from .model import Model, as_of_join

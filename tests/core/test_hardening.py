@@ -25,7 +25,7 @@ from revisions_assets.core.log.health import check_log_health
 from revisions_assets.core.log.layout import CLAIM_FILE, DESCRIPTION, LAST_CHECKPOINT, LOG_MARKER
 from revisions_assets.core.log.revision_log import RevisionLog, entry_path
 from revisions_assets.core.maintain.verify import KINDS, verify
-from revisions_assets.core.read.selection import resolve_position
+from revisions_assets.core.read.plan.refs import resolve_position
 from revisions_assets.core.storage import base as storage_module
 from revisions_assets.core.storage.backends import configure_storage, open_storage
 from revisions_assets.core.storage.base import LocalStorage, check_relative

@@ -9,8 +9,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core.read import spark_merge as merge
-from revisions_assets.core.read.spark_merge import choose_strategy
+from revisions_assets.core.read.execute import spark as merge
+from revisions_assets.core.read.execute.spark import merge_kind
+from revisions_assets.core.read.plan.scans import plan_merge, scan_task
+from revisions_assets.core.read.plan.schema import table_schema
+from revisions_assets.core.read.plan.selection import state_selection
 
 from .model import Model
 
@@ -92,7 +95,7 @@ def test_spark_reports_a_file_as_predicted(spark, history):
     ds = RevisionedDataset(root, spark=spark)
     uri = ds.storage.spark_uri(ds.revisions("t")[0].tables["t"].files[0])
     reported = spark.read.parquet(uri).select("_metadata.file_path").first()[0]
-    assert reported == merge._reported_uri(uri)
+    assert reported == merge.reported_uri(uri)
 
 
 def test_a_major_that_changes_a_type_reads_with_older_revisions(spark, tmp_path):
@@ -104,7 +107,9 @@ def test_a_major_that_changes_a_type_reads_with_older_revisions(spark, tmp_path)
     changes = ds.changes("t", since_sequence=0)
     assert changes.is_reset
     assert [tuple(r) for r in changes.df.select("id", "v").collect()] == [(1, "a")]
-    rows = merge.read_revisions(spark, ds.storage, "t", ds.revisions("t"))  # one per type
+    revisions = ds.revisions("t")  # one per type
+    tasks = [scan_task(r, "t", n) for n, r in enumerate(revisions)]
+    rows = merge.revision_rows(spark, ds.storage, table_schema(revisions, "t"), tasks)
     assert sorted(tuple(r) for r in rows.select("id", merge.ORDER).collect()) == [(1, 0), (1, 1)]
 
 
@@ -129,10 +134,17 @@ def test_change_reads_give_the_model_changes(spark, history, strategy):
 
 
 def test_auto_uses_the_logged_row_counts(spark, history):
-    revisions = RevisionedDataset(history[0], spark=spark).revisions("t")
-    assert choose_strategy(revisions[:1], "t", "auto") == "auto"  # one revision: plain read
-    assert choose_strategy(revisions, "t", "auto") == "window"  # 96 newer rows > 60 base rows
-    assert choose_strategy(revisions[:3], "t", "auto") == "broadcast"  # 24 newer rows
+    ds = RevisionedDataset(history[0], spark=spark)
+    view = ds.snapshot().view
+    revisions = view.history("t")
+
+    def kind(count: int) -> str:
+        pinned = state_selection(revisions, "t", max_sequence=revisions[count - 1].sequence)
+        return merge_kind(plan_merge(view, pinned, "a read"), "auto")
+
+    assert kind(1) == "single"  # one revision: plain read
+    assert kind(len(revisions)) == "window"  # 96 newer rows > 60 base rows
+    assert kind(3) == "broadcast"  # 24 newer rows
 
 
 def test_a_root_whose_name_needs_quoting(spark, tmp_path):
@@ -146,7 +158,7 @@ def test_a_root_whose_name_needs_quoting(spark, tmp_path):
         ds.commit({"t": spark.createDataFrame([(i, v)], rows)}, START + timedelta(days=day), False)
     uris = [ds.storage.spark_uri(f) for r in ds.revisions("t") for f in r.tables["t"].files]
     reported = spark.read.parquet(*uris).select("_metadata.file_path").distinct()
-    assert {r[0] for r in reported.collect()} <= {merge._reported_uri(u) for u in uris}
+    assert {r[0] for r in reported.collect()} <= {merge.reported_uri(u) for u in uris}
 
     def state() -> list[tuple]:
         return sorted(tuple(r) for r in ds.read("t").select("id", "v").collect())

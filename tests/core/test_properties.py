@@ -29,7 +29,7 @@ from revisions_assets.core.errors import (
     UnknownRevisionError,
     UnknownTableError,
 )
-from revisions_assets.core.read.selection import resolve_position
+from revisions_assets.core.read.plan.refs import resolve_position
 
 from .helpers import EPOCH, frame, micros
 from .model import Model, ModelChanges, ModelNoMajorError, ModelUnknownRevisionError

@@ -16,8 +16,7 @@ from revisions_assets import RevisionedDataset, UpstreamPosition
 from revisions_assets.core.columns import ROW_HASH
 from revisions_assets.core.errors import CarriedStateError, InvalidArgumentError, InvalidNameError
 from revisions_assets.core.hashing import row_hash, value_columns
-from revisions_assets.core.read import spark_reads
-from revisions_assets.core.read.spark_reads import SparkReads
+from revisions_assets.core.read.execute import changes
 from revisions_assets.core.sqltext import quoted
 from revisions_assets.core.write import transaction
 from revisions_assets.core.write.commit import CommitPlanner
@@ -162,9 +161,9 @@ def test_row_hash_is_a_reserved_column(spark, root):
 @pytest.mark.parametrize("window_max", [None, 0], ids=["narrowed", "shuffled"])
 def test_change_reads_report_real_changes(spark, root, monkeypatch, window_max):
     """Both plans of the hash join: the state before narrowed to a small window's ids (a
-    broadcast), and the plain join a window above BROADCAST_MAX_ROWS rows gets."""
+    broadcast), and the plain join a window above SMALL_WINDOW_ROWS rows gets."""
     if window_max is not None:
-        monkeypatch.setattr(spark_reads, "BROADCAST_MAX_ROWS", window_max)
+        monkeypatch.setattr(changes, "SMALL_WINDOW_ROWS", window_max)
     ds = RevisionedDataset(root, spark, id_columns=["id"])
     ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 2, "b"), (3, 3, "c")], SCHEMA)}, day(0), True)
     ds.commit({"t": frame(spark, [(1, 9, "a"), (2, 2, "b")], SCHEMA)}, day(1), False)  # 2 same
@@ -189,13 +188,13 @@ def test_an_in_order_skip_minor_needs_no_hash_join_a_backfill_does(spark, root, 
     commit compared every row with the state before it): no join. A backfill was compared
     with the state as of its own time, not with the later rows that shadow it: joined."""
     joins = []
-    hashes_before = SparkReads.hashes_before
+    state_hashes = changes._state_hashes
 
-    def counted(self, *args, **kwargs):
+    def counted(*args, **kwargs):
         joins.append(args)
-        return hashes_before(self, *args, **kwargs)
+        return state_hashes(*args, **kwargs)
 
-    monkeypatch.setattr(SparkReads, "hashes_before", counted)
+    monkeypatch.setattr(changes, "_state_hashes", counted)
     ds = RevisionedDataset(root, spark, id_columns=["id"], skip_unchanged=True)
     ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 1, "b")], SCHEMA)}, day(0), True)
     ds.commit({"t": frame(spark, [(1, 2, "a")], SCHEMA)}, day(5), False)

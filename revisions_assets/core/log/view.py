@@ -90,6 +90,11 @@ class Compaction:
         kept = frozenset(carried)
         return all(r.sequence in kept or r.key >= major.key for r in history if self.contains(r))
 
+    def known_by(self, history: Sequence[Revision], known_at: datetime) -> bool:
+        """Whether every revision it replaces was committed at or before ``known_at`` (a
+        read as known then may use it: it holds exactly their rows)."""
+        return all(r.committed_at <= known_at for r in history if self.contains(r))
+
 
 _T = TypeVar("_T")
 
@@ -220,3 +225,14 @@ def _apply_purges(records: Sequence[Revision]) -> tuple[tuple[Revision, ...], di
         for r in records
     )
     return effective, superseded
+
+
+def table_history(records: Sequence[Revision], table: str) -> list[Revision]:
+    """The data revisions of ``table``, in sequence order; UnknownTableError if none."""
+    history = [r for r in records if r.wrote(table)]
+    if not history:
+        known = sorted({t for r in records if r.is_data for t in r.tables})
+        raise UnknownTableError(
+            f"table {table!r} has no revisions in this dataset; known tables: {known or 'none'}"
+        )
+    return history

@@ -1,11 +1,11 @@
-"""Compaction (SPEC §8): the state of a table's default read, written as one log entry.
+"""Compaction: the state of a table's default read, written as one log entry.
 
 ``Compactor`` writes, per table, the state of the default read at the head (tombstones
 kept, every row tagged with the sequence of the revision that wrote it) into a few files,
 and commits a ``compaction`` entry recording which revisions it holds. Reads that contain
-all of those revisions use it as their base (``read.selection.plan_read``). This module
-only runs Spark jobs and commits; what a compaction may serve is decided by the pure rules
-of ``read.selection``.
+all of those revisions use it as their base (``read/plan/scans.py``). This module only
+runs Spark jobs and commits; what a compaction may serve is decided by the pure rules of
+``read/plan/``.
 """
 
 from __future__ import annotations
@@ -16,21 +16,19 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pyspark.sql import SparkSession
-
 from ..errors import CommitConflictError
 from ..log.records import (
     COMPACTION,
     CompactedRange,
     Revision,
     TableWrite,
-    canonical_json,
 )
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
-from ..read.data_files import check_data_files, plan_files
-from ..read.selection import ReadPlan, Selection, head_state, plan_read
-from ..read.spark_merge import MergeStrategy, merge_kind, merge_plan, plan_schema
+from ..read.execute.spark import SparkExecutor, merge_kind
+from ..read.plan.scans import MergePlan, plan_merge
+from ..read.plan.schema import to_struct_json
+from ..read.plan.selection import Selection, head_state
 from ..storage.base import Storage
 from ..timeutil import now_utc
 from ..write.transaction import (
@@ -51,7 +49,7 @@ log = logging.getLogger(__name__)
 class _TableJob:
     table: str
     selection: Selection
-    plan: ReadPlan
+    plan: MergePlan
 
 
 class Compactor:
@@ -61,13 +59,11 @@ class Compactor:
         self,
         storage: Storage,
         revision_log: RevisionLog,
-        spark: SparkSession,
-        strategy: MergeStrategy = "auto",
+        executor: SparkExecutor,
     ):
         self.storage = storage
         self.log = revision_log
-        self.spark = spark
-        self.strategy = strategy
+        self.executor = executor
 
     def run(
         self, tables: Sequence[str] | None, target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES
@@ -78,9 +74,8 @@ class Compactor:
         jobs = []
         for table in tables if tables is not None else view.tables():
             selection = head_state(view, table)
-            plan = plan_read(view, selection, f"{self.storage.uri}: compaction of {table!r}")
+            plan = plan_merge(view, selection, f"{self.storage.uri}: compaction of {table!r}")
             if plan.on_base:
-                check_data_files(self.storage, table, plan_files(plan), set())
                 jobs.append(_TableJob(table, selection, plan))
         if not jobs:
             return None
@@ -112,20 +107,11 @@ class Compactor:
 
     def _write(self, name: str, job: _TableJob, target_file_bytes: int) -> TableWrite:
         plan, table = job.plan, job.table
-        df = merge_plan(
-            self.spark,
-            self.storage,
-            plan,
-            keep_deleted=True,
-            with_sequence=True,
-            with_hash=True,
-            strategy=self.strategy,
-        )
-        inputs = [plan.base.write] if plan.base is not None else []
-        inputs += [r.tables[table] for r in plan.direct]
-        in_bytes, in_rows = sum(w.bytes for w in inputs), sum(w.rows for w in inputs)
+        df = self.executor.merge(plan, keep_deleted=True, with_sequence=True, with_hash=True)
+        in_bytes = sum(t.bytes for t in plan.tasks)
+        in_rows = sum(t.rows for t in plan.tasks)
         files = max(1, math.ceil(in_bytes / max(target_file_bytes, 1)))
-        if merge_kind(plan, self.strategy) == "window":
+        if merge_kind(plan, self.executor.strategy) == "window":
             df = df.coalesce(files)  # after the shuffle: as many files as the size needs
         prefix = f"{name}/{table}"
         stats = write_observed(
@@ -140,8 +126,8 @@ class Compactor:
         ]
         newest = max(plan.merge, key=lambda r: r.sequence)
         return TableWrite(
-            id_columns=_base_ids(plan),
-            schema_json=canonical_json(plan_schema(plan).jsonValue()),
+            id_columns=plan.id_columns,
+            schema_json=to_struct_json(plan.schema),
             version=newest.tables[table].version,
             rows=stats["rows"],
             tombstones=stats["tombstones"],
@@ -196,9 +182,7 @@ class Compactor:
             return
         view = self.log.view()
         for job in jobs:
-            inputs = [r.sequence for r in job.plan.direct]
-            if job.plan.base is not None:
-                inputs.append(job.plan.base.sequence)
+            inputs = [t.sequence for t in job.plan.tasks]
             gone = [s for s in inputs if view.is_removed(s)]
             if gone:
                 raise CommitConflictError(
@@ -206,11 +190,6 @@ class Compactor:
                     f"concurrent vacuum removed the files of sequence(s) {gone} it was "
                     "reading; nothing was committed"
                 ) from exc
-
-
-def _base_ids(plan: ReadPlan) -> tuple[str, ...]:
-    base = plan.base.write if plan.base is not None else plan.direct[0].tables[plan.table]
-    return base.id_columns
 
 
 __all__ = ["DEFAULT_TARGET_FILE_BYTES", "Compactor"]

@@ -26,12 +26,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructField, StructType
 
+from ..columns import DELETED
 from ..errors import CommitConflictError, IdColumnsError
 from ..log.records import PURGE, PurgedWrite, PurgeMark, Revision, TableWrite
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
-from ..read.data_files import check_data_files, revision_files
-from ..read.spark_merge import DELETED, file_key, parse_schema, spark_file_key
+from ..read.execute.files import check_data_files
+from ..read.execute.spark import file_key, parse_schema, spark_file_key
 from ..storage.base import Storage
 from ..timeutil import now_utc
 from ..write.transaction import append_entry, upkeep, write_observed
@@ -65,7 +66,8 @@ class Purge:
         id_columns = history[-1].tables[table].id_columns
         ids = self._ids(ids, table, id_columns, history[-1].tables[table].schema_json)
         entries = self._live_entries(view, table)
-        check_data_files(self.storage, table, revision_files(entries, table), set())
+        files = [(e.name, f) for e in entries for f in e.tables[table].files]
+        check_data_files(self.storage, table, files, set())
         hits = self._scan(table, entries, ids, id_columns)
         entities = ids.count()
         name = f"purge-{uuid.uuid4().hex}"

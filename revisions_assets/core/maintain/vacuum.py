@@ -24,11 +24,11 @@ from ..log.records import (
 )
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
-from ..read.retention import Horizon, removable, retention_horizon
 from ..storage.base import FileInfo, Storage
 from ..timeutil import now_utc
 from ..write.transaction import append_entry, upkeep
 from .defaults import DEFAULT_GRACE
+from .retention import Horizon, removable, retention_horizon
 
 log = logging.getLogger(__name__)
 

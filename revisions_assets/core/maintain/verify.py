@@ -40,7 +40,7 @@ from ..log.layout import (
 )
 from ..log.records import Revision
 from ..log.view import LogView
-from ..read.data_files import PARQUET_MAGIC, not_parquet
+from ..read.execute.files import PARQUET_MAGIC, not_parquet
 from ..storage.backends import open_storage
 from ..storage.base import Storage
 
@@ -329,7 +329,10 @@ def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[
     one Spark job per table over all its revisions not removed by a vacuum."""
     from pyspark.sql import functions as F
 
-    from ..read.spark_merge import DELETED, ORDER, read_revisions
+    from ..columns import DELETED
+    from ..read.execute.spark import ORDER, revision_rows
+    from ..read.plan.scans import scan_task
+    from ..read.plan.schema import table_schema
 
     findings = []
     for table in view.tables():
@@ -337,7 +340,8 @@ def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[
         if not revisions:
             continue
         ids = list(revisions[-1].tables[table].id_columns)
-        rows = read_revisions(spark, storage, table, revisions)
+        tasks = [scan_task(r, table, n) for n, r in enumerate(revisions)]
+        rows = revision_rows(spark, storage, table_schema(revisions, table), tasks)
         per_id = rows.groupBy(ORDER, *ids).agg(
             F.count(F.lit(1)).alias("n"),
             F.sum(F.col(DELETED).cast("long")).alias("tombstones"),

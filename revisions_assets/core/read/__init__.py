@@ -1,3 +1,4 @@
-"""Reads: which revisions and files a read needs (pure planning over the log), and the merges
-that turn a plan into rows (Spark here, Polars in the Spark-free reader), plus history and
-bitemporal reads."""
+"""Reads: ``plan/`` turns a request and one snapshot of the log into a frozen plan (which
+revisions, which files, the merge program); ``execute/`` runs it on Spark or Polars, with
+what both engines do alike (change reads, the SCD2 history, the real-change diff) written
+once."""

@@ -20,6 +20,7 @@ from ..arguments import (
     check_type,
     check_version,
 )
+from ..columns import DELETED
 from ..errors import (
     ArgumentTypeError,
     InvalidArgumentError,
@@ -30,11 +31,15 @@ from ..errors import (
 from ..hashing import value_columns
 from ..log.records import UpstreamPosition
 from ..log.revision_log import RevisionLog
-from ..read.selection import check_carried, plan_read, state_selection
-from ..read.spark_merge import DELETED, state_schemas
-from ..read.spark_reads import SparkReads
+from ..log.view import LogView
+from ..read.execute.changes import state_hashes
+from ..read.execute.spark import SparkExecutor, state_schemas
+from ..read.plan.requests import state_before
+from ..read.plan.scans import plan_merge
+from ..read.plan.selection import state_selection
 from ..timeutil import TimeLike, to_utc
 from ..uris import describe
+from .rules import check_carried
 from .transaction import (
     CommitRequest,
     StagedTable,
@@ -46,18 +51,18 @@ from .validation import check_compatible, check_name, data_schema
 
 
 class CommitPlanner:
-    """Plans the commits of one dataset handle: its log, its reads (for the states a
+    """Plans the commits of one dataset handle: its log, its executor (for the states a
     carrying major or a skip-unchanged minor compares with), and its id columns."""
 
     def __init__(
         self,
         revision_log: RevisionLog,
-        reads: SparkReads,
+        executor: SparkExecutor,
         declared: Mapping[str, tuple[str, ...]] | None,
         default_ids: tuple[str, ...] | None,
     ):
         self._log = revision_log
-        self._reads = reads
+        self._executor = executor
         self._declared = declared
         self._default_ids = default_ids
 
@@ -146,7 +151,7 @@ class CommitPlanner:
         history = view.history(table)
         try:
             selection = state_selection(history, table, timestamp)
-            plan_read(view, selection, what)
+            plan_merge(view, selection, what)
             if required and DELETED in df.columns:
                 complete_for_tombstones(view, staged)
             # the carried rows must read as rows of the new state: it keeps every column
@@ -160,7 +165,7 @@ class CommitPlanner:
             return  # nothing to carry: the major is written complete
         replaced = None
         if skip or not required:
-            replaced = self._reads.hashes_before(history, table, timestamp, None, what)
+            replaced = self._hashes(view, table, timestamp, what)
             if replaced is None and not required:
                 return  # a complete offer needs the state to compare with
         staged.carries = carries
@@ -171,9 +176,16 @@ class CommitPlanner:
     def replaced_hashes(self, table: str, timestamp: datetime) -> DataFrame | None:
         """The (ids, ``_row_hash``) of the rows a minor stamped ``timestamp`` replaces: the
         state as of its timestamp (the rows its own would follow in key order)."""
-        history = self._log.view().history(table)
         what = f"state of table {table!r} before a skip-unchanged minor"
-        return self._reads.hashes_before(history, table, timestamp, None, what)
+        return self._hashes(self._log.view(), table, timestamp, what)
+
+    def _hashes(
+        self, view: LogView, table: str, timestamp: datetime, what: str
+    ) -> DataFrame | None:
+        """The (ids, ``_row_hash``) of the state as of ``timestamp``; None when there is none
+        (no major by then, or its files are gone)."""
+        plan = state_before(view, table, timestamp, None, None, f"{self._log.storage.uri}: {what}")
+        return state_hashes(self._executor, plan) if plan is not None else None
 
 
 def _field_versions(

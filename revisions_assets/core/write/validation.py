@@ -23,7 +23,7 @@ from pyspark.sql.types import (
 )
 
 from ..arguments import check_type
-from ..columns import ROW_HASH
+from ..columns import DELETED, REVISION_COLUMNS, ROW_HASH
 from ..errors import (
     ArgumentTypeError,
     DuplicateColumnError,
@@ -31,8 +31,7 @@ from ..errors import (
     InvalidNameError,
     SchemaMismatchError,
 )
-from ..read.selection import HEAD_PATTERN
-from ..read.spark_merge import DELETED, REVISION_COLUMNS
+from ..read.plan.refs import HEAD_PATTERN
 from ..uris import describe, redact
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")

@@ -12,27 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, MutableSet
 from concurrent.futures import ThreadPoolExecutor
 
-from ..errors import CorruptFileError
-from ..log.records import Revision
-from ..storage.base import LocalStorage, Storage
-from .selection import ReadPlan
+from ...errors import CorruptFileError
+from ...storage.base import LocalStorage, Storage
 
 PARQUET_MAGIC = b"PAR1"
 _THREADS = 8  # ranged reads of the last bytes in flight on an object store
-
-
-def plan_files(plan: ReadPlan) -> list[tuple[Revision, str]]:
-    """Every data file a read plan scans, with the entry that wrote it."""
-    table = plan.table
-    files = [(r, f) for r in plan.direct for f in r.tables[table].files]
-    if plan.base is not None:
-        files += [(plan.base.record, f) for f in plan.base.write.files]
-    files += [(r, f) for r in plan.only_ids_of or () for f in r.tables[table].files]
-    return files
-
-
-def revision_files(revisions: Iterable[Revision], table: str) -> list[tuple[Revision, str]]:
-    return [(r, f) for r in revisions for f in r.tables[table].files]
 
 
 def not_parquet(revision_name: str, table: str, path: str) -> str:
@@ -53,17 +37,18 @@ def corrupt_file_error(root: str, revision_name: str, table: str, path: str) -> 
 def check_data_files(
     storage: Storage,
     table: str,
-    files: Iterable[tuple[Revision, str]],
+    files: Iterable[tuple[str, str]],
     checked: MutableSet[str],
 ) -> None:
-    """Raise CorruptFileError for the first file that is not Parquet; files in ``checked``
+    """Raise CorruptFileError for the first file that is not Parquet; ``files`` are (the
+    name of the entry that wrote it, path) pairs; files in ``checked``
     are skipped and passing ones added to it (a missing file is left to the read, which
     names every missing file)."""
-    todo = [(r, f) for r, f in dict((f, (r, f)) for r, f in files).values() if f not in checked]
+    todo = [(n, f) for n, f in dict((f, (n, f)) for n, f in files).values() if f not in checked]
     if not todo:
         return
 
-    def tail(item: tuple[Revision, str]) -> bytes | None:
+    def tail(item: tuple[str, str]) -> bytes | None:
         return storage.read_tail(item[1], len(PARQUET_MAGIC))
 
     if isinstance(storage, LocalStorage) or len(todo) == 1:
@@ -71,9 +56,9 @@ def check_data_files(
     else:
         with ThreadPoolExecutor(min(_THREADS, len(todo))) as pool:
             tails = list(pool.map(tail, todo))
-    for (revision, path), last in zip(todo, tails, strict=True):
+    for (entry, path), last in zip(todo, tails, strict=True):
         if last is None:
             continue
         if last != PARQUET_MAGIC:
-            raise corrupt_file_error(storage.uri, revision.name, table, path)
+            raise corrupt_file_error(storage.uri, entry, table, path)
         checked.add(path)

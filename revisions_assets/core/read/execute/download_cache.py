@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ..errors import MissingFileError, NotCachedError
-from ..log.layout import LAST_CHECKPOINT, LOG_DIR, LOG_MARKER, checkpoint_path, is_temp_name
-from ..log.records import Revision
-from ..log.revision_log import checkpoint_table
-from ..storage.base import LocalStorage, Storage
+from ...errors import MissingFileError, NotCachedError
+from ...log.layout import LAST_CHECKPOINT, LOG_DIR, LOG_MARKER, checkpoint_path, is_temp_name
+from ...log.records import Revision
+from ...log.revision_log import checkpoint_table
+from ...storage.base import LocalStorage, Storage
 
 #: downloads of more files than this show a progress bar (on a terminal only)
 PROGRESS_MIN_FILES = 8

@@ -31,129 +31,36 @@ took. A tombstone leaves the event's columns null, like an event with no entity.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
 
-import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, TimestampType
 
-from ..arguments import check_text, check_type
-from ..errors import (
-    ArgumentTypeError,
-    DuplicateColumnError,
-    IdColumnsError,
-    InvalidArgumentError,
-    RetentionError,
+from ...arguments import check_text, check_type
+from ...columns import DELETED, REVISION
+from ...errors import DuplicateColumnError, IdColumnsError, InvalidArgumentError, RetentionError
+from ...log.records import Revision
+from ...log.view import LogView
+from ...storage.base import Storage
+from ..plan.scans import retention_message, scan_task
+from ..plan.schema import table_schema
+from ..plan.selection import carried_by
+from ..plan.spans import (
+    EVENT,
+    KnownAt,
+    VisibleSpan,
+    carried_pieces,
+    check_known_at,
+    visible_from,
+    visible_spans,
 )
-from ..log.records import Revision
-from ..log.view import LogView
-from ..storage.base import Storage
-from ..timeutil import TimeLike, to_micros, to_utc
-from ..uris import describe
-from .selection import carried_by, carried_pieces, retention_message
-from .spark_merge import DELETED, ORDER, read_revisions, revision_value, table_schema
+from .spark import ORDER, revision_rows, revision_value, spark_schema
 
-#: ``known_at="event"``: what was known at each event's own time
-EVENT = "event"
-KnownAt = TimeLike | Literal["event"] | None
-REVISION = "_revision"
 _EVENT_US = "__event_us"
 _START, _END = "__span_start_us", "__span_end_us"
 _KEY_PREFIX = "__key_"
 _FIRST_PREFIX = "__first_"
-
-
-@dataclass(frozen=True)
-class VisibleSpan:
-    """The event times ``[start_us, end_us)`` (µs; ``end_us`` None: no end) for which the
-    rows of ``revision`` take part in the state as of the event, as known."""
-
-    revision: Revision
-    start_us: int
-    end_us: int | None
-    rank: tuple = ()  # see ``selection.carried_pieces``
-
-    @property
-    def order_key(self) -> tuple:
-        return self.rank or (*self.revision.key, 1)
-
-    def meets(self, low_us: int, high_us: int) -> bool:
-        """Whether an event time in ``[low_us, high_us]`` falls in the span."""
-        return self.start_us <= high_us and (self.end_us is None or self.end_us > low_us)
-
-
-def _visible_from(r: Revision, known_at: datetime | str | None) -> int:
-    """When a revision is visible on the event axis (µs)."""
-    stamp = to_micros(r.timestamp)
-    return max(stamp, to_micros(r.committed_at)) if known_at == EVENT else stamp
-
-
-def visible_spans(
-    history: Sequence[Revision], table: str, known_at: datetime | str | None
-) -> list[VisibleSpan]:
-    """The non-empty visible span of every data revision of ``table``, in key order.
-
-    ``known_at``: None (everything committed), an aware datetime (revisions committed at or
-    before it), or ``"event"`` (revisions committed at or before each event's time).
-    """
-    if isinstance(known_at, datetime):
-        history = [r for r in history if r.committed_at <= known_at]
-    ordered = sorted((r for r in history if r.data_change), key=lambda r: r.key)
-
-    def visible_from(r: Revision) -> int:
-        return _visible_from(r, known_at)
-
-    # the earliest time a major ordered at or before (after) each revision is visible
-    first_before: list[int | None] = []
-    earliest: int | None = None
-    for r in ordered:
-        if r.is_major:
-            earliest = visible_from(r) if earliest is None else min(earliest, visible_from(r))
-        first_before.append(earliest)
-    # the earliest time a major ordered after each revision that does not carry it is
-    # visible (a carrying major keeps the revisions it carries)
-    first_after: list[int | None] = [None] * len(ordered)
-    earliest = None
-    carrying: list[Revision] = []  # carrying majors after the position (few)
-    for i in range(len(ordered) - 1, -1, -1):
-        voiding = [
-            visible_from(m) for m in carrying if ordered[i].sequence not in carried_by(m, table)
-        ]
-        first_after[i] = (
-            min([earliest, *voiding]) if earliest is not None else min(voiding, default=None)
-        )
-        if ordered[i].is_major:
-            if carried_by(ordered[i], table):
-                carrying.append(ordered[i])
-            else:
-                earliest = (
-                    visible_from(ordered[i])
-                    if earliest is None
-                    else min(earliest, visible_from(ordered[i]))
-                )
-    spans = []
-    for r, governed_from, voided_at in zip(ordered, first_before, first_after, strict=True):
-        if governed_from is None:
-            continue  # no major at or before it: never in a state
-        start = max(visible_from(r), governed_from)
-        if voided_at is not None and voided_at <= start:
-            continue
-        spans.append(VisibleSpan(r, start, voided_at))
-    return spans
-
-
-def check_known_at(known_at: object) -> datetime | str | None:
-    """None, ``"event"`` or an aware point in time (naive ones are refused)."""
-    if known_at is None or known_at == EVENT:
-        return known_at  # type: ignore[return-value]
-    if isinstance(known_at, str | datetime | pd.Timestamp):
-        return to_utc(known_at, "known_at")
-    raise ArgumentTypeError(
-        f"known_at must be None, 'event' or an aware datetime/ISO string, got {describe(known_at)}"
-    )
 
 
 def join_columns(
@@ -270,7 +177,7 @@ def as_of_join_plan(
     event_time = check_event_time(events, event_time)
     pairs = join_columns(events, on, ids, table)
     known = check_known_at(known_at)
-    schema = table_schema(history, table)
+    schema = spark_schema(table_schema(history, table))
     values = [f for f in schema.fields if f.name not in ids]
     _check_clashes(events, [*(f.name for f in values), REVISION], table)
 
@@ -288,7 +195,7 @@ def as_of_join_plan(
     first, later = spans[0], spans[1:]
     # the first span is never cut: it wins only where no later row holds the event
     carrying = [
-        (r, _visible_from(r, known))
+        (r, visible_from(r, known))
         for r in sorted(history, key=lambda r: r.key)
         if carried_by(r, table) and (not isinstance(known, datetime) or r.committed_at <= known)
     ]
@@ -302,7 +209,7 @@ def as_of_join_plan(
         # reuses) makes the spans disjoint per entity, and each event meets at most one
         # row. The spans and the revision's name are looked up from ORDER, not shuffled.
         keys = [_KEY_PREFIX + c for c in ids]
-        rows = _span_rows(spark, storage, table, later, ids, values, tombstones, "")
+        rows = _span_rows(spark, storage, table, history, later, ids, values, tombstones, "")
         start = revision_value([s.start_us for s in later], LongType())
         newer = Window.partitionBy(*keys).orderBy(F.col(ORDER).desc())
         cut = F.min(start).over(newer.rowsBetween(Window.unboundedPreceding, -1))
@@ -316,7 +223,9 @@ def as_of_join_plan(
     # the first revision (a major, most often nearly all the rows) wins only where no
     # later row holds the event, which no later start cuts: its rows need no window, and
     # the events, already partitioned by the ids, meet them in a second merge join
-    base = _span_rows(spark, storage, table, [first], ids, values, tombstones, _FIRST_PREFIX)
+    base = _span_rows(
+        spark, storage, table, history, [first], ids, values, tombstones, _FIRST_PREFIX
+    )
     condition = [marked[e] == base[_FIRST_PREFIX + i] for e, i in pairs.items()]
     condition.append(F.lit(first.start_us) <= when)
     if first.end_us is not None:
@@ -348,6 +257,7 @@ def _span_rows(
     spark: SparkSession,
     storage: Storage,
     table: str,
+    history: Sequence[Revision],
     spans: Sequence[VisibleSpan],
     ids: Sequence[str],
     values: Sequence[StructField],
@@ -357,7 +267,8 @@ def _span_rows(
     """The rows of the spans' revisions: the ids as ``__key_<id>`` (``prefix`` + id when a
     prefix is given), the value columns in the table's types (``prefix`` + name), the
     tombstone flag, and ORDER (the index in ``spans``) when no prefix is given."""
-    rows = read_revisions(spark, storage, table, [s.revision for s in spans])
+    tasks = [scan_task(s.revision, table, n) for n, s in enumerate(spans)]
+    rows = revision_rows(spark, storage, table_schema([s.revision for s in spans], table), tasks)
     present = set(rows.columns)
     return rows.select(
         *[F.col(c).alias((prefix or _KEY_PREFIX) + c) for c in ids],
@@ -372,4 +283,4 @@ def _span_rows(
     )
 
 
-__all__ = ["EVENT", "KnownAt", "VisibleSpan", "as_of_join_plan", "visible_spans"]
+__all__ = ["as_of_join_plan"]

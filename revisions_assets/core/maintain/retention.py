@@ -24,7 +24,7 @@ committed after S_h. Hence a revision up to S_h is *needed* when:
 Everything else up to S_h is removable: revisions voided by M_h and revisions held by a
 compaction. Of the compactions committed up to S_h, only the one every M_h read uses
 (the largest that fits) stays. A later major stamped before removed data would make
-allowed reads need it: the commit refuses such a major (``check_major_after_vacuum``).
+allowed reads need it: the commit refuses such a major (``write/rules.py``).
 """
 
 from __future__ import annotations
@@ -33,10 +33,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..errors import RetentionError
 from ..log.records import Revision
 from ..log.view import Compaction, LogView
-from .selection import carried_by
+from ..read.plan.selection import carried_by
 
 
 @dataclass(frozen=True)
@@ -140,25 +139,3 @@ def _fitting_compaction(
         if not view.is_removed(c.sequence) and c.usable_for(m_h, horizon, None, view.history(table))
     ]
     return max(fitting, key=lambda c: (c.covers.revisions, c.sequence), default=None)
-
-
-def check_major_after_vacuum(view: LogView, table: str, major_timestamp: datetime) -> None:
-    """A new major of ``table`` may not be stamped before data a vacuum removed: every read
-    it governs would merge that data (SPEC §8: never partial data)."""
-    if table not in view.tables():
-        return
-    removed = [
-        r
-        for r in view.history(table)
-        if view.is_removed(r.sequence) and r.timestamp > major_timestamp
-    ]
-    if removed:
-        newest = max(removed, key=lambda r: r.key)
-        vacuum = view.removed_by(newest.sequence)
-        assert vacuum is not None
-        raise RetentionError(
-            f"table {table!r}: a major stamped {major_timestamp.isoformat()} would be merged "
-            f"with revision {newest.name!r} ({newest.timestamp.isoformat()}), whose files "
-            f"vacuum {vacuum.name!r} (sequence {vacuum.sequence}) removed; stamp the major "
-            f"at or after {newest.timestamp.isoformat()}"
-        )

@@ -1,0 +1,1 @@
+"""Running read plans: the Spark and Polars executors and what they share."""

@@ -1,0 +1,148 @@
+"""What both executors do alike, written once: the executor protocol and the row diffs.
+
+An executor (``spark.SparkExecutor``, ``polars.PolarsExecutor``) scans files and merges a
+plan in its own engine; everything built on top of merged rows — the real-change diff,
+deletions that carry only their ids, the order of the system columns — is written here
+once, on Narwhals' lazy API, which runs on PySpark DataFrames and Polars LazyFrames alike.
+The change reads (``changes.py``), the SCD2 history (``history.py``) and the commit path's
+comparisons (``core/write/``) use these functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
+import narwhals as nw
+
+from ...columns import DELETED, REVISION_COLUMNS, ROW_HASH
+from ..plan.scans import MergePlan, ScanTask
+from ..plan.schema import Schema
+
+Frame = TypeVar("Frame")
+#: the column of ``span_rows`` rows giving the index of their task
+SPAN_ORDER = "__order"
+#: a change window up to this many rows is small: the state it is compared with is
+#: narrowed to the window's ids (a broadcast on Spark) before the join
+SMALL_WINDOW_ROWS = 2_000_000
+_BEFORE, _WAS, _NOW, _RIGHT = "__before", "__was", "__now", "__right"
+
+
+class Executor(Protocol[Frame]):
+    """What an engine provides: scans, merges, and the few operations it does its own way."""
+
+    def merge(
+        self,
+        plan: MergePlan,
+        *,
+        keep_deleted: bool = False,
+        with_revision: bool = False,
+        with_hash: bool = False,
+        with_sequence: bool = False,
+    ) -> Frame:
+        """The latest row per entity of ``plan`` (tombstones dropped unless kept)."""
+        ...
+
+    def empty(self, schema: Schema, *, deleted: bool, with_revision: bool) -> Frame:
+        """No rows, in ``schema`` (+ ``_deleted``, + the revision columns)."""
+        ...
+
+    def rehash(self, frame: Frame, columns: Sequence[str]) -> Frame:
+        """``frame`` with ``_row_hash`` over ``columns`` only (null on tombstones)."""
+        ...
+
+    def broadcast(self, frame: Frame) -> Frame:
+        """A hint that ``frame`` is small (Spark broadcasts it; Polars ignores it)."""
+        ...
+
+    def span_rows(
+        self,
+        table: str,
+        schema: Schema,
+        tasks: Sequence[ScanTask],
+        columns: dict[str, tuple[Sequence[object], str]],
+    ) -> Frame:
+        """Every row of every task with ``SPAN_ORDER`` and per-task values."""
+        ...
+
+
+def lazy(native: Any) -> nw.LazyFrame:
+    """An engine's frame as a Narwhals lazy frame."""
+    return nw.from_native(native).lazy()
+
+
+def hinted(broadcast: Callable[[Any], Any]) -> Callable[[nw.LazyFrame], nw.LazyFrame]:
+    """A broadcast hint on native frames (``Executor.broadcast``) for Narwhals frames."""
+    return lambda frame: lazy(broadcast(frame.to_native()))
+
+
+def _differs() -> nw.Expr:
+    """A row's hash differs from the one before (a null hash, or none before: differs)."""
+    hashed = nw.col(ROW_HASH)
+    return ~(hashed == nw.col(_BEFORE)).fill_null(value=False) | hashed.is_null()
+
+
+def real_changes(
+    rows: nw.LazyFrame,
+    before: nw.LazyFrame | None,
+    ids: Sequence[str],
+    *,
+    gone: bool,
+    absent_deletions: bool = True,
+    narrow: Callable[[nw.LazyFrame], nw.LazyFrame] | None = None,
+) -> nw.LazyFrame:
+    """The rows of ``rows`` (with ``_row_hash``) that change something against ``before``
+    (ids and ``_row_hash``): the real-change diff of reads, commits and soft majors.
+
+    A row counts when its hash differs from the entity's hash before (a null hash always
+    differs) or when it is a tombstone (``_deleted``; only of an entity ``before`` had,
+    unless ``absent_deletions``). ``gone``: also report, as tombstones (``_deleted``, ids
+    only), the entities ``before`` has and ``rows`` lacks: a complete new state against the
+    one it replaces. ``before`` None: every row counts. ``narrow``: with a hint that
+    ``rows`` is small, ``before`` is first narrowed to its ids (one left join, no full
+    comparison of states).
+    """
+    ids = list(ids)
+    names = rows.collect_schema().names()
+    deleted = nw.col(DELETED) if DELETED in names else nw.lit(value=False)
+    if before is None:
+        return rows if not gone or DELETED in names else rows.with_columns(deleted.alias(DELETED))
+    previous = before.select(*ids, nw.col(ROW_HASH).alias(_BEFORE), nw.lit(value=True).alias(_WAS))
+    if not gone:
+        if narrow is not None:
+            previous = narrow(previous.join(narrow(rows.select(ids)), on=ids, how="semi"))
+        joined = rows.join(previous, on=ids, how="left")
+        counted = deleted if absent_deletions else deleted & ~nw.col(_WAS).is_null()
+        return joined.filter(counted | (~deleted & _differs())).drop(_BEFORE, _WAS)
+    joined = rows.with_columns(nw.lit(value=True).alias(_NOW)).join(
+        previous, on=ids, how="full", suffix=_RIGHT
+    )
+    removed = nw.col(_NOW).is_null()
+    return joined.filter(removed | deleted.fill_null(value=False) | _differs()).select(
+        *[
+            nw.coalesce(nw.col(c), nw.col(c + _RIGHT)).alias(c)
+            if c in ids
+            else nw.when(~removed).then(nw.col(c)).alias(c)
+            for c in names
+            if c not in (DELETED, ROW_HASH)
+        ],
+        (removed | deleted.fill_null(value=False)).alias(DELETED),
+        *([nw.when(~removed).then(nw.col(ROW_HASH)).alias(ROW_HASH)] if ROW_HASH in names else []),
+    )
+
+
+def blank_deletions(frame: nw.LazyFrame, ids: Sequence[str]) -> nw.LazyFrame:
+    """Deletion rows carry only their ids: value columns are null where ``_deleted``."""
+    keep = {*ids, DELETED, ROW_HASH, *REVISION_COLUMNS}
+    return frame.with_columns(
+        nw.when(~nw.col(DELETED)).then(nw.col(c)).alias(c)
+        for c in frame.collect_schema().names()
+        if c not in keep
+    )
+
+
+def system_last(frame: nw.LazyFrame) -> nw.LazyFrame:
+    """The table's columns, then ``_deleted`` and the revision columns."""
+    names = frame.collect_schema().names()
+    system = [c for c in (DELETED, *REVISION_COLUMNS) if c in names]
+    return frame.select(*[c for c in names if c not in system], *system)

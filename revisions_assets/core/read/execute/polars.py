@@ -1,0 +1,339 @@
+"""The Polars executor: a ``MergePlan`` as one lazy Polars query, in this process, no JVM.
+
+The same plans as the Spark executor (``read/plan/``), run as ``LazyFrame``s, so Polars'
+optimizer pushes projections and id filters into the Parquet scans and can stream the
+result. The files of the tasks whose columns have the read types are one scan under the
+read schema (columns a file lacks read as null, Spark's INT96 instants as UTC microseconds,
+narrower integers and floats are widened); files of an older column type are scanned under
+their own schema and cast. Each row carries its task's order (a literal, or looked up from
+its file's path when several tasks share a scan); rows of a compaction carry the sequence
+of the revision that wrote them.
+
+"Latest row per entity wins" is an anti-join of the base with the newer rows' ids when
+every newer row is newer than the base (the common case), else the row of the highest
+order per entity, found by a semi-join with each entity's highest order. Neither form lets
+a filter on a value column reach below the merge: a filter pushed into a scan would drop
+an entity's newest row and resurrect an older one.
+
+Types follow the schemas recorded in the log: Spark's ``timestamp`` (an instant) reads as
+``Datetime("us", "UTC")``, ``timestamp_ntz`` as a naive ``Datetime("us")``, decimals keep
+their precision and scale.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Any
+
+import polars as pl
+
+from ...columns import DELETED, REVISION_COLUMNS, ROW_HASH, SOURCE_SEQUENCE
+from ..plan.scans import MergePlan, ScanTask
+from ..plan.schema import Schema, agrees
+from .frames import SPAN_ORDER
+
+#: turns the log's relative file paths into local paths (fetching them into a cache first)
+LocalFiles = Callable[[Sequence[str]], list[str]]
+
+PolarsSchema = dict[str, pl.DataType]
+
+_SEQ, _ORDER, _FILE = "__sequence", "__order", "__file"
+UTC_MICROS = pl.Datetime("us", "UTC")
+#: the seed of the row hash a read computes over some columns (``rehash``)
+_HASH_SEED = 42
+
+_SIMPLE: dict[str, pl.DataType] = {
+    "boolean": pl.Boolean(),
+    "byte": pl.Int8(),
+    "short": pl.Int16(),
+    "integer": pl.Int32(),
+    "long": pl.Int64(),
+    "float": pl.Float32(),
+    "double": pl.Float64(),
+    "string": pl.String(),
+    "binary": pl.Binary(),
+    "date": pl.Date(),
+    "timestamp": UTC_MICROS,
+    "timestamp_ntz": pl.Datetime("us"),
+    "void": pl.Null(),
+}
+_DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
+_VARCHAR = re.compile(r"^(var)?char\(\d+\)$")
+_CAST = pl.ScanCastOptions(
+    integer_cast="upcast",
+    float_cast="upcast",
+    datetime_cast=["nanosecond-downcast", "convert-timezone"],
+    missing_struct_fields="insert",
+    extra_struct_fields="ignore",
+)
+_SYSTEM: PolarsSchema = {DELETED: pl.Boolean(), ROW_HASH: pl.Int64()}
+
+
+def polars_type(spark_type: Any) -> pl.DataType:
+    """The Polars type of a Spark type as the log records it (``StructType.json()``)."""
+    if isinstance(spark_type, str):
+        if spark_type in _SIMPLE:
+            return _SIMPLE[spark_type]
+        if match := _DECIMAL.match(spark_type):
+            return pl.Decimal(int(match.group(1)), int(match.group(2)))
+        if _VARCHAR.match(spark_type):
+            return pl.String()
+        raise NotImplementedError(f"no Polars type for the Spark type {spark_type!r}")
+    kind = spark_type["type"]
+    if kind == "array":
+        return pl.List(polars_type(spark_type["elementType"]))
+    if kind == "struct":
+        return pl.Struct({f["name"]: polars_type(f["type"]) for f in spark_type["fields"]})
+    if kind == "map":  # Parquet stores a map as a list of key/value pairs
+        key, value = polars_type(spark_type["keyType"]), polars_type(spark_type["valueType"])
+        return pl.List(pl.Struct({"key": key, "value": value}))
+    raise NotImplementedError(f"no Polars type for the Spark type {kind!r}")
+
+
+@lru_cache(maxsize=512)
+def _polars_schema(schema: Schema) -> tuple[tuple[str, pl.DataType], ...]:
+    return tuple((f.name, polars_type(f.type)) for f in schema)
+
+
+def polars_schema(schema: Schema) -> PolarsSchema:
+    """A read schema as a Polars schema, in order."""
+    return dict(_polars_schema(schema))
+
+
+def empty_frame(schema: PolarsSchema) -> pl.LazyFrame:
+    return pl.LazyFrame(schema=schema)
+
+
+def _conform(name: str, have: pl.DataType | None, want: pl.DataType) -> pl.Expr:
+    """Column ``name`` (of type ``have`` in the files, None when absent) as type ``want``."""
+    if have is None:
+        return pl.lit(None, dtype=want).alias(name)
+    if have == want:
+        return pl.col(name)
+    return pl.col(name).cast(want).alias(name)
+
+
+class _Scanner:
+    """Scans the files of tasks into rows of the read schema + ``_deleted`` (false in files
+    written before tombstones were flagged) + ``_row_hash`` (null before hashes) + the
+    producing sequence and the rank of its revision."""
+
+    def __init__(self, local: LocalFiles, schema: Schema, order: dict[int, int]):
+        self.local = local
+        self.schema = schema
+        self.types = polars_schema(schema)
+        #: sequence -> order of the revisions that rank (compaction rows look it up)
+        self.order = order
+
+    def _scan(self, tasks: Sequence[ScanTask], extra: PolarsSchema) -> pl.LazyFrame:
+        """The files of ``tasks`` in the read schema + the system columns + ``extra``."""
+        fitting = [t for t in tasks if agrees(t.schema, self.schema)]
+        parts = []
+        if files := [f for t in fitting for f in t.files]:
+            parts.append(self._files(files, {**self.types, **_SYSTEM, **extra}))
+        for task in (t for t in tasks if t not in fitting):
+            if task.files:  # another column type: scanned as written, then cast
+                own = polars_schema(task.schema)
+                rows = self._files(list(task.files), {**own, **_SYSTEM, **extra})
+                parts.append(
+                    rows.select(
+                        *[_conform(n, own.get(n), t) for n, t in self.types.items()],
+                        *_SYSTEM,
+                        *extra,
+                    )
+                )
+        if not parts:
+            return empty_frame({**self.types, **_SYSTEM, **extra})
+        rows = parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical")
+        return rows.with_columns(pl.col(DELETED).fill_null(False))
+
+    def _files(self, files: Sequence[str], schema: PolarsSchema) -> pl.LazyFrame:
+        paths = self.local(files)
+        many = _FILE in schema
+        if many:
+            schema = {n: t for n, t in schema.items() if n != _FILE}
+        return pl.scan_parquet(
+            paths,
+            schema=schema,
+            missing_columns="insert",
+            extra_columns="ignore",
+            cast_options=_CAST,
+            include_file_paths=_FILE if many else None,
+        )
+
+    def revisions(self, tasks: Sequence[ScanTask]) -> pl.LazyFrame:
+        """The rows of data revisions (tombstones included), each with its sequence and
+        order: literals for one task, looked up from the file's path for several."""
+        if len(tasks) == 1:
+            (task,) = tasks
+            return self._scan(tasks, {}).with_columns(
+                pl.lit(task.sequence, dtype=pl.Int64).alias(_SEQ),
+                pl.lit(task.order, dtype=pl.Int64).alias(_ORDER),
+            )
+        paths = {}
+        for task in tasks:
+            for local in self.local(task.files):
+                paths[local] = task
+        rows = self._scan(tasks, {_FILE: pl.String()})
+        file = pl.col(_FILE)
+        return rows.with_columns(
+            file.replace_strict(
+                {p: t.sequence for p, t in paths.items()}, return_dtype=pl.Int64
+            ).alias(_SEQ),
+            file.replace_strict(
+                {p: t.order for p, t in paths.items()}, return_dtype=pl.Int64
+            ).alias(_ORDER),
+        ).drop(_FILE)
+
+    def compaction(self, base: ScanTask) -> pl.LazyFrame:
+        rows = self._scan([base], {SOURCE_SEQUENCE: pl.Int64()}).rename({SOURCE_SEQUENCE: _SEQ})
+        order = pl.col(_SEQ).replace_strict(self.order, default=-1, return_dtype=pl.Int64)
+        return rows.with_columns(order.alias(_ORDER))
+
+    def ids_of(self, tasks: Sequence[ScanTask], ids: Sequence[str]) -> pl.LazyFrame:
+        """The distinct ids ``tasks`` wrote."""
+        return self._scan(tasks, {}).select(ids).unique()
+
+
+def _latest(rows: pl.LazyFrame, ids: Sequence[str]) -> pl.LazyFrame:
+    """The row of the highest order per entity (a revision writes an entity once): a
+    semi-join with each entity's highest order, so no filter reaches below it."""
+    best = rows.group_by(ids).agg(pl.col(_ORDER).max())
+    return rows.join(best, on=[*ids, _ORDER], how="semi")
+
+
+def merge_frame(
+    local: LocalFiles,
+    plan: MergePlan,
+    *,
+    keep_deleted: bool = False,
+    with_revision: bool = False,
+    with_hash: bool = False,
+    with_sequence: bool = False,
+) -> pl.LazyFrame:
+    """The latest row per entity over a merge plan (the Spark executor's rules).
+
+    ``keep_deleted``: keep tombstone rows (flagged ``_deleted``) instead of dropping them.
+    ``with_revision``: add the name, timestamp and sequence of each row's revision.
+    ``with_sequence``: add only ``_revision_sequence``.
+    ``with_hash``: add ``_row_hash`` (null where not recorded).
+    """
+    ids = list(plan.id_columns)
+    order = {r.sequence: n for n, r in enumerate(plan.merge)}
+    scan = _Scanner(local, plan.schema, order)
+    newer = plan.newer
+    base = scan.compaction(plan.base) if plan.base.is_compaction else scan.revisions([plan.base])
+    if not newer:
+        merged = base
+    elif plan.base_is_prefix:
+        top = scan.revisions(newer)
+        if len(newer) > 1:
+            top = _latest(top, ids)
+        merged = pl.concat([base.join(top.select(ids), on=ids, how="anti"), top])
+    else:  # a revision read on top of a compaction is older than rows it holds
+        merged = _latest(pl.concat([base, scan.revisions(newer)]), ids)
+    if plan.only_ids_of is not None:
+        merged = merged.join(scan.ids_of(plan.only_ids_of, ids), on=ids, how="semi")
+    if not keep_deleted:
+        merged = merged.filter(~pl.col(DELETED))
+    system = [DELETED] if keep_deleted else []
+    if with_hash:
+        system.append(ROW_HASH)
+    if with_revision:
+        merged = merged.with_columns(revision_columns(plan, pl.col(_SEQ)))
+        system += list(REVISION_COLUMNS)
+    elif with_sequence:
+        merged = merged.with_columns(pl.col(_SEQ).alias(SOURCE_SEQUENCE))
+        system.append(SOURCE_SEQUENCE)
+    return merged.select(*scan.types, *system)
+
+
+def revision_columns(plan: MergePlan, sequence: pl.Expr) -> list[pl.Expr]:
+    """``_revision``, ``_revision_timestamp``, ``_revision_sequence`` of the revision with
+    ``sequence`` among the plan's merge (null for others)."""
+    names = {r.sequence: r.name for r in plan.merge}
+    stamps = {r.sequence: r.timestamp for r in plan.merge}
+    return [
+        sequence.replace_strict(names, default=None, return_dtype=pl.String).alias(
+            REVISION_COLUMNS[0]
+        ),
+        sequence.replace_strict(stamps, default=None, return_dtype=UTC_MICROS).alias(
+            REVISION_COLUMNS[1]
+        ),
+        sequence.alias(REVISION_COLUMNS[2]),
+    ]
+
+
+class PolarsExecutor:
+    """Runs plans as Polars ``LazyFrame``s over local files (``local`` fetches remote ones
+    into a cache first and checks they are Parquet)."""
+
+    def __init__(self, local: LocalFiles):
+        self.local = local
+
+    def merge(
+        self,
+        plan: MergePlan,
+        *,
+        keep_deleted: bool = False,
+        with_revision: bool = False,
+        with_hash: bool = False,
+        with_sequence: bool = False,
+    ) -> pl.LazyFrame:
+        return merge_frame(
+            self.local,
+            plan,
+            keep_deleted=keep_deleted,
+            with_revision=with_revision,
+            with_hash=with_hash,
+            with_sequence=with_sequence,
+        )
+
+    def empty(self, schema: Schema, *, deleted: bool, with_revision: bool) -> pl.LazyFrame:
+        """No rows, in ``schema`` (+ ``_deleted``, + the revision columns)."""
+        types = polars_schema(schema)
+        if deleted:
+            types[DELETED] = pl.Boolean()
+        if with_revision:
+            types.update(dict(zip(REVISION_COLUMNS, (pl.String(), UTC_MICROS, pl.Int64()))))
+        return empty_frame(types)
+
+    def rehash(self, frame: pl.LazyFrame, columns: Sequence[str]) -> pl.LazyFrame:
+        """``frame`` with ``_row_hash`` over ``columns`` only, computed now (null on
+        tombstones); compared only with hashes computed the same way in the same read."""
+        hashed = (
+            pl.struct(sorted(columns)).hash(_HASH_SEED).cast(pl.Int64)
+            if columns
+            else pl.lit(_HASH_SEED, dtype=pl.Int64)
+        )
+        if DELETED in frame.collect_schema():
+            hashed = pl.when(~pl.col(DELETED)).then(hashed)
+        return frame.with_columns(hashed.alias(ROW_HASH))
+
+    def broadcast(self, frame: pl.LazyFrame) -> pl.LazyFrame:
+        return frame
+
+    def span_rows(
+        self,
+        table: str,
+        schema: Schema,
+        tasks: Sequence[ScanTask],
+        columns: dict[str, tuple[Sequence[object], str]],
+    ) -> pl.LazyFrame:
+        """The rows of every task, each with ``SPAN_ORDER`` (its task's index) and the values
+        ``columns`` gives per task: name -> (one value per task, "timestamp" | "string")."""
+        scan = _Scanner(self.local, schema, {})
+        types = {"timestamp": UTC_MICROS, "string": pl.String()}
+        parts = [
+            scan._scan([task], {}).with_columns(
+                pl.lit(n, dtype=pl.Int64).alias(SPAN_ORDER),
+                *[
+                    pl.lit(values[n], dtype=types[kind]).alias(name)
+                    for name, (values, kind) in columns.items()
+                ],
+            )
+            for n, task in enumerate(tasks)
+        ]
+        return pl.concat(parts, how="vertical")

@@ -1,0 +1,1 @@
+"""Planning reads: pure functions of one snapshot of the log, no engine."""
