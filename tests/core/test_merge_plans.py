@@ -95,7 +95,7 @@ def test_spark_reports_a_file_as_predicted(spark, history):
     ds = RevisionedDataset(root, spark=spark)
     uri = ds.storage.spark_uri(ds.revisions("t")[0].tables["t"].files[0])
     reported = spark.read.parquet(uri).select("_metadata.file_path").first()[0]
-    assert reported == merge.reported_uri(uri)
+    assert reported == merge._reported_uri(uri)
 
 
 def test_a_major_that_changes_a_type_reads_with_older_revisions(spark, tmp_path):
@@ -158,7 +158,7 @@ def test_a_root_whose_name_needs_quoting(spark, tmp_path):
         ds.commit({"t": spark.createDataFrame([(i, v)], rows)}, START + timedelta(days=day), False)
     uris = [ds.storage.spark_uri(f) for r in ds.revisions("t") for f in r.tables["t"].files]
     reported = spark.read.parquet(*uris).select("_metadata.file_path").distinct()
-    assert {r[0] for r in reported.collect()} <= {merge.reported_uri(u) for u in uris}
+    assert {r[0] for r in reported.collect()} <= {merge._reported_uri(u) for u in uris}
 
     def state() -> list[tuple]:
         return sorted(tuple(r) for r in ds.read("t").select("id", "v").collect())

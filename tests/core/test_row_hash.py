@@ -134,14 +134,14 @@ def test_skip_compares_with_the_state_as_of_the_minor(spark, root):
 
 
 def test_a_small_offer_is_compared_with_the_state_of_its_ids_only(spark, monkeypatch):
-    """Up to BROADCAST_MAX_ROWS offered rows, the state is narrowed to their ids before the
+    """Up to SMALL_WINDOW_ROWS offered rows, the state is narrowed to their ids before the
     anti-join (its hashes are not shuffled whole); both plans keep the same rows."""
     state = frame(spark, [(i, i, "s") for i in range(1, 7)], SCHEMA)
     state = state.withColumn(ROW_HASH, row_hash(state.schema, value_columns(state.schema, ["id"])))
     offer = frame(spark, [(2, 2, "s"), (3, 30, "s"), (9, 9, "s")], SCHEMA)
     offer = offer.withColumn(ROW_HASH, row_hash(offer.schema, value_columns(offer.schema, ["id"])))
     narrowed = transaction.skip_unchanged(offer, state, ["id"], offered=3)
-    monkeypatch.setattr(transaction, "BROADCAST_MAX_ROWS", 2)
+    monkeypatch.setattr(transaction, "SMALL_WINDOW_ROWS", 2)
     whole = transaction.skip_unchanged(offer, state, ["id"], offered=3)
     plans = [df._jdf.queryExecution().optimizedPlan().toString() for df in (narrowed, whole)]
     assert ["LeftSemi" in p for p in plans] == [True, False]

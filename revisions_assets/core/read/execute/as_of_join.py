@@ -39,10 +39,17 @@ from pyspark.sql.types import LongType, StringType, StructField, TimestampType
 
 from ...arguments import check_text, check_type
 from ...columns import DELETED, REVISION
-from ...errors import DuplicateColumnError, IdColumnsError, InvalidArgumentError, RetentionError
+from ...errors import (
+    ArgumentTypeError,
+    DuplicateColumnError,
+    IdColumnsError,
+    InvalidArgumentError,
+    RetentionError,
+)
 from ...log.records import Revision
 from ...log.view import LogView
 from ...storage.base import Storage
+from ...uris import describe
 from ..plan.scans import retention_message, scan_task
 from ..plan.schema import table_schema
 from ..plan.selection import carried_by

@@ -106,7 +106,7 @@ def file_key(path: str) -> str:
     return "/".join(path.split("/")[-3:])
 
 
-def reported_uri(uri: str) -> str:
+def _reported_uri(uri: str) -> str:
     """``uri`` (a ``spark_uri``) as Spark reports it in ``_metadata.file_path``: Hadoop
     drops the empty authority of ``file:///…`` and quotes what a URI path cannot hold."""
     if uri.startswith("file:///"):
@@ -261,7 +261,7 @@ class _Scanner:
         # the key is the sure lookup where a URI is spelled otherwise
         path = "_metadata.file_path"
         lookups = [
-            (path, {reported_uri(self.storage.spark_uri(f)): about for f, about in files}),
+            (path, {_reported_uri(self.storage.spark_uri(f)): about for f, about in files}),
             (f"substring_index({path}, '/', -3)", {file_key(f): about for f, about in files}),
         ]
         return self._annotated(lambda exprs: self._read(tasks, exprs), lookups, names)
