@@ -21,6 +21,7 @@ import polars as pl
 import pyarrow as pa
 
 from .arguments import check_bool, check_count, check_options, check_text
+from .columns import REVISION_COLUMNS
 from .errors import (
     ArgumentTypeError,
     DatasetNotFoundError,
@@ -39,8 +40,9 @@ from .read.execute.files import PARQUET_MAGIC, corrupt_file_error
 from .read.execute.history import read_history
 from .read.execute.polars import PolarsExecutor, polars_schema
 from .read.plan.refs import Position, find_revision
-from .read.plan.requests import Snapshot, plan_changes, plan_history, plan_state
+from .read.plan.requests import Snapshot, plan_changes, plan_history, plan_state, project
 from .read.plan.scans import current_schema
+from .read.plan.schema import names
 from .read.results import ChangeSet, TableInfo
 from .storage.backends import open_storage
 from .storage.base import LocalStorage, Storage
@@ -201,22 +203,24 @@ class DatasetReader:
         ``RevisionedDataset.read``. ``columns``: the value columns to return (the id
         columns always come first); ``filter``: a Polars expression the rows must meet
         (on the merged state: ``scan(...).filter(...)``)."""
+        if filter is not None and not isinstance(filter, pl.Expr):
+            raise ArgumentTypeError(
+                f"read(): filter must be a Polars expression, got {describe(filter)}"
+            )
         plan = plan_state(
             self._snapshot(),
             table,
             as_of=as_of,
             at=at,
             known_at=known_at,
-            columns=columns,
             with_revision=with_revision,
         )
         frame = self._executor.merge(plan.rows, with_revision=with_revision)
-        if filter is not None:
-            if not isinstance(filter, pl.Expr):
-                raise ArgumentTypeError(
-                    f"read(): filter must be a Polars expression, got {describe(filter)}"
-                )
+        if filter is not None:  # on the merged state, any column (Polars prunes the rest)
             frame = frame.filter(filter)
+        if columns is not None:
+            wanted = project(plan.rows, columns, "read").schema
+            frame = frame.select(*names(wanted), *(REVISION_COLUMNS if with_revision else ()))
         return self._collect(frame, plan.rows.what)
 
     def batches(

@@ -297,14 +297,14 @@ class PolarsExecutor:
         if deleted:
             types[DELETED] = pl.Boolean()
         if with_revision:
-            types.update(dict(zip(REVISION_COLUMNS, (pl.String(), UTC_MICROS, pl.Int64()))))
+            types.update(zip(REVISION_COLUMNS, (pl.String(), UTC_MICROS, pl.Int64()), strict=True))
         return empty_frame(types)
 
     def rehash(self, frame: pl.LazyFrame, columns: Sequence[str]) -> pl.LazyFrame:
         """``frame`` with ``_row_hash`` over ``columns`` only, computed now (null on
         tombstones); compared only with hashes computed the same way in the same read."""
         hashed = (
-            pl.struct(sorted(columns)).hash(_HASH_SEED).cast(pl.Int64)
+            pl.struct(sorted(columns)).hash(_HASH_SEED).reinterpret(signed=True)
             if columns
             else pl.lit(_HASH_SEED, dtype=pl.Int64)
         )
