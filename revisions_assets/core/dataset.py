@@ -39,7 +39,8 @@ from .maintain.verify import Finding, deep_findings, verify_storage
 from .read.execute.as_of_join import as_of_join_plan
 from .read.execute.changes import read_changes
 from .read.execute.history import read_history
-from .read.execute.spark import MergeStrategy, SparkExecutor, spark_schema
+from .read.execute.spark import MergeStrategy, SparkExecutor
+from .read.execute.spark_scan import spark_schema
 from .read.plan.refs import Position, find_revision
 from .read.plan.requests import Snapshot, plan_changes, plan_history, plan_state
 from .read.plan.scans import current_schema, head_plan

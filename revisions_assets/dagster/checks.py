@@ -50,7 +50,7 @@ from resources.slice import describe, keys_of, revision_partitions, version_chan
 from revisions_assets.core.columns import DELETED, REVISION
 from revisions_assets.core.errors import NoMajorRevisionError
 from revisions_assets.core.log.records import Revision
-from revisions_assets.core.read.execute.spark import spark_schema
+from revisions_assets.core.read.execute.spark_scan import spark_schema
 from revisions_assets.core.read.plan.scans import MergePlan, ScanTask, head_plan, scan_task
 from revisions_assets.core.storage.backends import open_storage
 from revisions_assets.core.timeutil import now_utc

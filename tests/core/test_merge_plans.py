@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.core.read.execute import spark as merge
+from revisions_assets.core.read.execute import spark_scan as merge
 from revisions_assets.core.read.execute.spark import merge_kind
 from revisions_assets.core.read.plan.scans import plan_merge, scan_task
 from revisions_assets.core.read.plan.schema import table_schema

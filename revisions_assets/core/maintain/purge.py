@@ -32,7 +32,7 @@ from ..log.records import PURGE, PurgedWrite, PurgeMark, Revision, TableWrite
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
 from ..read.execute.files import check_data_files
-from ..read.execute.spark import file_key, parse_schema, spark_file_key
+from ..read.execute.spark_scan import file_key, recorded_schema, spark_file_key
 from ..storage.base import Storage
 from ..timeutil import now_utc
 from ..write.transaction import append_entry, upkeep, write_observed
@@ -125,7 +125,7 @@ class Purge:
                 f"purge of table {table!r}: the ids must have exactly the id columns "
                 f"{list(id_columns)}, got {columns}"
             )
-        schema = parse_schema(schema_json)
+        schema = recorded_schema(schema_json)
         return ids.select(
             *[F.col(c).cast(schema[c].dataType).alias(c) for c in id_columns]
         ).distinct()

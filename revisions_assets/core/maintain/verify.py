@@ -330,7 +330,7 @@ def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[
     from pyspark.sql import functions as F
 
     from ..columns import DELETED
-    from ..read.execute.spark import ORDER, revision_rows
+    from ..read.execute.spark_scan import ORDER, revision_rows
     from ..read.plan.scans import scan_task
     from ..read.plan.schema import table_schema
 

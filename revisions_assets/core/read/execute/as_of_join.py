@@ -62,7 +62,7 @@ from ..plan.spans import (
     visible_from,
     visible_spans,
 )
-from .spark import ORDER, revision_rows, revision_value, spark_schema
+from .spark_scan import ORDER, revision_rows, revision_value, spark_schema
 
 _EVENT_US = "__event_us"
 _START, _END = "__span_start_us", "__span_end_us"

@@ -1,17 +1,8 @@
 """The Spark executor: a ``MergePlan`` as one Spark plan; nothing is collected to the driver.
 
-"Latest row per entity wins" is done by Spark. The tasks a read merges are scanned
-together: one Parquet relation over all the files whose columns have the read types
-(missing columns read as null; files of an older type are conformed in a relation of their
-own), whatever their number, so building the plan costs the same at any history length.
-Each row learns its revision from its file: the last three segments of
-``_metadata.file_path`` (``<revision>/<table>/<file>``, safe characters only, so the
-URL-encoding of the root never matters) are looked up in a map literal of file -> sequence
-and order (a small broadcast table when there are many files). Rows of a compaction carry
-the sequence of the revision that wrote them in a ``_revision_sequence`` column.
-
-Two physical plans for the base and the rows on top of it (Spark-specific tuning; the
-Polars executor runs the same program its own way):
+"Latest row per entity wins" is done by Spark, on the rows ``spark_scan`` reads (each
+knowing its revision's order). Two physical plans for the base and the rows on top of it
+(Spark-specific tuning; the Polars executor runs the same program its own way):
 
 * ``broadcast``: one broadcast of the newer rows' ids and order; the base anti-joined with
   it, unioned with the newer rows anti-joined with the later ones among them. No shuffle
@@ -26,293 +17,47 @@ Polars executor runs the same program its own way):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
-from functools import lru_cache, partial
 from typing import Literal
-from urllib.parse import quote, unquote
 
-import pandas as pd
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    BooleanType,
-    DataType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import StringType, StructType, TimestampType
 
 from ...columns import DELETED, REVISION_COLUMNS, ROW_HASH, SOURCE_SEQUENCE
 from ...errors import MissingFileError, RevisionsError, StorageError
 from ...hashing import row_hash
 from ...log.view import LogView
 from ...spark_errors import storage_cause
-from ...sqltext import quoted, sql_literal
+from ...sqltext import quoted
 from ...storage.base import Storage
 from ...timeutil import to_micros
 from ..plan.scans import MergePlan, ScanTask, current_schema, major_schema
-from ..plan.schema import Schema, agrees, to_struct_json
+from ..plan.schema import Schema
 from .files import check_data_files
 from .frames import SPAN_ORDER
-
-_SEQ, _ORDER, _STAMP = "__sequence", "__revision_order", "__timestamp_us"
-#: the column of ``revision_rows`` rows giving the index of their revision
-ORDER = _ORDER
-_LATER = "__later_order"
+from .spark_scan import (
+    _ORDER,
+    _SEQ,
+    _STAMP,
+    ORDER,
+    _Scanner,
+    _with_exprs,
+    revision_rows,
+    revision_value,
+    spark_schema,
+)
 
 MergeStrategy = Literal["auto", "broadcast", "window"]
 #: ``auto`` broadcasts the ids of newer revisions up to this many rows
 BROADCAST_MAX_ROWS = 2_000_000
-
-
-@lru_cache(maxsize=512)
-def spark_schema(schema: Schema) -> StructType:
-    """A read schema as a Spark ``StructType`` (every column nullable)."""
-    return StructType.fromJson(json.loads(to_struct_json(schema)))
-
-
-def parse_schema(schema_json: str) -> StructType:
-    """A recorded schema (``TableWrite.schema_json``) as a Spark ``StructType``."""
-    return _parse_schema(schema_json)
-
-
-@lru_cache(maxsize=256)
-def _parse_schema(schema_json: str) -> StructType:
-    return StructType.fromJson(json.loads(schema_json))
+_LATER = "__later_order"
 
 
 def state_schemas(view: LogView, table: str) -> tuple[StructType, StructType]:
     """(the governing major's schema, the current state's schema) of ``table`` at the head,
     as Spark types (what a commit's schema is checked against)."""
     return spark_schema(major_schema(view, table)), spark_schema(current_schema(view, table))
-
-
-#: the system columns of data files: ``_row_hash`` reads as null in files written before it
-_SYSTEM_FIELDS = (
-    StructField(DELETED, BooleanType(), True),
-    StructField(ROW_HASH, LongType(), True),
-)
-
-
-#: what java.net.URI leaves unquoted in a path, besides letters and digits
-_URI_PATH_SAFE = "/_-!.~'()*,;:$&+=@"
-
-
-def file_key(path: str) -> str:
-    """``<revision>/<table>/<file>``: how a data file is recognized."""
-    return "/".join(path.split("/")[-3:])
-
-
-def _reported_uri(uri: str) -> str:
-    """``uri`` (a ``spark_uri``) as Spark reports it in ``_metadata.file_path``: Hadoop
-    drops the empty authority of ``file:///…`` and quotes what a URI path cannot hold."""
-    if uri.startswith("file:///"):
-        return "file:" + quote(uri.removeprefix("file://"), safe=_URI_PATH_SAFE)
-    return uri
-
-
-def spark_file_key(path: str) -> str:
-    """The ``file_key`` of a path as Spark reports it (``_metadata.file_path``,
-    ``inputFiles()``): a URI, so URL-encoded."""
-    return file_key(unquote(path))
-
-
-def _conform(schema: StructType, own: StructType) -> list[Column]:
-    present = set(own.fieldNames())
-    return [
-        F.col(quoted(f.name)) if f.name in present else F.lit(None).cast(f.dataType).alias(f.name)
-        for f in schema.fields
-    ]
-
-
-#: up to this many keys, a row's revision is looked up in a map literal (a linear probe per
-#: row, no join); above, a broadcast join with a small table
-MAP_MAX_KEYS = 64
-
-#: the revision annotations, in the order of ``_Scanner._about``'s values
-_ABOUT_FIELDS = (_SEQ, _ORDER, "_revision", _STAMP)
-
-
-def _with_exprs(df: DataFrame, exprs: dict[str, str]) -> DataFrame:
-    """``df`` with columns computed by SQL expressions: one call, not one per column."""
-    if not exprs:
-        return df
-    return df.selectExpr("*", *[f"{e} AS {quoted(n)}" for n, e in exprs.items()])
-
-
-class _Scanner:
-    """Scans the files of scan tasks into rows of the read schema + ``_deleted`` +
-    ``_row_hash`` (null in files written before hashes) + the producing sequence, and when
-    asked (``annotate``) the revision's order, name and timestamp.
-
-    Building the plan stays cheap: files whose columns have the read types are read as
-    one relation under the read schema (missing columns read as null), annotations are SQL
-    expressions, so a read costs about a hundred calls into the JVM whatever its width."""
-
-    def __init__(
-        self,
-        spark: SparkSession,
-        storage: Storage,
-        schema: Schema,
-        about: dict[int, tuple],
-    ):
-        self.spark = spark
-        self.storage = storage
-        self.read_schema = schema
-        self.schema = spark_schema(schema)
-        #: sequence -> (sequence, order, name, timestamp in µs) of the revisions that rank
-        self.about = about
-
-    def _uris(self, tasks: Sequence[ScanTask]) -> list[str]:
-        return [self.storage.spark_uri(f) for t in tasks for f in t.files]
-
-    def _read(self, tasks: Sequence[ScanTask], exprs: dict[str, str]) -> DataFrame:
-        """The files of ``tasks`` in the read schema + the system columns (files of another
-        column type are conformed to it) + columns computed by the SQL ``exprs``, which may
-        use ``_metadata`` (it resolves only on a relation of files). One select per
-        relation: every DataFrame call is an analysis of the plan on the driver."""
-        fitting: list[ScanTask] = []
-        others: dict[Schema, list[ScanTask]] = {}
-        for t in tasks:
-            if agrees(t.schema, self.read_schema):
-                fitting.append(t)
-            else:
-                others.setdefault(t.schema, []).append(t)
-        # files written before tombstones were flagged hold no _deleted column
-        system = [f"coalesce({DELETED}, false) AS {DELETED}", quoted(ROW_HASH)]
-        system += [f"{e} AS {quoted(n)}" for n, e in exprs.items()]
-        full = StructType([*self.schema.fields, *_SYSTEM_FIELDS])
-        columns = [*map(quoted, self.schema.fieldNames()), *system]
-        parts = []
-        if fitting and (uris := self._uris(fitting)):
-            parts.append(self.spark.read.schema(full).parquet(*uris).selectExpr(*columns))
-        for own_schema, members in others.items():
-            if uris := self._uris(members):
-                own = spark_schema(own_schema)
-                df = self.spark.read.schema(StructType([*own.fields, *_SYSTEM_FIELDS]))
-                own_columns = [*_conform(self.schema, own), *map(F.expr, system)]
-                parts.append(df.parquet(*uris).select(*own_columns))
-        if not parts:
-            # no file: an empty relation whose _metadata.file_path resolves like a scan's
-            metadata = StructField(
-                "_metadata", StructType([StructField("file_path", StringType())])
-            )
-            empty = self.spark.createDataFrame([], StructType([*full.fields, metadata]))
-            return empty.selectExpr(*columns)
-        rows = parts[0]
-        for part in parts[1:]:
-            rows = rows.unionByName(part)
-        return rows
-
-    def _annotated(
-        self,
-        read: Callable[[dict[str, str]], DataFrame],
-        lookups: Sequence[tuple[str, dict]],
-        names: Sequence[str],
-    ) -> DataFrame:
-        """The rows ``read`` gives (called with SQL expressions of further columns) with
-        the columns ``names`` (of ``_ABOUT_FIELDS``) of each row's revision.
-
-        ``lookups``: (SQL key expression, {key value: ``_about`` tuple}) pairs, tried in
-        turn (a cheap key first, a sure one last; a later key is computed only where the
-        earlier ones miss): map literals when small, else a broadcast join with a local
-        relation holding every key (an ``IN`` list of the earlier keys picks the key)."""
-        fields = [(c, i) for i, c in enumerate(_ABOUT_FIELDS) if c in names]
-        if len(lookups[-1][1]) <= MAP_MAX_KEYS:
-            # one map of scalars per column: a map of structs repeated in every column
-            # costs the analyzer far more (docs/benchmarks)
-            def value(i: int) -> str:
-                found = [
-                    "element_at(map("
-                    + ", ".join(f"{sql_literal(k)}, {sql_literal(a[i])}" for k, a in keyed.items())
-                    + f"), {key})"
-                    for key, keyed in lookups
-                ]
-                return found[0] if len(found) == 1 else f"coalesce({', '.join(found)})"
-
-            return read({c: value(i) for c, i in fields})
-        # one join on the first key that knows the row's value: the lookup holds every key
-        key, keyed = lookups[-1]
-        for earlier, known in reversed(lookups[:-1]):
-            listed = ", ".join(map(sql_literal, known))
-            key = f"CASE WHEN {earlier} IN ({listed}) THEN {earlier} ELSE {key} END"
-            keyed = {**known, **keyed}
-        lookup = self._lookup(
-            [(k, *(about[i] for _, i in fields)) for k, about in keyed.items()],
-            ["__key", *(c for c, _ in fields)],
-        )
-        rows = read({"__key": key})
-        return rows.join(F.broadcast(lookup), on="__key", how="left").drop("__key")
-
-    def revisions(self, tasks: Sequence[ScanTask], annotate: bool) -> DataFrame:
-        """The rows of data revisions (tombstones included), in one relation when their
-        files agree with the read schema."""
-        names = [_SEQ, _ORDER, "_revision", _STAMP] if annotate else [_SEQ]
-        if len(tasks) == 1:
-            about = self.about[tasks[0].sequence]
-            exprs = {c: sql_literal(about[i]) for i, c in enumerate(_ABOUT_FIELDS)}
-            return self._read(tasks, {c: exprs[c] for c in names})
-        files = [(f, self.about[t.sequence]) for t in tasks for f in t.files]
-        # Spark reports a file by its URI (local ones as file:/…): looking that up costs
-        # nothing per row, while cutting the file key out of it costs as much as the scan;
-        # the key is the sure lookup where a URI is spelled otherwise
-        path = "_metadata.file_path"
-        lookups = [
-            (path, {_reported_uri(self.storage.spark_uri(f)): about for f, about in files}),
-            (f"substring_index({path}, '/', -3)", {file_key(f): about for f, about in files}),
-        ]
-        return self._annotated(lambda exprs: self._read(tasks, exprs), lookups, names)
-
-    def _lookup(self, rows: list[tuple], names: list[str]) -> DataFrame:
-        """A small table built on the driver, as a local relation: no Python worker runs to
-        read it (a list of tuples would become an RDD of pickled rows)."""
-        types = {"__key": "string", "_revision": "string"}
-        if rows and not isinstance(rows[0][0], str):
-            types["__key"] = "bigint"
-        schema = StructType.fromDDL(", ".join(f"{n} {types.get(n, 'bigint')}" for n in names))
-        return self.spark.createDataFrame(pd.DataFrame(rows, columns=names), schema)
-
-    def compaction(self, base: ScanTask, annotate: bool) -> DataFrame:
-        """The rows of a compaction, tombstones included."""
-        own = spark_schema(base.schema)
-        source = StructField(SOURCE_SEQUENCE, LongType(), True)
-        uris = [self.storage.spark_uri(f) for f in base.files]
-        if not uris:
-            fields = [*self.schema.fields, *_SYSTEM_FIELDS, StructField(_SEQ, LongType())]
-            rows = self.spark.createDataFrame([], StructType(fields))
-        elif agrees(base.schema, self.read_schema):
-            full = StructType([*self.schema.fields, *_SYSTEM_FIELDS, source])
-            rows = self.spark.read.schema(full).parquet(*uris)
-            rows = rows.withColumnRenamed(SOURCE_SEQUENCE, _SEQ)
-        else:
-            fields = [*own.fields, *_SYSTEM_FIELDS, source]
-            df = self.spark.read.schema(StructType(fields)).parquet(*uris)
-            rows = df.select(
-                *_conform(self.schema, own),
-                DELETED,
-                ROW_HASH,
-                F.col(SOURCE_SEQUENCE).alias(_SEQ),
-            )
-        rows = rows.withColumn(DELETED, F.expr(f"coalesce({DELETED}, false)"))
-        if not annotate:
-            return rows
-        # rows older than the plan's merge (the state part of a change read) never win
-        # against the merge's rows for the ids the read reports: order -1
-        rows = self._annotated(
-            partial(_with_exprs, rows), [(quoted(_SEQ), self.about)], [_ORDER, "_revision", _STAMP]
-        )
-        return rows.withColumn(_ORDER, F.expr(f"coalesce({_ORDER}, -1L)"))
-
-    def ids_of(self, tasks: Sequence[ScanTask], ids: Sequence[str]) -> DataFrame:
-        """The distinct ids written by ``tasks``: one relation over their files."""
-        id_schema = StructType([self.schema[c] for c in ids])
-        uris = self._uris(tasks)
-        if not uris:
-            return self.spark.createDataFrame([], id_schema)
-        return self.spark.read.schema(id_schema).parquet(*uris).distinct()
 
 
 def _about(plan: MergePlan) -> dict[int, tuple]:
@@ -417,39 +162,6 @@ def merge_frame(
         merged = _with_exprs(merged, {SOURCE_SEQUENCE: _SEQ})
         system.append(SOURCE_SEQUENCE)
     return merged.selectExpr(*map(quoted, [*scan.schema.fieldNames(), *system]))
-
-
-def revision_rows(
-    spark: SparkSession, storage: Storage, schema: Schema, tasks: Sequence[ScanTask]
-) -> DataFrame:
-    """Every row the ``tasks`` wrote (tombstones flagged), in one scan.
-
-    Rows are in ``schema`` plus ``_deleted``, ``_row_hash`` and ``ORDER``: the index of the
-    row's task in ``tasks``, for plans that rank or window rows by revision. A revision
-    named more than once (the pieces of a carried revision's span) is read once and its
-    rows repeated, once per index.
-    """
-    distinct = list({t.sequence: t for t in tasks}.values())
-    about = {
-        t.sequence: (t.sequence, n, t.entry, to_micros(t.timestamp)) for n, t in enumerate(distinct)
-    }
-    rows = _Scanner(spark, storage, schema, about).revisions(distinct, annotate=True)
-    rows = rows.drop(_SEQ, "_revision", _STAMP).withColumn(ORDER, F.col(ORDER).cast("int"))
-    if len(distinct) == len(tasks):
-        return rows
-    indexes = [
-        F.array(*[F.lit(i) for i, t in enumerate(tasks) if t.sequence == d.sequence])
-        for d in distinct
-    ]
-    return rows.withColumn(ORDER, F.explode(F.element_at(F.array(*indexes), F.col(ORDER) + 1)))
-
-
-def revision_value(values: Sequence[object], data_type: DataType) -> Column:
-    """A value of each ``revision_rows`` row's revision: ``values[ORDER]``, as an array
-    literal (a small per-revision table without a join); null where ORDER is null."""
-    array = F.array(*[F.lit(v).cast(data_type) for v in values])
-    # Spark 4 (4.3 here) answers element_at(array, NULL) with an element, not null: guard it
-    return F.when(F.col(ORDER).isNotNull(), F.element_at(array, F.col(ORDER) + 1))
 
 
 class SparkExecutor:
