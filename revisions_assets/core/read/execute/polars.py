@@ -2,18 +2,19 @@
 
 The same plans as the Spark executor (``read/plan/``), run as ``LazyFrame``s, so Polars'
 optimizer pushes projections and id filters into the Parquet scans and can stream the
-result. The files of the tasks whose columns have the read types are one scan under the
-read schema (columns a file lacks read as null, Spark's INT96 instants as UTC microseconds,
-narrower integers and floats are widened); files of an older column type are scanned under
-their own schema and cast. Each row carries its task's order (a literal, or looked up from
-its file's path when several tasks share a scan); rows of a compaction carry the sequence
-of the revision that wrote them.
+result. Files are scanned under the read schema given up front (no footer is read to plan:
+columns a file lacks read as null, Spark's INT96 instants as UTC microseconds, narrower
+integers and floats are widened; files of another column type are scanned as written and
+cast). A row carries its revision's sequence and order only where a read needs them (the
+revision columns, or rows ranked across a compaction); rows of a compaction carry the
+sequence of the revision that wrote them.
 
-"Latest row per entity wins" is an anti-join of the base with the newer rows' ids when
-every newer row is newer than the base (the common case), else the row of the highest
-order per entity, found by a semi-join with each entity's highest order. Neither form lets
-a filter on a value column reach below the merge: a filter pushed into a scan would drop
-an entity's newest row and resurrect an older one.
+"Latest row per entity wins": when every newer row is newer than the base (the common
+case), the newer revisions' rows are stacked in order, the last row of each entity kept,
+and the base anti-joined with their ids; otherwise the row of the highest order per
+entity, found by a semi-join with each entity's highest order. No form lets a filter on a
+value column reach below the merge: pushed into a scan, it would drop an entity's newest
+row and resurrect an older one.
 
 Types follow the schemas recorded in the log: Spark's ``timestamp`` (an instant) reads as
 ``Datetime("us", "UTC")``, ``timestamp_ntz`` as a naive ``Datetime("us")``, decimals keep
@@ -39,7 +40,7 @@ LocalFiles = Callable[[Sequence[str]], list[str]]
 
 PolarsSchema = dict[str, pl.DataType]
 
-_SEQ, _ORDER, _FILE = "__sequence", "__order", "__file"
+_SEQ, _ORDER = "__sequence", "__order"
 UTC_MICROS = pl.Datetime("us", "UTC")
 #: the seed of the row hash a read computes over some columns (``rehash``)
 _HASH_SEED = 42
@@ -127,74 +128,62 @@ class _Scanner:
         #: sequence -> order of the revisions that rank (compaction rows look it up)
         self.order = order
 
-    def _scan(self, tasks: Sequence[ScanTask], extra: PolarsSchema) -> pl.LazyFrame:
-        """The files of ``tasks`` in the read schema + the system columns + ``extra``."""
-        fitting = [t for t in tasks if agrees(t.schema, self.schema)]
-        parts = []
-        if files := [f for t in fitting for f in t.files]:
-            parts.append(self._files(files, {**self.types, **_SYSTEM, **extra}))
-        for task in (t for t in tasks if t not in fitting):
-            if task.files:  # another column type: scanned as written, then cast
-                own = polars_schema(task.schema)
-                rows = self._files(list(task.files), {**own, **_SYSTEM, **extra})
-                parts.append(
-                    rows.select(
-                        *[_conform(n, own.get(n), t) for n, t in self.types.items()],
-                        *_SYSTEM,
-                        *extra,
-                    )
-                )
+    def stacked(self, tasks: Sequence[ScanTask], extra: PolarsSchema | None = None) -> pl.LazyFrame:
+        """The rows of ``tasks`` in the read schema + the system columns + ``extra``, in the
+        order of the tasks: one scan when every task's columns have the read types (the
+        common case), else one scan per task, cast to the read types."""
+        extra = extra or {}
+        if all(agrees(t.schema, self.schema) for t in tasks):
+            parts = [self._files([f for t in tasks for f in t.files], extra)]
+        else:
+            parts = [self._files(t.files, extra, own=t.schema) for t in tasks]
+        parts = [p for p in parts if p is not None]
         if not parts:
             return empty_frame({**self.types, **_SYSTEM, **extra})
         rows = parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical")
         return rows.with_columns(pl.col(DELETED).fill_null(False))
 
-    def _files(self, files: Sequence[str], schema: PolarsSchema) -> pl.LazyFrame:
-        paths = self.local(files)
-        many = _FILE in schema
-        if many:
-            schema = {n: t for n, t in schema.items() if n != _FILE}
-        return pl.scan_parquet(
-            paths,
-            schema=schema,
+    def _files(
+        self, files: Sequence[str], extra: PolarsSchema, own: Schema | None = None
+    ) -> pl.LazyFrame | None:
+        """One scan of ``files`` in the read schema; ``own``: the files' schema when its
+        column types differ (scanned as written, then cast)."""
+        if not files:
+            return None
+        types = self.types if own is None or agrees(own, self.schema) else polars_schema(own)
+        rows = pl.scan_parquet(
+            self.local(files),
+            schema={**types, **_SYSTEM, **extra},
             missing_columns="insert",
             extra_columns="ignore",
             cast_options=_CAST,
-            include_file_paths=_FILE if many else None,
+        )
+        if types is self.types:
+            return rows
+        return rows.select(
+            *[_conform(n, types.get(n), t) for n, t in self.types.items()], *_SYSTEM, *extra
         )
 
     def revisions(self, tasks: Sequence[ScanTask]) -> pl.LazyFrame:
-        """The rows of data revisions (tombstones included), each with its sequence and
-        order: literals for one task, looked up from the file's path for several."""
-        if len(tasks) == 1:
-            (task,) = tasks
-            return self._scan(tasks, {}).with_columns(
+        """The rows of data revisions (tombstones included), each with its revision's
+        sequence and order as literals: one scan per revision, stacked in order."""
+        parts = [
+            self.stacked([task]).with_columns(
                 pl.lit(task.sequence, dtype=pl.Int64).alias(_SEQ),
                 pl.lit(task.order, dtype=pl.Int64).alias(_ORDER),
             )
-        paths = {}
-        for task in tasks:
-            for local in self.local(task.files):
-                paths[local] = task
-        rows = self._scan(tasks, {_FILE: pl.String()})
-        file = pl.col(_FILE)
-        return rows.with_columns(
-            file.replace_strict(
-                {p: t.sequence for p, t in paths.items()}, return_dtype=pl.Int64
-            ).alias(_SEQ),
-            file.replace_strict(
-                {p: t.order for p, t in paths.items()}, return_dtype=pl.Int64
-            ).alias(_ORDER),
-        ).drop(_FILE)
+            for task in tasks
+        ]
+        return parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical")
 
     def compaction(self, base: ScanTask) -> pl.LazyFrame:
-        rows = self._scan([base], {SOURCE_SEQUENCE: pl.Int64()}).rename({SOURCE_SEQUENCE: _SEQ})
+        rows = self.stacked([base], {SOURCE_SEQUENCE: pl.Int64()}).rename({SOURCE_SEQUENCE: _SEQ})
         order = pl.col(_SEQ).replace_strict(self.order, default=-1, return_dtype=pl.Int64)
         return rows.with_columns(order.alias(_ORDER))
 
     def ids_of(self, tasks: Sequence[ScanTask], ids: Sequence[str]) -> pl.LazyFrame:
         """The distinct ids ``tasks`` wrote."""
-        return self._scan(tasks, {}).select(ids).unique()
+        return self.stacked(tasks).select(ids).unique()
 
 
 def _latest(rows: pl.LazyFrame, ids: Sequence[str]) -> pl.LazyFrame:
@@ -224,13 +213,21 @@ def merge_frame(
     order = {r.sequence: n for n, r in enumerate(plan.merge)}
     scan = _Scanner(local, plan.schema, order)
     newer = plan.newer
-    base = scan.compaction(plan.base) if plan.base.is_compaction else scan.revisions([plan.base])
+    # rows know their revision only where asked for, or where rows are ranked
+    annotate = with_revision or with_sequence or not plan.base_is_prefix
+    if plan.base.is_compaction:
+        base = scan.compaction(plan.base)
+        if not annotate:
+            base = base.drop(_SEQ, _ORDER)
+    else:
+        base = scan.revisions([plan.base]) if annotate else scan.stacked([plan.base])
     if not newer:
         merged = base
     elif plan.base_is_prefix:
-        top = scan.revisions(newer)
+        # the newer rows stacked in order, so an entity's newest row comes last
+        top = scan.revisions(newer) if annotate else scan.stacked(newer)
         if len(newer) > 1:
-            top = _latest(top, ids)
+            top = top.unique(subset=ids, keep="last", maintain_order=False)
         merged = pl.concat([base.join(top.select(ids), on=ids, how="anti"), top])
     else:  # a revision read on top of a compaction is older than rows it holds
         merged = _latest(pl.concat([base, scan.revisions(newer)]), ids)
@@ -327,7 +324,7 @@ class PolarsExecutor:
         scan = _Scanner(self.local, schema, {})
         types = {"timestamp": UTC_MICROS, "string": pl.String()}
         parts = [
-            scan._scan([task], {}).with_columns(
+            scan.stacked([task]).with_columns(
                 pl.lit(n, dtype=pl.Int64).alias(SPAN_ORDER),
                 *[
                     pl.lit(values[n], dtype=types[kind]).alias(name)
