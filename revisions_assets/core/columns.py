@@ -15,4 +15,3 @@ VALID_TO = "valid_to"
 IS_CURRENT = "is_current"
 IS_DELETED = "is_deleted"
 REVISION = "_revision"
-HISTORY_COLUMNS = (VALID_FROM, VALID_TO, IS_CURRENT, IS_DELETED, REVISION)

@@ -59,10 +59,3 @@ def row_hash(schema: StructType, columns: Iterable[str]) -> Column:
     if not parts:
         return F.lit(42).cast("long")  # no value columns: every row has the same values
     return F.expr(f"xxhash64({', '.join(parts)})")
-
-
-def value_columns(schema: StructType, id_columns: Iterable[str]) -> list[str]:
-    """The columns a row hash covers: a recorded schema's columns (system columns are never
-    recorded) except the ids."""
-    ids = set(id_columns)
-    return [f.name for f in schema.fields if f.name not in ids]

@@ -15,8 +15,9 @@ from pyspark.sql import functions as F
 from revisions_assets import RevisionedDataset, UpstreamPosition
 from revisions_assets.core.columns import ROW_HASH
 from revisions_assets.core.errors import CarriedStateError, InvalidArgumentError, InvalidNameError
-from revisions_assets.core.hashing import row_hash, value_columns
+from revisions_assets.core.hashing import row_hash
 from revisions_assets.core.read.execute import changes
+from revisions_assets.core.read.plan.schema import value_columns
 from revisions_assets.core.sqltext import quoted
 from revisions_assets.core.write import transaction
 from revisions_assets.core.write.commit import CommitPlanner

@@ -28,7 +28,6 @@ from ..errors import (
     RetentionError,
     SchemaMismatchError,
 )
-from ..hashing import value_columns
 from ..log.records import UpstreamPosition
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
@@ -36,6 +35,7 @@ from ..read.execute.changes import state_hashes
 from ..read.execute.spark import SparkExecutor, state_schemas
 from ..read.plan.requests import state_before
 from ..read.plan.scans import plan_merge
+from ..read.plan.schema import value_columns
 from ..read.plan.selection import state_selection
 from ..timeutil import TimeLike, to_utc
 from ..uris import describe

@@ -42,7 +42,7 @@ from ..errors import (
     SchemaMismatchError,
     UnknownTableError,
 )
-from ..hashing import row_hash, value_columns
+from ..hashing import row_hash
 from ..log.consumers import check_positions, moves_positions
 from ..log.health import mark_dataset
 from ..log.layout import CLAIM_FILE
@@ -51,6 +51,7 @@ from ..log.revision_log import RevisionLog
 from ..log.view import LogView
 from ..read.execute.frames import SMALL_WINDOW_ROWS, hinted, lazy, real_changes
 from ..read.execute.spark import state_schemas
+from ..read.plan.schema import value_columns
 from ..spark_errors import spark_storage_errors
 from ..storage.base import Storage
 from ..timeutil import now_utc

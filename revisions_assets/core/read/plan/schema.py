@@ -66,11 +66,11 @@ def names(schema: Schema) -> list[str]:
     return [f.name for f in schema]
 
 
-def value_columns(schema: Schema, id_columns: Iterable[str]) -> list[str]:
+def value_columns(schema: Iterable[object], id_columns: Iterable[str]) -> list[str]:
     """The columns a row hash covers: a recorded schema's columns (system columns are never
-    recorded) except the ids."""
+    recorded) except the ids; ``schema`` is a ``Schema`` or a Spark ``StructType``."""
     ids = set(id_columns)
-    return [f.name for f in schema if f.name not in ids]
+    return [f.name for f in schema if f.name not in ids]  # type: ignore[attr-defined]
 
 
 def to_struct_json(schema: Schema) -> str:
