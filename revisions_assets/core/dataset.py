@@ -311,6 +311,7 @@ class RevisionedDataset:
         *,
         since: TimeLike | None = None,
         until: TimeLike | None = None,
+        known_at: TimeLike | None = None,
         columns: Sequence[str] | None = None,
     ) -> DataFrame:
         """The SCD2 history of ``table`` in logical time (``core/read/execute/history.py``).
@@ -318,10 +319,13 @@ class RevisionedDataset:
         The table's columns plus ``valid_from``, ``valid_to`` (null while current),
         ``is_current``, ``is_deleted`` and ``_revision``; one row per version of an entity.
         ``until``: the history as known at that logical time (like ``read(as_of=until)``);
-        ``since``: only the versions still valid after it. ``columns``: the history of
-        these value columns only (a version opens where one of them changes).
+        ``since``: only the versions still valid after it. ``known_at``: the history as the
+        revisions committed by then told it. ``columns``: the history of these value
+        columns only (a version opens where one of them changes).
         """
-        plan = plan_history(self.snapshot(), table, since=since, until=until, columns=columns)
+        plan = plan_history(
+            self.snapshot(), table, since=since, until=until, known_at=known_at, columns=columns
+        )
         return read_history(self._executor, plan)
 
     def as_of_join(

@@ -303,10 +303,13 @@ class DatasetReader:
         *,
         since: TimeLike | None = None,
         until: TimeLike | None = None,
+        known_at: TimeLike | None = None,
         columns: Sequence[str] | None = None,
     ) -> pl.DataFrame:
         """The SCD2 history of ``table``, as ``RevisionedDataset.history``."""
-        plan = plan_history(self._snapshot(), table, since=since, until=until, columns=columns)
+        plan = plan_history(
+            self._snapshot(), table, since=since, until=until, known_at=known_at, columns=columns
+        )
         try:
             return read_history(self._executor, plan).collect()
         except (pl.exceptions.PolarsError, OSError) as exc:

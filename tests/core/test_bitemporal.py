@@ -21,6 +21,7 @@ from revisions_assets.core.errors import (
     IdColumnsError,
     InvalidArgumentError,
     NaiveTimestampError,
+    NoMajorRevisionError,
     RetentionError,
 )
 from revisions_assets.core.log.revision_log import RevisionLog
@@ -250,3 +251,39 @@ def test_engine_matches_model(spark, tmp_path_factory, history, data):
             row = (expected[0]["v"], expected[1].name) if expected else (None, None)
             assert got[(mode, n)] == row, (mode, events[n])
     event(f"commits after their logical time: {any(c > s for s, c, *_ in history)}")
+
+
+# -- known_at on reads: the state as of a logical time, as known at a commit time ------------
+
+
+def test_reads_as_known_at_a_commit_time(corrected):
+    """``known_at`` keeps the revisions committed by then: on day 4 the correction r3 and
+    the backfill r4 (committed on day 5) do not exist yet, on both engines; changes and the
+    history follow the same rule; with monotone commit times it equals the pin at the last
+    commit by then."""
+    from revisions_assets import DatasetReader
+
+    ds = corrected
+    reader = DatasetReader(ds.root)
+    known = day(4)
+
+    def state(df) -> dict:
+        return {r["id"]: r["v"] for r in df.collect()}
+
+    assert state(ds.read("t", as_of=day(1.5))) == {1: 11, 3: 0}  # as known now
+    assert state(ds.read("t", as_of=day(1.5), known_at=known)) == {1: 10, 3: 0}
+    assert dict(reader.read("t", as_of=day(1.5), known_at=known).rows()) == {1: 10, 3: 0}
+    assert state(ds.read("t", as_of=day(2.5), known_at=known)) == {1: 10, 3: 0}
+    assert state(ds.read("t", as_of=day(2.5))) == {1: 11, 3: 22}
+    assert state(ds.read("t", as_of=day(2.5), known_at=known)) == state(
+        ds.read("t", as_of=day(2.5), at="r2")
+    )
+    # nothing known before the first commit
+    with pytest.raises(NoMajorRevisionError, match="as known at"):
+        ds.read("t", known_at=day(0))
+    # changes and history as known then
+    window = ds.changes("t", since=day(0.5), until=day(2.5), known_at=known)
+    assert [r.name for r in window.revisions] == ["r1"]
+    history = reader.history("t", known_at=known)
+    assert set(history["_revision"]) <= {"r0", "r1", "r2"}
+    assert ds.history("t", known_at=known).count() == history.height

@@ -383,15 +383,20 @@ def plan_history(
     *,
     since: TimeLike | None = None,
     until: TimeLike | None = None,
+    known_at: TimeLike | None = None,
     columns: Sequence[str] | None = None,
 ) -> HistoryPlan:
-    """The SCD2 history of ``table``; RetentionError when a vacuum removed the files of a
-    revision the history needs (every revision ever part of a state is)."""
+    """The SCD2 history of ``table`` (as known at ``known_at``: from the revisions committed
+    by then); RetentionError when a vacuum removed the files of a revision the history
+    needs (every revision ever part of a state is)."""
     check_text(table, "table")
     view = snapshot.view
     history = view.history(table)
     until_utc = to_utc(until, "until") if until is not None else None
     since_utc = to_utc(since, "since") if since is not None else None
+    if known_at is not None:
+        known_utc = to_utc(known_at, "known_at")
+        history = [r for r in history if r.committed_at <= known_utc]
     spans = live_spans(history, table, until_utc)
     what = f"{snapshot.root}: history of table {table!r}"
     for span in spans:
