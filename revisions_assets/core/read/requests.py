@@ -24,6 +24,7 @@ from .selection import (
     changes_by_sequence,
     changes_by_time,
     live_spans,
+    refs_span,
     resolve_position,
     retention_message,
     state_selection,
@@ -152,15 +153,18 @@ def history_read(
 
 
 def find_revision(records: Sequence[Revision], ref: Position) -> Revision:
-    """An entry by name or sequence, or a data revision by ``HEAD`` or ``HEAD~n`` (n data
-    revisions back in the whole log; maintenance entries are not counted)."""
+    """An entry by name (or a unique prefix of one) or sequence, or a data revision by
+    ``HEAD`` or ``HEAD~n`` (n data revisions back in the whole log; maintenance entries are
+    not counted; reads count in the table's history instead, which is the same when the
+    dataset has one table)."""
     match = HEAD_PATTERN.match(ref) if isinstance(ref, str) else None
     if match:
         data = [r for r in records if r.is_data]
         back = int(match.group(1) or 0)
         if not 0 <= back < len(data):
             raise UnknownRevisionError(
-                f"{ref!r}: no such revision (the log has {len(data)} data revisions)"
+                f"{ref!r}: the log has {refs_span(len(data))}; maintenance entries are not "
+                "counted (`revisions log ROOT` lists every entry)"
             )
         return data[-1 - back]
     index = resolve_position(records, "", ref) - 1

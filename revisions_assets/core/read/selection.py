@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from ..errors import (
+    AmbiguousRevisionError,
     ArgumentTypeError,
     CarriedStateError,
     CommitConflictError,
@@ -75,8 +76,10 @@ def table_history(records: Sequence[Revision], table: str) -> list[Revision]:
 def resolve_position(records: Sequence[Revision], table: str, at: Position) -> int:
     """The highest sequence a read pinned ``at`` may see.
 
-    ``None``/``"HEAD"``: everything; ``"HEAD~n"``: n revisions back in the table's history;
-    a revision name; or a sequence number.
+    ``None``/``"HEAD"``: everything; ``"HEAD~n"``: n data revisions back in the table's
+    history (maintenance entries are not counted: ``revisions log ROOT --table T`` shows
+    each revision's ref); a revision name or a unique prefix of one (at least
+    ``MIN_PREFIX`` characters; all digits read as a sequence); or a sequence number.
     """
     head = records[-1].sequence if records else 0
     if at is None:
@@ -97,14 +100,49 @@ def resolve_position(records: Sequence[Revision], table: str, at: Position) -> i
         back = int(match.group(1) or 0)
         history = table_history(records, table)
         if back >= len(history):
-            raise UnknownRevisionError(f"{at}: table {table!r} has only {len(history)} revisions")
+            raise UnknownRevisionError(
+                f"{at}: table {table!r} has {refs_span(len(history))}; maintenance entries "
+                f"are not counted (`revisions log ROOT --table {table}` shows each ref)"
+            )
         return head if back == 0 else history[-1 - back].sequence
     for record in records:
         if record.name == at:
             return record.sequence
     if at.isascii() and at.isdigit():
         return resolve_position(records, table, int(at))
-    raise UnknownRevisionError(f"no revision named {redact(repr(at))} in this dataset")
+    return named_by_prefix(records, at).sequence
+
+
+#: the shortest revision-name prefix accepted for a name (as git abbreviates commits)
+MIN_PREFIX = 4
+
+
+def refs_span(count: int) -> str:
+    """``8 data revisions (HEAD..HEAD~7)``: how many revisions ``HEAD~n`` can reach."""
+    span = "HEAD" if count == 1 else f"HEAD..HEAD~{count - 1}"
+    return f"{count} data revision{'s' if count != 1 else ''} ({span})"
+
+
+def named_by_prefix(records: Sequence[Revision], prefix: str) -> Revision:
+    """The one entry whose name starts with ``prefix``; UnknownRevisionError when none does
+    (or the prefix is shorter than ``MIN_PREFIX``), AmbiguousRevisionError when several do."""
+    shown = redact(repr(prefix))
+    if len(prefix) < MIN_PREFIX:
+        raise UnknownRevisionError(
+            f"no revision named {shown} in this dataset (a name prefix needs at least "
+            f"{MIN_PREFIX} characters)"
+        )
+    found = [r for r in records if r.name.startswith(prefix)]
+    if not found:
+        raise UnknownRevisionError(f"no revision named {shown} in this dataset")
+    if len(found) > 1:
+        candidates = ", ".join(f"{r.name} (sequence {r.sequence})" for r in found[:10])
+        more = f" and {len(found) - 10} more" if len(found) > 10 else ""
+        raise AmbiguousRevisionError(
+            f"{shown} is the prefix of {len(found)} revision names: {candidates}{more}; "
+            "give more characters"
+        )
+    return found[0]
 
 
 def _visible(history: Sequence[Revision], as_of: datetime | None, max_sequence: int):
@@ -113,14 +151,34 @@ def _visible(history: Sequence[Revision], as_of: datetime | None, max_sequence: 
     ]
 
 
-def _latest_major(visible: Sequence[Revision], table: str, as_of: datetime | None) -> Revision:
+def _latest_major(
+    visible: Sequence[Revision],
+    table: str,
+    as_of: datetime | None,
+    history: Sequence[Revision] = (),
+) -> Revision:
     majors = [r for r in visible if r.is_major]
     if not majors:
-        when = f" as of {as_of.isoformat()}" if as_of is not None else ""
-        raise NoMajorRevisionError(
-            f"table {table!r} has no major revision{when}; the first major defines the state"
-        )
+        raise NoMajorRevisionError(_no_major_message(history, table, as_of))
     return max(majors, key=lambda r: r.key)
+
+
+def _no_major_message(history: Sequence[Revision], table: str, as_of: datetime | None) -> str:
+    """Why no state exists, with the earliest time (or sequence) that has one."""
+    when = f" as of {as_of.isoformat()}" if as_of is not None else ""
+    first = min((r for r in history if r.is_major), key=lambda r: r.key, default=None)
+    if first is None:
+        return f"table {table!r} has no major revision{when}; the first major defines the state"
+    stamp = first.timestamp.isoformat()
+    if as_of is not None and as_of < first.timestamp:
+        return (
+            f"table {table!r} has no major revision{when}: its first major {first.name!r} "
+            f"(sequence {first.sequence}) is stamped {stamp}; read as of {stamp} or later"
+        )
+    return (
+        f"table {table!r} has no major revision{when} at this position: its first major "
+        f"{first.name!r} is sequence {first.sequence} ({stamp}); pin at {first.sequence} or later"
+    )
 
 
 def state_selection(
@@ -134,7 +192,7 @@ def state_selection(
     carrying major keeps their state under its own rows; they are all ordered before it)."""
     max_seq = max_sequence if max_sequence is not None else _max_seq(history)
     visible = _visible(history, as_of, max_seq)
-    major = _latest_major(visible, table, as_of)
+    major = _latest_major(visible, table, as_of, history)
     carried = carried_by(major, table)
     merge = tuple(
         sorted(
