@@ -21,6 +21,7 @@ from typing import Any
 import click
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 
@@ -71,13 +72,22 @@ def text(value: Any) -> str:
     return str(jsonable(value))
 
 
+#: the width of piped output when COLUMNS is unset: no limit (nothing is cut or folded)
+UNLIMITED = 1_000_000
+#: the narrowest a wrapping column (free text) gets before columns are left out
+WRAP_MIN = 24
+
+
 class Output:
-    """Where a command's results go: stdout (tables or JSON), notes and warnings."""
+    """Where a command's results go: stdout (tables or JSON), notes and warnings.
+
+    A table is never cut silently: on a terminal (or with ``COLUMNS``), columns that do not
+    fit are left out from the right and a note names them; piped output has no width limit.
+    """
 
     def __init__(self, as_json: bool):
         self.as_json = as_json
-        # piped output is not cut to 80 columns: COLUMNS decides, else a wide page
-        width = int(os.environ.get("COLUMNS") or 0) or (None if sys.stdout.isatty() else 200)
+        width = int(os.environ.get("COLUMNS") or 0) or (None if sys.stdout.isatty() else UNLIMITED)
         self.console = Console(width=width, markup=False, highlight=False, soft_wrap=False)
 
     def rows(
@@ -86,20 +96,48 @@ class Output:
         *,
         columns: Sequence[str] | None = None,
         headers: Mapping[str, str] | None = None,
+        wrap: Sequence[str] = (),
     ) -> None:
-        """A list of rows: a JSON array, or a table of ``columns`` (default: every key)
-        whose headers may be shortened (``headers``: column -> label)."""
+        """A list of rows: a JSON array, or a table of ``columns`` (default: every key, in
+        the order they matter: the last ones are left out first when the table is too wide)
+        whose headers may be shortened (``headers``: column -> label). Columns in ``wrap``
+        (free text) wrap their values; the others never fold."""
         if self.as_json:
             self.json([{k: jsonable(v) for k, v in row.items()} for row in rows])
             return
         columns = list(columns or (rows[0].keys() if rows else []))
-        table = Table(box=box.SIMPLE_HEAD, show_edge=False)
-        for column in columns:
-            label = (headers or {}).get(column, column)
-            table.add_column(label, overflow="fold", min_width=len(label))  # values fold
-        for row in rows:
-            table.add_row(*[text(row.get(c)) for c in columns])
+        cells = [[text(row.get(c)) for c in columns] for row in rows]
+        labels = [(headers or {}).get(c, c) for c in columns]
+        shown = len(columns)
+        while True:
+            table = Table(box=box.SIMPLE_HEAD, show_edge=False)
+            for n, (column, label) in enumerate(zip(columns[:shown], labels[:shown], strict=True)):
+                wraps = column in wrap
+                longest = max((len(row[n]) for row in cells), default=0)
+                table.add_column(
+                    label,
+                    overflow="fold",
+                    no_wrap=not wraps,
+                    min_width=max(len(label), min(WRAP_MIN, longest) if wraps else 0),
+                )
+            for row in cells:
+                table.add_row(*row[:shown])
+            if shown == 1 or self._minimum_width(table) <= self.console.width:
+                break
+            shown -= 1
         self.console.print(table)
+        if shown < len(columns):
+            cut = ", ".join(labels[shown:])
+            self.note(
+                f"left out to fit {self.console.width} columns: {cut} "
+                "(--json has every field; COLUMNS=N sets the width)"
+            )
+
+    def _minimum_width(self, table: Table) -> int:
+        """The narrowest ``table`` renders without folding a value (rich clamps measures to
+        the console width: measure against an unlimited one)."""
+        options = self.console.options.update_width(UNLIMITED)
+        return Measurement.get(self.console, options, table).minimum
 
     def json(self, value: Any) -> None:
         click.echo(json.dumps(value, ensure_ascii=False))
