@@ -393,7 +393,7 @@ def history_command(
         revision = by_name[row["_revision"]]
         row["_revision_sequence"] = revision.sequence
         row["_revision_kind"] = "major" if revision.is_major else "minor"
-    emit_history(Output(as_json), table, entities, rows, limit, more)
+    emit_history(Output(as_json), table, write.id_columns, entities, rows, limit, more)
 
 
 COMMANDS = (show_command, diff_command, history_command)

@@ -153,18 +153,29 @@ def emit_stats(out: Output, result: dict[str, Any]) -> None:
 
 
 def emit_history(
-    out: Output, table: str, entities: list[dict], rows: list[dict], limit: int, more: bool
+    out: Output,
+    table: str,
+    id_columns: Sequence[str],
+    entities: list[dict],
+    rows: list[dict],
+    limit: int,
+    more: bool,
 ):
-    """``history`` rows: the SCD2 columns first, then the table's."""
+    """``history`` rows: the ids, the SCD2 columns, then the table's values."""
     if out.as_json:
         out.rows(rows)
         return
     if not rows:
         out.note(f"no version of {table} with {shown_entities(entities)}")
         return
-    system = ["valid_from", "valid_to", "is_current", "is_deleted", "_revision", "_revision_kind"]
+    system = ["valid_from", "valid_to", "_revision", "_revision_kind", "is_current", "is_deleted"]
     data = [c for c in rows[0] if c not in system and c != "_revision_sequence"]
-    short = ("from", "to", "current", "deleted", "revision", "kind")
-    out.rows(rows, columns=[*system, *data], headers=dict(zip(system, short, strict=True)))
+    ids = [c for c in data if c in id_columns]
+    short = ("from", "to", "revision", "kind", "current", "deleted")
+    out.rows(  # the ids first, then when and by which revision, then the values
+        rows,
+        columns=[*ids, *system, *[c for c in data if c not in ids]],
+        headers=dict(zip(system, short, strict=True)),
+    )
     if more:
         out.note(f"the first {limit} versions (--limit N shows more, --limit 0 all)")

@@ -68,7 +68,7 @@ def log_command(
         entries = [r for r in entries if table in touched_tables(r, view)]
     limit = rows_limit(limit, as_json, 20)
     shown = entries[-limit:] if limit else entries
-    rows = [entry_row(r, view, refs, ds.root, table) for r in shown]
+    rows = [entry_row(r, view, refs, table) for r in shown]
     out = Output(as_json)
     if as_json:
         out.rows(rows)
@@ -90,7 +90,7 @@ def log_command(
             f"{stored_dataset(ds.root, p['dataset'])}#{p['table']}@{p['sequence']}"
             for p in row["upstream"]
         )
-    columns = ["sequence", "ref", "kind", "name", "what", "timestamp", "tables", "rows"]
+    columns = ["sequence", "ref", "kind", "what", "name", "timestamp", "tables", "rows"]
     columns += ["tombstones", "files", "bytes", "version", "committed_at"]
     if any(row["vacuumed"] for row in rows):
         columns.append("vacuumed")
@@ -124,7 +124,6 @@ def entry_row(
     record: Revision,
     view: LogView,
     refs: dict[int, dict[str, str]],
-    root: str,
     table: str | None,
 ) -> dict[str, Any]:
     """One entry as JSON sees it: its fields, what it did (``what`` for people, and the
@@ -144,10 +143,12 @@ def entry_row(
         "timestamp": record.timestamp,
         "committed_at": record.committed_at,
         "tables": touched_tables(record, view),
-        "version": (
+        "version": (  # one version, or per table when its tables differ
             record.version
-            if record.version is not None or len(set(versions.values())) < 2
+            if record.version is not None or not versions
             else versions
+            if len(set(versions.values())) > 1
+            else next(iter(versions.values()))
         ),
         "rows": record.rows,
         "tombstones": record.tombstones,
@@ -212,7 +213,7 @@ def what_it_did(record: Revision, view: LogView) -> str:
         ranges = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in to_ranges(mark.removed))
         return (
             f"removed the files of {len(removed)} entries ({ranges}): "
-            f"{sum(r.file_count for r in removed)} files, "
+            f"{sum(r.file_count for r in removed)} data files, "
             f"{human_bytes(sum(r.bytes for r in removed))}; retain "
             f"{duration(timedelta(seconds=mark.retain_seconds))}, horizon sequence "
             f"{mark.horizon_sequence}"
@@ -225,6 +226,8 @@ def what_it_did(record: Revision, view: LogView) -> str:
     parts = []
     if record.is_major and record.properties.get("reason"):
         parts.append(record.properties["reason"])
+    elif not record.is_major and record.producer.get("partition_key"):
+        parts.append(f"partition {record.producer['partition_key']}")
     for t, write in record.tables.items():
         if write.carries:
             parts.append(f"carries {len(write.carries)} revisions of {t}")

@@ -115,7 +115,7 @@ def verify_command(
     elif not rows:
         out.note(f"{root}: healthy" + (" (deep)" if deep else ""))
     else:
-        out.rows(rows, columns=["severity", "kind", "path", "message"])
+        out.rows(rows, columns=["severity", "kind", "path", "message"], wrap=("message",))
         for kind in dict.fromkeys(r["kind"] for r in rows):
             fix = next(r["fix"] for r in rows if r["kind"] == kind)
             out.note(f"fix {kind}: {fix}")
@@ -277,14 +277,15 @@ def vacuum_command(
             out.note(f"{label}: {', '.join(names)}")
     if report.paths:
         out.note(f"files {verb} (a folder: all its files):")
-        out.rows(removed_paths(report), columns=["path", "files"])
+        for path, files in removed_paths(report):
+            out.note(f"  {path}" + (f" ({files} files)" if path.endswith("/") else ""))
     if dry_run and retain < MIN_RETAIN and not force:
         out.note(f"a vacuum with this --retain needs --force (the floor is {duration(MIN_RETAIN)})")
 
 
-def removed_paths(report: VacuumReport) -> list[dict[str, Any]]:
-    """What a vacuum removes, compactly: each folder removed whole with its file count,
-    then every other file."""
+def removed_paths(report: VacuumReport) -> list[tuple[str, int]]:
+    """What a vacuum removes, compactly: each folder removed whole (``name/``) with its
+    file count, then every other file."""
     folders = set(report.folders)
     counts: dict[str, int] = {}
     loose = []
@@ -294,9 +295,7 @@ def removed_paths(report: VacuumReport) -> list[dict[str, Any]]:
             counts[folder] = counts.get(folder, 0) + 1
         else:
             loose.append(path)
-    return [{"path": f"{f}/", "files": n} for f, n in sorted(counts.items())] + [
-        {"path": p, "files": 1} for p in loose
-    ]
+    return [(f"{f}/", n) for f, n in sorted(counts.items())] + [(p, 1) for p in loose]
 
 
 def vacuum_row(report: VacuumReport) -> dict[str, Any]:
@@ -389,12 +388,18 @@ def purge_command(
     if as_json:
         out.rows(rows)
         return
+    for row, (root, *_) in zip(rows, opened, strict=True):
+        row["given"] = root  # the root as typed (the JSON has it resolved)
     out.rows(
         rows,
-        columns=["root", "table", "sequence", "entities", "rows_removed", "entries_rewritten"],
-        headers={"rows_removed": "rows removed", "entries_rewritten": "entries rewritten"},
+        columns=["given", "table", "sequence", "entities", "rows_removed", "entries_rewritten"],
+        headers={
+            "given": "root",
+            "rows_removed": "rows removed",
+            "entries_rewritten": "entries rewritten",
+        },
     )
-    untouched = [r["root"] for r in rows if not r["rows_removed"]]
+    untouched = [r["given"] for r in rows if not r["rows_removed"]]
     if untouched:
         verb = "would commit" if dry_run else "committed"
         out.note(

@@ -20,8 +20,8 @@ from typing import Any
 
 import click
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console
-from rich.measure import Measurement
 from rich.table import Table
 
 
@@ -108,36 +108,56 @@ class Output:
         columns = list(columns or (rows[0].keys() if rows else []))
         cells = [[text(row.get(c)) for c in columns] for row in rows]
         labels = [(headers or {}).get(c, c) for c in columns]
-        shown = len(columns)
-        while True:
-            table = Table(box=box.SIMPLE_HEAD, show_edge=False)
-            for n, (column, label) in enumerate(zip(columns[:shown], labels[:shown], strict=True)):
-                wraps = column in wrap
-                longest = max((len(row[n]) for row in cells), default=0)
-                table.add_column(
-                    label,
-                    overflow="fold",
-                    no_wrap=not wraps,
-                    min_width=max(len(label), min(WRAP_MIN, longest) if wraps else 0),
-                )
-            for row in cells:
-                table.add_row(*row[:shown])
-            if shown == 1 or self._minimum_width(table) <= self.console.width:
-                break
-            shown -= 1
+        widths = self._fit(columns, labels, cells, wrap)
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False)
+        for label, width in zip(labels, widths, strict=False):
+            table.add_column(label, width=width, overflow="fold")  # widths hold the values
+        for row in cells:
+            table.add_row(*row[: len(widths)])
         self.console.print(table)
-        if shown < len(columns):
-            cut = ", ".join(labels[shown:])
+        if len(widths) < len(columns):
+            cut = ", ".join(labels[len(widths) :])
             self.note(
                 f"left out to fit {self.console.width} columns: {cut} "
                 "(--json has every field; COLUMNS=N sets the width)"
             )
 
-    def _minimum_width(self, table: Table) -> int:
-        """The narrowest ``table`` renders without folding a value (rich clamps measures to
-        the console width: measure against an unlimited one)."""
-        options = self.console.options.update_width(UNLIMITED)
-        return Measurement.get(self.console, options, table).minimum
+    def _fit(
+        self,
+        columns: Sequence[str],
+        labels: Sequence[str],
+        cells: Sequence[Sequence[str]],
+        wrap: Sequence[str],
+    ) -> list[int]:
+        """The width of each column shown: every value whole (columns that do not fit are
+        left out from the right), free-text columns (``wrap``) sharing what is left."""
+        natural = [
+            max(
+                [cell_len(label), *(cell_len(line) for row in cells for line in row[n].split("\n"))]
+            )
+            for n, label in enumerate(labels)
+        ]
+        least = [
+            max(cell_len(label), min(WRAP_MIN, w)) if c in wrap else w
+            for c, label, w in zip(columns, labels, natural, strict=True)
+        ]
+
+        def total(widths: Sequence[int]) -> int:  # padding 1 each side, 1 between columns
+            return sum(widths) + 3 * len(widths) - 1
+
+        shown = len(columns)
+        while shown > 1 and total(least[:shown]) > self.console.width:
+            shown -= 1
+        if total(natural[:shown]) <= self.console.width:
+            return natural[:shown]
+        widths = least[:shown]
+        spare = self.console.width - total(widths)
+        wrapping = [n for n in range(shown) if columns[n] in wrap]
+        for n in wrapping:  # what is left goes to the free text
+            widths[n] = min(natural[n], widths[n] + max(spare, 0) // len(wrapping))
+        if shown == 1 and spare < 0:  # one value wider than the screen: folded, not cut
+            widths[0] = max(self.console.width - 2, 1)
+        return widths
 
     def json(self, value: Any) -> None:
         click.echo(json.dumps(value, ensure_ascii=False))

@@ -90,7 +90,7 @@ def test_compact_then_vacuum(spark, staged, tmp_path):
     assert dry["dry_run"] and dry["entry"] is None
     assert "r2" in dry["revisions"] and "r0" not in dry["revisions"]  # a major: kept
     assert Path(root, "r0").exists()
-    assert "r2/" in run("vacuum", root, "--retain", "0", "--dry-run").stdout  # what would go
+    assert "  r2/ (1 files)" in run("vacuum", root, "--retain", "0", "--dry-run").stdout
     done = run("vacuum", root, "--retain", "0", "--no-keep-majors", "--force")
     assert "removed" in done.stdout and "vacuum entry" in done.stdout
     assert not Path(root, "r0").exists()
@@ -102,7 +102,7 @@ def test_compact_then_vacuum(spark, staged, tmp_path):
     assert compaction["what"] == "holds t as of sequence 5: 3 revisions from major 3"
     assert vacuum["vacuum"]["removed"] == [1, 2, 4, 5] and vacuum["vacuum"]["files"] == 4
     assert vacuum["vacuum"]["retain_seconds"] == 0
-    assert vacuum["what"].startswith("removed the files of 4 entries (1-2, 4-5): 4 files")
+    assert vacuum["what"].startswith("removed the files of 4 entries (1-2, 4-5): 4 data files")
     text = run("log", root, "--limit", "0").stdout
     assert "compaction" in text and f"by {log[-1]['sequence']}" in text
 
