@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -35,6 +35,9 @@ from .common import (
     storage_options,
 )
 from .output import Output, text
+
+if TYPE_CHECKING:
+    from ..core.dataset import TableInfo
 
 # -- log ----------------------------------------------------------------------------------------
 
@@ -274,6 +277,20 @@ def table_summary(view: LogView, root: str, name: str) -> dict[str, Any]:
     }
 
 
+def columns_of(info: TableInfo) -> list[dict[str, Any]]:
+    """A table's current columns as JSON sees them: name, SQL type, nullable."""
+    return [
+        {"name": f.name, "type": f.dataType.simpleString(), "nullable": f.nullable}
+        for f in info.schema.fields
+    ]
+
+
+def shown_head_and_base(row: dict[str, Any]) -> None:
+    """A summary's head and base for people: the name, its sequence and time or kind."""
+    row["head"] = f"{row['head']} (seq {row['head_sequence']}, {text(row['head_timestamp'])})"
+    row["base"] = f"{row['base']} ({row['base_kind']}, seq {row['base_sequence']})"
+
+
 #: what ``tables`` shows of ``table_summary`` (``describe`` shows all of it)
 TABLE_FIELDS = (
     "revisions",
@@ -304,10 +321,7 @@ def tables_command(root: str, as_json: bool, endpoint_url: str | None) -> None:
             {
                 "table": name,
                 "id_columns": summary["id_columns"],
-                "schema": [
-                    {"name": f.name, "type": f.dataType.simpleString(), "nullable": f.nullable}
-                    for f in info.schema.fields
-                ],
+                "schema": columns_of(info),
                 **{k: summary[k] for k in TABLE_FIELDS},
             }
         )
@@ -316,8 +330,7 @@ def tables_command(root: str, as_json: bool, endpoint_url: str | None) -> None:
         out.rows(rows)
         return
     for row in rows:
-        row["head"] = f"{row['head']} (seq {row['head_sequence']}, {text(row['head_timestamp'])})"
-        row["base"] = f"{row['base']} ({row['base_kind']}, seq {row['base_sequence']})"
+        shown_head_and_base(row)
     out.rows(
         rows,
         columns=["table", "id_columns", "revisions", "majors", "revisions_since_base", "version"]
@@ -364,10 +377,7 @@ def describe_command(root: str, table: str | None, as_json: bool, endpoint_url: 
                 "table": name,
                 "rows": reader.read(name, columns=[]).height,
                 **summary,
-                "columns": [
-                    {"name": f.name, "type": f.dataType.simpleString(), "nullable": f.nullable}
-                    for f in infos[name].schema.fields
-                ],
+                "columns": columns_of(infos[name]),
                 "on_base": [
                     {"name": r.name, "sequence": r.sequence, "ref": refs[r.sequence][name]}
                     for r in on_base
@@ -381,8 +391,7 @@ def describe_command(root: str, table: str | None, as_json: bool, endpoint_url: 
     for row in rows:
         row["read"] = f"{row['read_files']} files, {human_bytes(row['read_bytes'])}"
         row["stored"] = f"{row['stored_files']} files, {human_bytes(row['stored_bytes'])}"
-        row["head"] = f"{row['head']} (seq {row['head_sequence']}, {text(row['head_timestamp'])})"
-        row["base"] = f"{row['base']} ({row['base_kind']}, seq {row['base_sequence']})"
+        shown_head_and_base(row)
         row["column_count"] = len(row["columns"])
     if table is None:
         out.rows(
