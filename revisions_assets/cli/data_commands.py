@@ -9,6 +9,7 @@ with one line.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, TypeVar
 
 import click
@@ -52,6 +53,7 @@ from .data_output import (
 from .output import Output, text
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 MORE = "the first {limit} rows (--limit N shows more, --limit 0 all)"
 
 
@@ -78,31 +80,26 @@ def merged(selection: Selection) -> str:
     return f"merges major {major.name}{keeps} + {on_top} revision(s) on top"
 
 
-def time_span(history: list[Revision], table: str) -> str:
-    """The logical times ``table``'s revisions span, for messages about a bad time."""
-    first = min(r.timestamp for r in history)
-    last = max(r.timestamp for r in history)
-    return f"table {table!r} holds revisions stamped {iso(first)} .. {iso(last)}"
+def checked(
+    parse: Callable[[str | None, str], T],
+    value: str | None,
+    option: str,
+    history: list[Revision],
+    table: str,
+) -> T:
+    """``parse(value, option)`` (``parse_time``, ``parse_point``); a bad time's message
+    completed with the times the table's revisions span."""
+    try:
+        return parse(value, option)
+    except InvalidTimestampError as exc:
+        first, last = (f(r.timestamp for r in history) for f in (min, max))
+        raise InputError(
+            f"{exc}; table {table!r} holds revisions stamped {iso(first)} .. {iso(last)}"
+        ) from exc
 
 
-def iso(when) -> str:
+def iso(when: datetime) -> str:
     return when.isoformat().replace("+00:00", "Z")
-
-
-def checked_time(value: str | None, option: str, history: list[Revision], table: str):
-    """``parse_time``, a bad time's message completed with the range the table holds."""
-    try:
-        return parse_time(value, option)
-    except InvalidTimestampError as exc:
-        raise InputError(f"{exc}; {time_span(history, table)}") from exc
-
-
-def checked_point(value: str | None, option: str, history: list[Revision], table: str):
-    """``parse_point`` (a sequence or a time), completed like ``checked_time``."""
-    try:
-        return parse_point(value, option)
-    except InvalidTimestampError as exc:
-        raise InputError(f"{exc}; {time_span(history, table)}") from exc
 
 
 @click.command("show")
@@ -138,7 +135,7 @@ def show_command(
     reader = open_reader(root, endpoint_url)
     records = reader.revisions()
     history = table_history(records, table)
-    when, position = checked_time(as_of, "--as-of", history, table), parse_position(at)
+    when, position = checked(parse_time, as_of, "--as-of", history, table), parse_position(at)
     selection = state_selection(history, table, when, resolve_position(records, table, position))
     out = Output(as_json)
     point = f"as of {text(when)}" if when else f"at {at}" if at else "latest"
@@ -206,8 +203,8 @@ def diff_command(
     reader = open_reader(root, endpoint_url)
     records = reader.revisions()
     history = table_history(records, table)
-    start = checked_point(since, "--since", history, table)
-    end = checked_point(until, "--until", history, table)
+    start = checked(parse_point, since, "--since", history, table)
+    end = checked(parse_point, until, "--until", history, table)
     by_sequence = isinstance(start, int)
     if end is not None and isinstance(end, int) != by_sequence:
         raise click.UsageError("--since and --until must both be sequences or both be times")
@@ -371,8 +368,8 @@ def history_command(
     entities = parse_entities(
         id_values, table, write.id_columns, id_types(write.schema_json, write.id_columns)
     )
-    start = checked_time(since, "--since", history, table)
-    end = checked_time(until, "--until", history, table)
+    start = checked(parse_time, since, "--since", history, table)
+    end = checked(parse_time, until, "--until", history, table)
     if use_spark:
         from . import spark_data
 

@@ -379,7 +379,7 @@ def purge_command(
                 "committed": record is not None and not dry_run,
                 "sequence": None if dry_run or record is None else record.sequence,
                 "name": None if dry_run or record is None else record.name,
-                "entities": len(values),
+                "entities": len(set(values)),
                 "rows_removed": sum(s.rows_removed for s in swaps),
                 "entries_rewritten": len(swaps),
                 "rows_removed_by_sequence": {s.sequence: s.rows_removed for s in swaps},
@@ -401,7 +401,7 @@ def purge_command(
     )
     untouched = [r["given"] for r in rows if not r["rows_removed"]]
     if untouched:
-        verb = "would commit" if dry_run else "committed"
+        verb = "would be committed" if dry_run else "committed"
         out.note(
             f"nothing to purge in {', '.join(untouched)}: no revision holds these ids; "
             f"nothing {verb} there"
