@@ -194,7 +194,9 @@ def test_a_fresh_handle_appends_to_the_stored_description(tmp_path, monkeypatch)
     tabulated = []
     original = log_module.description_table
     monkeypatch.setattr(
-        log_module, "description_table", lambda rs: tabulated.append(len(rs)) or original(rs)
+        log_module,
+        "description_table",
+        lambda rs, *root: tabulated.append(len(rs)) or original(rs, *root),
     )
     fresh = RevisionLog(storage)
     fresh.refresh()

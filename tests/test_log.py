@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import pandas as pd
 import pytest
+from revisions_assets.core.log.consumers import consumer_position
 
 from revisions_assets.core.errors import CorruptLogError
 from revisions_assets.core.log import revision_log as log_module
-from revisions_assets.core.log.records import Revision, TableWrite, UpstreamPosition
+from revisions_assets.core.log.records import (
+    Revision,
+    TableWrite,
+    UpstreamPosition,
+    located_dataset,
+    stored_dataset,
+)
 from revisions_assets.core.log.revision_log import (
     DESCRIPTION,
     RevisionLog,
@@ -131,3 +141,67 @@ def test_an_unreadable_entry_is_reported(tmp_path):
     storage.write(entry_path(1), b"{broken")
     with pytest.raises(CorruptLogError, match="00000000000000000001.json"):
         RevisionLog(storage).refresh()
+
+
+def test_positions_name_upstreams_relative_to_a_shared_folder_and_survive_a_copy(tmp_path):
+    """A consumer's log stores an upstream root that shares a folder with its own root as
+    a relative path (an S3 bucket counts as no shared folder, like the filesystem root):
+    a tree copied elsewhere keeps its positions; in memory, positions name roots."""
+    tree = tmp_path / "tree"
+    scores, features = tree / "scores", str((tree / "features").resolve())
+    outside = "/elsewhere/features"
+    upstream = (UpstreamPosition(features, "f", 3), UpstreamPosition(outside, "g", 2))
+    log = RevisionLog(LocalStorage(scores))
+    log.refresh()
+    assert log.try_append(replace(record(1), upstream=upstream))
+    assert log.try_append(replace(record(2), upstream=upstream))
+    log.write_checkpoint(1)
+    log.publish_description()
+    stored = json.loads((scores / entry_path(2)).read_text())["upstream"]
+    assert [p["dataset"] for p in stored] == ["../features", outside]
+    assert log.records[1].upstream == upstream
+    description = read_parquet_bytes((scores / DESCRIPTION).read_bytes())
+    assert json.loads(description.column("upstream")[1].as_py()) == {
+        "../features#f": 3,
+        "/elsewhere/features#g": 2,
+    }
+
+    copied = tmp_path / "copy"
+    shutil.copytree(tree, copied)
+    moved = str((copied / "features").resolve())
+    reopened = RevisionLog(LocalStorage(copied / "scores")).refresh()  # checkpoint + entry
+    assert [r.upstream for r in reopened] == [
+        (UpstreamPosition(moved, "f", 3), UpstreamPosition(outside, "g", 2))
+    ] * 2
+    assert consumer_position(reopened, moved, "f") == 3
+    assert consumer_position(reopened, features, "f") == 0  # the original is not it
+
+
+def test_positions_recorded_absolute_stay_absolute(tmp_path):
+    """Logs written before positions were relative read as they always did."""
+    storage = LocalStorage(tmp_path / "tree" / "scores")
+    features = str((tmp_path / "tree" / "features").resolve())
+    old = replace(record(1), upstream=(UpstreamPosition(features, "f", 3),))
+    assert storage.create_exclusive(entry_path(1), old.to_json().encode())  # no root: absolute
+    (read,) = RevisionLog(storage).refresh()
+    assert read.upstream == old.upstream and '"dataset":"/' in read.to_json()
+
+
+@pytest.mark.parametrize(
+    "root, upstream, stored",
+    [
+        ("s3://b/p/scores", "s3://b/p/features", "../features"),
+        ("s3://b/p/x/scores", "s3://b/p/y/features", "../../y/features"),
+        ("s3://b/p/scores", "s3://b/q/features", "s3://b/q/features"),  # no shared folder
+        ("s3://b/scores", "s3://b/features", "s3://b/features"),  # the bucket alone
+        ("s3://b/p/scores", "s3://c/p/features", "s3://c/p/features"),
+        ("/d/scores", "s3://b/d/features", "s3://b/d/features"),
+        ("/d/own", "/d/own", "."),  # a dataset consuming itself
+        ("/d", "/d/sub/x", "./sub/x"),
+        ("/d/scores", "/d/x/../features", "/d/x/../features"),  # only exact spellings
+        ("/d/scores", "up", "up"),
+    ],
+)
+def test_stored_upstream_roots(root, upstream, stored):
+    assert stored_dataset(root, upstream) == stored
+    assert located_dataset(root, stored) == upstream

@@ -7,13 +7,14 @@ from datetime import datetime, timezone
 import pytest
 
 from revisions_assets.core.errors import (
+    AmbiguousRevisionError,
     NoMajorRevisionError,
     UnknownRevisionError,
     UnknownTableError,
 )
 from revisions_assets.core.log.records import Revision, TableWrite
 from revisions_assets.core.log.view import table_history
-from revisions_assets.core.read.plan.refs import resolve_position
+from revisions_assets.core.read.plan.refs import find_revision, resolve_position
 from revisions_assets.core.read.plan.selection import (
     changes_by_sequence,
     changes_by_time,
@@ -106,12 +107,46 @@ def test_positions():
     assert resolve_position(records, "t", "HEAD~1") == 1  # one revision of t back
     assert resolve_position(records, "t", "r2") == 2
     assert resolve_position(records, "t", 2) == 2
-    with pytest.raises(UnknownRevisionError, match="only 2 revisions"):
+    with pytest.raises(UnknownRevisionError, match=r"has 2 data revisions \(HEAD..HEAD~1\)"):
         resolve_position(records, "t", "HEAD~2")
     with pytest.raises(UnknownRevisionError, match="no revision named 'nope'"):
         resolve_position(records, "t", "nope")
     with pytest.raises(UnknownRevisionError, match="outside the log"):
         resolve_position(records, "t", 9)
+
+
+def test_head_counts_the_data_revisions_of_the_table_or_of_the_log():
+    """Reads count ``HEAD~n`` in the table's history, ``find_revision`` in the whole log's
+    data revisions; neither counts maintenance entries, and both say what they can reach."""
+    compaction = Revision("c", day(9), False, 4, day(28), {}, kind="compaction")
+    records = [rev(1, 1, True), rev(2, 2, False, tables=("u",)), rev(3, 3, False), compaction]
+    assert resolve_position(records, "t", "HEAD~1") == 1
+    assert find_revision(records, "HEAD~1").name == "r2"  # u's revision counts in the log
+    assert find_revision(records, "HEAD").name == "r3"  # the compaction has no ref
+    with pytest.raises(UnknownRevisionError, match=r"table 't' has 2 data revisions"):
+        resolve_position(records, "t", "HEAD~2")
+    with pytest.raises(UnknownRevisionError, match=r"has 1 data revision \(HEAD\);"):
+        resolve_position(records, "u", "HEAD~1")
+    with pytest.raises(UnknownRevisionError, match=r"log has 3 data revisions \(HEAD..HEAD~2\)"):
+        find_revision(records, "HEAD~3")
+
+
+def test_a_unique_name_prefix_names_a_revision():
+    names = ["3f9a0c11", "3f9a7d22", "compaction-3f9a"]
+    records = [rev(n + 1, n + 1, n == 0, name=name) for n, name in enumerate(names)]
+    assert resolve_position(records, "t", "3f9a0") == 1
+    assert resolve_position(records, "t", "3f9a7d22") == 2  # a whole name
+    assert find_revision(records, "compaction").sequence == 3
+    with pytest.raises(AmbiguousRevisionError) as ambiguous:
+        resolve_position(records, "t", "3f9a")
+    assert str(ambiguous.value) == (
+        "'3f9a' is the prefix of 2 revision names: 3f9a0c11 (sequence 1), 3f9a7d22 "
+        "(sequence 2); give more characters"
+    )
+    with pytest.raises(UnknownRevisionError, match="needs at least 4 characters"):
+        resolve_position(records, "t", "3f9")
+    with pytest.raises(UnknownRevisionError, match="outside the log"):
+        resolve_position(records, "t", "1234")  # digits are a sequence, never a prefix
 
 
 def test_revisions_of_other_tables_are_invisible():

@@ -14,7 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 import click
 
 from . import data_commands, import_commands, log_commands, maintenance_commands
-from .common import RevisionsGroup, set_debug
+from .common import EXIT_CODES, RevisionsGroup, set_debug
 
 COMMAND_MODULES = (log_commands, data_commands, maintenance_commands, import_commands)
 
@@ -31,8 +31,9 @@ def build_cli() -> RevisionsGroup:
         name="revisions",
         help=(
             "Look at revisioned datasets (local paths or s3:// roots) and act on them.\n\n"
-            "Exit codes: 0 ok, 1 a check found problems, 2 bad usage or input, "
-            "3 an unexpected failure."
+            "Exit codes: "
+            + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items())
+            + "."
         ),
         params=[
             click.Option(

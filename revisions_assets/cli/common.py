@@ -1,24 +1,35 @@
 """What every command shares: the group (errors and exit codes), options, opening roots.
 
-Exit codes: 0 ok; 1 a check found problems; 2 bad usage or input (every RevisionsError,
-every bad option value), always one line on stderr (``--debug`` adds the traceback);
-3 an unexpected failure (a bug, Spark or the network going away).
+Exit codes (``EXIT_CODES``, documented in the command-line guide): 0 ok; 1 a check found
+something (``verify`` errors, ``lag`` past its thresholds); 2 usage: a bad option or
+argument, a root that is no dataset, an unknown table or revision, a time outside the
+data; 3 a dataset or storage error: a damaged log or data file, storage or the network
+refusing, a commit that lost a race, Spark failing, any unexpected error. Always one line
+on stderr (``--debug`` adds the traceback).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlparse
 
 import click
 
-from ..core.errors import DatasetNotFoundError, RevisionsError
+from ..core.errors import (
+    CommitConflictError,
+    CorruptLogError,
+    DatasetNotFoundError,
+    InvalidArgumentError,
+    RevisionsError,
+    StorageError,
+)
 from ..core.log.revision_log import LOG_DIR
 from ..core.timeutil import to_utc
 
@@ -27,8 +38,19 @@ if TYPE_CHECKING:  # the commands that need Spark import it when they run: the o
 
     from ..core.dataset import RevisionedDataset
 
-EXIT_INPUT = 2
-EXIT_UNEXPECTED = 3
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+EXIT_DATASET = 3
+#: what each exit code means (``revisions --help`` and the guide say the same)
+EXIT_CODES = {
+    EXIT_OK: "ok",
+    EXIT_FINDINGS: "a check found something (verify errors, lag past --max-behind/--max-age)",
+    EXIT_USAGE: "usage: a bad option or argument, no dataset at ROOT, an unknown table or "
+    "revision, a time outside the data",
+    EXIT_DATASET: "a dataset or storage error: a damaged log or file, storage or the network "
+    "failing, a lost commit race, any unexpected error",
+}
 _DEBUG = "revisions.debug"
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -37,11 +59,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 class InputError(click.ClickException):
     """Bad input: a one-line message, exit code 2."""
 
-    exit_code = EXIT_INPUT
+    exit_code = EXIT_USAGE
 
 
-class UnexpectedError(click.ClickException):
-    exit_code = EXIT_UNEXPECTED
+class DatasetError(click.ClickException):
+    """The dataset or its storage failed: a one-line message, exit code 3."""
+
+    exit_code = EXIT_DATASET
+
+
+def exit_code_of(exc: RevisionsError) -> int:
+    """3 when the dataset or its storage failed (damage, storage, a lost race), 2 when the
+    request was wrong (options that do not apply to a root are a request's fault)."""
+    if isinstance(exc, InvalidArgumentError):
+        return EXIT_USAGE
+    if isinstance(exc, StorageError | CorruptLogError | CommitConflictError):
+        return EXIT_DATASET
+    return EXIT_USAGE
 
 
 def first_line(exc: BaseException) -> str:
@@ -68,13 +102,15 @@ class RevisionsGroup(click.Group):
         except RevisionsError as exc:
             if debugging(ctx):
                 traceback.print_exc()
+            if exit_code_of(exc) == EXIT_DATASET:
+                raise DatasetError(str(exc)) from exc
             raise InputError(str(exc)) from exc
         except KeyboardInterrupt:
             raise click.Abort() from None
         except Exception as exc:
             if debugging(ctx):
                 traceback.print_exc()
-            raise UnexpectedError(
+            raise DatasetError(
                 f"unexpected {type(exc).__name__}: {first_line(exc)} (--debug shows the traceback)"
             ) from exc
 
@@ -129,13 +165,45 @@ def json_option(f: F) -> F:
 
 
 def limit_option(default: int) -> Callable[[F], F]:
+    """``--limit``: ``default`` rows in a table; every row with ``--json`` unless given
+    (``rows_limit`` applies it): JSON returns what was asked."""
     return click.option(
         "--limit",
         type=click.IntRange(min=0),
-        default=default,
-        show_default=True,
-        help="At most this many rows (0: all).",
+        default=None,
+        help=f"At most this many rows (0: all). Default: {default} in a table, all with --json.",
     )
+
+
+def rows_limit(limit: int | None, as_json: bool, default: int) -> int:
+    """The ``--limit`` in force: as given, else ``default`` for people and 0 (all) for JSON."""
+    if limit is not None:
+        return limit
+    return 0 if as_json else default
+
+
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
+
+
+class Duration(click.ParamType):
+    """``7d``, ``12h``, ``30m``, ``45s``, ``2w`` or ``0``."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, timedelta):
+            return value
+        text = str(value).strip()
+        if text == "0":
+            return timedelta(0)
+        match = _DURATION.match(text)
+        if not match:
+            self.fail(f"{value!r} is not a duration: use e.g. 7d, 12h, 30m, 45s or 0", param, ctx)
+        return timedelta(**{_UNITS[match[2]]: float(match[1])})
+
+
+DURATION = Duration()
 
 
 def storage_options(endpoint_url: str | None) -> dict[str, object] | None:

@@ -9,13 +9,15 @@ with one line.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, TypeVar
 
 import click
 import polars as pl
 
 from ..core.columns import DELETED
-from ..core.errors import NoMajorRevisionError
+from ..core.errors import InvalidTimestampError, NoMajorRevisionError
+from ..core.log.records import Revision
 from ..core.log.view import table_history
 from ..core.read.plan.refs import resolve_position
 from ..core.read.plan.selection import (
@@ -36,6 +38,7 @@ from .common import (
     parse_point,
     parse_position,
     parse_time,
+    rows_limit,
     storage_options,
 )
 from .data_output import (
@@ -45,11 +48,12 @@ from .data_output import (
     emit_history,
     emit_stats,
     id_types,
-    parse_ids,
+    parse_entities,
 )
 from .output import Output, text
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 MORE = "the first {limit} rows (--limit N shows more, --limit 0 all)"
 
 
@@ -76,6 +80,28 @@ def merged(selection: Selection) -> str:
     return f"merges major {major.name}{keeps} + {on_top} revision(s) on top"
 
 
+def checked(
+    parse: Callable[[str | None, str], T],
+    value: str | None,
+    option: str,
+    history: list[Revision],
+    table: str,
+) -> T:
+    """``parse(value, option)`` (``parse_time``, ``parse_point``); a bad time's message
+    completed with the times the table's revisions span."""
+    try:
+        return parse(value, option)
+    except InvalidTimestampError as exc:
+        first, last = (f(r.timestamp for r in history) for f in (min, max))
+        raise InputError(
+            f"{exc}; table {table!r} holds revisions stamped {iso(first)} .. {iso(last)}"
+        ) from exc
+
+
+def iso(when: datetime) -> str:
+    return when.isoformat().replace("+00:00", "Z")
+
+
 @click.command("show")
 @click.argument("root")
 @click.argument("table")
@@ -97,7 +123,7 @@ def show_command(
     at: str | None,
     where: str | None,
     with_revision: bool,
-    limit: int,
+    limit: int | None,
     as_json: bool,
     use_spark: bool,
     endpoint_url: str | None,
@@ -105,10 +131,11 @@ def show_command(
     """Rows of TABLE: its latest state, as of a time, or pinned at a revision."""
     if as_of is not None and at is not None:
         raise click.UsageError("give --as-of or --at, not both")
+    limit = rows_limit(limit, as_json, 20)
     reader = open_reader(root, endpoint_url)
-    when, position = parse_time(as_of, "--as-of"), parse_position(at)
     records = reader.revisions()
     history = table_history(records, table)
+    when, position = checked(parse_time, as_of, "--as-of", history, table), parse_position(at)
     selection = state_selection(history, table, when, resolve_position(records, table, position))
     out = Output(as_json)
     point = f"as of {text(when)}" if when else f"at {at}" if at else "latest"
@@ -161,7 +188,7 @@ def diff_command(
     since: str,
     until: str | None,
     stats: bool,
-    limit: int,
+    limit: int | None,
     as_json: bool,
     use_spark: bool,
     endpoint_url: str | None,
@@ -172,13 +199,15 @@ def diff_command(
     states at two points of the commit order. When a major lies in between, the change is
     a RESET (consumers replace, not merge): then the rows compare the full states.
     """
-    start, end = parse_point(since, "--since"), parse_point(until, "--until")
-    by_sequence = isinstance(start, int)
-    if end is not None and isinstance(end, int) != by_sequence:
-        raise click.UsageError("--since and --until must both be sequences or both be times")
+    limit = rows_limit(limit, as_json, 20)
     reader = open_reader(root, endpoint_url)
     records = reader.revisions()
     history = table_history(records, table)
+    start = checked(parse_point, since, "--since", history, table)
+    end = checked(parse_point, until, "--until", history, table)
+    by_sequence = isinstance(start, int)
+    if end is not None and isinstance(end, int) != by_sequence:
+        raise click.UsageError("--since and --until must both be sequences or both be times")
     if by_sequence:
         selection = changes_by_sequence(
             history, table, start, resolve_position(records, table, end)
@@ -308,7 +337,7 @@ def diff_stats(diff: pl.DataFrame, values: list[str], is_reset: bool) -> dict[st
     "id_values",
     multiple=True,
     required=True,
-    help="An id column and value: --id col=value.",
+    help="An id column and value: --id col=value (repeat per id column, then per entity).",
 )
 @click.option("--since", help="Only versions still valid after this time (with an offset).")
 @click.option("--until", help="The history as known at this logical time.")
@@ -322,28 +351,37 @@ def history_command(
     id_values: tuple[str, ...],
     since: str | None,
     until: str | None,
-    limit: int,
+    limit: int | None,
     as_json: bool,
     use_spark: bool,
     endpoint_url: str | None,
 ) -> None:
-    """Every version of the entities of TABLE with the given ids (SCD2, in logical time)."""
+    """Every version of the entities of TABLE with the given ids (SCD2, in logical time).
+
+    --id id=1 --id id=2 asks for two entities of a one-column id; with several id columns,
+    a column that comes again starts the next entity (an entity may give only some).
+    """
+    limit = rows_limit(limit, as_json, 100)
     reader = open_reader(root, endpoint_url)
     history = table_history(reader.revisions(), table)
     write = history[-1].tables[table]
-    ids = parse_ids(
+    entities = parse_entities(
         id_values, table, write.id_columns, id_types(write.schema_json, write.id_columns)
     )
-    start, end = parse_time(since, "--since"), parse_time(until, "--until")
+    start = checked(parse_time, since, "--since", history, table)
+    end = checked(parse_time, until, "--until", history, table)
     if use_spark:
         from . import spark_data
 
         ds = open_dataset(root, endpoint_url)
-        rows, more = spark_data.history(ds, table, ids, start, end, limit, endpoint_url)
+        rows, more = spark_data.history(ds, table, entities, start, end, limit, endpoint_url)
     else:
         versions = reader.history(table, since=start, until=end)
-        for column, value in ids.items():
-            versions = versions.filter(pl.col(column) == value)
+        versions = versions.filter(
+            pl.any_horizontal(
+                pl.all_horizontal(pl.col(c) == v for c, v in entity.items()) for entity in entities
+            )
+        )
         versions = versions.sort([*write.id_columns, "valid_from"])
         rows = (versions.head(limit) if limit else versions).to_dicts()
         more = bool(limit) and versions.height > limit
@@ -352,7 +390,7 @@ def history_command(
         revision = by_name[row["_revision"]]
         row["_revision_sequence"] = revision.sequence
         row["_revision_kind"] = "major" if revision.is_major else "minor"
-    emit_history(Output(as_json), table, ids, rows, limit, more)
+    emit_history(Output(as_json), table, write.id_columns, entities, rows, limit, more)
 
 
 COMMANDS = (show_command, diff_command, history_command)

@@ -50,6 +50,30 @@ def parse_ids(
     return out
 
 
+def parse_entities(
+    pairs: Sequence[str], table: str, id_columns: Sequence[str], types: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """``--id`` pairs grouped into entities: a column that comes again starts the next one,
+    so ``--id id=1 --id id=2`` are two entities, ``--id a=1 --id b=2`` one of two columns."""
+    entities: list[dict[str, Any]] = []
+    current: dict[str, Any] = {}
+    for pair in pairs:
+        ((column, value),) = parse_ids([pair], table, id_columns, types).items()
+        if column in current:
+            entities.append(current)
+            current = {}
+        current[column] = value
+    if current:
+        entities.append(current)
+    return entities
+
+
+def shown_entities(entities: Sequence[Mapping[str, Any]]) -> str:
+    """``id=1, id=2`` or ``(a=1 b=2), (a=3 b=4)``: entities as the command line gave them."""
+    parts = [" ".join(f"{c}={text(v)}" for c, v in e.items()) for e in entities]
+    return ", ".join(p if len(e) == 1 else f"({p})" for p, e in zip(parts, entities, strict=True))
+
+
 def id_value(raw: str, data_type: Any) -> Any:
     """A command-line value as the Python value of a recorded (Spark JSON) type."""
     if data_type in ("string",) or (isinstance(data_type, str) and "char(" in data_type):
@@ -128,17 +152,30 @@ def emit_stats(out: Output, result: dict[str, Any]) -> None:
     )
 
 
-def emit_history(out: Output, table: str, ids: dict, rows: list[dict], limit: int, more: bool):
-    """``history`` rows: the SCD2 columns first, then the table's."""
+def emit_history(
+    out: Output,
+    table: str,
+    id_columns: Sequence[str],
+    entities: list[dict],
+    rows: list[dict],
+    limit: int,
+    more: bool,
+):
+    """``history`` rows: the ids, the SCD2 columns, then the table's values."""
     if out.as_json:
         out.rows(rows)
         return
     if not rows:
-        out.note(f"no version of {table} with {ids}")
+        out.note(f"no version of {table} with {shown_entities(entities)}")
         return
-    system = ["valid_from", "valid_to", "is_current", "is_deleted", "_revision", "_revision_kind"]
+    system = ["valid_from", "valid_to", "_revision", "_revision_kind", "is_current", "is_deleted"]
     data = [c for c in rows[0] if c not in system and c != "_revision_sequence"]
-    short = ("from", "to", "current", "deleted", "revision", "kind")
-    out.rows(rows, columns=[*system, *data], headers=dict(zip(system, short, strict=True)))
+    ids = [c for c in data if c in id_columns]
+    short = ("from", "to", "revision", "kind", "current", "deleted")
+    out.rows(  # the ids first, then when and by which revision, then the values
+        rows,
+        columns=[*ids, *system, *[c for c in data if c not in ids]],
+        headers=dict(zip(system, short, strict=True)),
+    )
     if more:
         out.note(f"the first {limit} versions (--limit N shows more, --limit 0 all)")

@@ -1,57 +1,303 @@
-"""Commands that read only logs, never data: ``log``, ``tables``, ``lag``. No Spark."""
+"""Commands that read only logs, never data: ``log``, ``tables``, ``lag``. No Spark.
+
+``describe`` adds the row counts, which it reads through ``DatasetReader`` (in this
+process, the id columns only).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
 import click
-import pandas as pd
 
 from ..core.errors import RevisionsError
 from ..core.log.consumers import recorded_positions, unconsumed
-from ..core.log.records import Revision
+from ..core.log.records import Revision, stored_dataset, to_ranges
 from ..core.log.view import LogView
-from ..core.read.plan.scans import plan_merge
-from ..core.read.plan.selection import state_selection
+from ..core.read.plan.scans import head_plan
 from ..core.timeutil import now_utc
-from .common import common_options, json_option, limit_option, open_dataset
+from .common import (
+    DURATION,
+    EXIT_DATASET,
+    EXIT_FINDINGS,
+    InputError,
+    common_options,
+    json_option,
+    limit_option,
+    open_dataset,
+    rows_limit,
+    storage_options,
+)
 from .output import Output, text
+
+if TYPE_CHECKING:
+    from ..core.dataset import TableInfo
+
+# -- log ----------------------------------------------------------------------------------------
 
 
 @click.command("log")
 @click.argument("root")
-@click.option("--table", help="Only the revisions that wrote this table.")
+@click.option(
+    "--table",
+    help="Only the entries of this table (its revisions, compactions, purges, vacuums); "
+    "the refs count its revisions.",
+)
 @limit_option(20)
 @json_option
 @common_options
 def log_command(
-    root: str, table: str | None, limit: int, as_json: bool, endpoint_url: str | None
+    root: str, table: str | None, limit: int | None, as_json: bool, endpoint_url: str | None
 ) -> None:
-    """The log of ROOT: one row per revision, the newest LIMIT, in commit order."""
+    """The log of ROOT: one row per entry, the newest LIMIT, in commit order.
+
+    Each entry says what it did: a major's reason, what a compaction replaces, what a
+    purge removed and why, what a vacuum removed. Data revisions carry their ref: HEAD,
+    HEAD~1, ... as `show --at` counts them (in the history of each table; maintenance
+    entries are not counted).
+    """
     ds = open_dataset(root, endpoint_url)
-    frame = ds.log()  # every entry, with its kind and vacuum marks
+    view = LogView(ds.revisions())
+    refs = table_refs(view)
+    entries = list(view.records)
     if table is not None:
-        frame = frame[frame["sequence"].isin([r.sequence for r in ds.revisions(table)])]
-    shown = frame.tail(limit) if limit else frame
-    rows = [
-        {**row, "vacuumed_by": None if pd.isna(row["vacuumed_by"]) else int(row["vacuumed_by"])}
-        for row in shown.to_dict("records")
-    ]
+        view.history(table)  # UnknownTableError naming the known tables
+        entries = [r for r in entries if table in touched_tables(r, view)]
+    limit = rows_limit(limit, as_json, 20)
+    shown = entries[-limit:] if limit else entries
+    rows = [entry_row(r, view, refs, table) for r in shown]
     out = Output(as_json)
     if as_json:
         out.rows(rows)
         return
     for row in rows:
         row["bytes"] = human_bytes(row["bytes"])
-        row["committed_at"] = row["committed_at"].floor("s")  # to the second, for people
+        row["committed_at"] = row["committed_at"].replace(microsecond=0)  # for people
         row["vacuumed"] = f"by {row['vacuumed_by']}" if row["vacuumed"] else ""
-    columns = ["sequence", "name", "timestamp", "kind", "version", "tables", "rows"]
-    columns += ["tombstones", "files", "bytes", "committed_at"]
+        row["ref"] = ", ".join(  # refs count per table: name it when there are several
+            ref if len(view.tables()) == 1 or table is not None else f"{ref} ({t})"
+            for t, ref in row["refs"].items()
+        )
+        row["version"] = (
+            ", ".join(f"{t}: {v}" for t, v in row["version"].items())
+            if isinstance(row["version"], dict)
+            else row["version"]
+        )
+        row["upstream"] = ", ".join(
+            f"{stored_dataset(ds.root, p['dataset'])}#{p['table']}@{p['sequence']}"
+            for p in row["upstream"]
+        )
+    columns = ["sequence", "ref", "kind", "what", "name", "timestamp", "tables", "rows"]
+    columns += ["tombstones", "files", "bytes", "version", "committed_at"]
     if any(row["vacuumed"] for row in rows):
         columns.append("vacuumed")
     if any(row["upstream"] for row in rows):  # a consumer: the positions it recorded
         columns.append("upstream")
-    out.rows(rows, columns=columns)
-    if len(shown) < len(frame):
-        out.note(f"the last {len(shown)} of {len(frame)} revisions (--limit 0 shows all)")
+    out.rows(rows, columns=columns, wrap=("what",))
+    if len(shown) < len(entries):
+        out.note(f"the last {len(shown)} of {len(entries)} entries (--limit 0 shows all)")
+
+
+def table_refs(view: LogView) -> dict[int, dict[str, str]]:
+    """Per data revision, its ref in each table it wrote: ``HEAD``, ``HEAD~1``, ..."""
+    refs: dict[int, dict[str, str]] = {}
+    for table in view.tables():
+        for back, record in enumerate(reversed(view.history(table))):
+            refs.setdefault(record.sequence, {})[table] = "HEAD" if back == 0 else f"HEAD~{back}"
+    return refs
+
+
+def touched_tables(record: Revision, view: LogView) -> list[str]:
+    """The tables an entry wrote, compacted, purged or (a vacuum) removed files of."""
+    if record.purge is not None:
+        return sorted(record.purge.swaps)
+    if record.vacuum is not None:
+        removed = (view.records[s - 1] for s in record.vacuum.removed)
+        return sorted({t for r in removed for t in r.tables})
+    return sorted(record.tables)
+
+
+def entry_row(
+    record: Revision,
+    view: LogView,
+    refs: dict[int, dict[str, str]],
+    table: str | None,
+) -> dict[str, Any]:
+    """One entry as JSON sees it: its fields, what it did (``what`` for people, and the
+    details as objects: ``compaction``, ``purge``, ``vacuum``, ``carries``)."""
+    vacuum = view.removed_by(record.sequence)
+    own_refs = refs.get(record.sequence, {})
+    tables = record.tables
+    versions = {t: w.version for t, w in tables.items()}
+    row: dict[str, Any] = {
+        "sequence": record.sequence,
+        "refs": {t: r for t, r in own_refs.items() if table is None or t == table},
+        "name": record.name,
+        "kind": record.kind,
+        "is_major": record.is_major,
+        "what": what_it_did(record, view),
+        "reason": record.purge.reason if record.purge else record.properties.get("reason"),
+        "timestamp": record.timestamp,
+        "committed_at": record.committed_at,
+        "tables": touched_tables(record, view),
+        "version": (  # one version, or per table when its tables differ
+            record.version
+            if record.version is not None or not versions
+            else versions
+            if len(set(versions.values())) > 1
+            else next(iter(versions.values()))
+        ),
+        "rows": record.rows,
+        "tombstones": record.tombstones,
+        "files": record.file_count,
+        "bytes": record.bytes,
+        "data_change": record.data_change,
+        "asset_key": record.producer.get("asset_key"),
+        "run_id": record.producer.get("run_id"),
+        "partition_key": record.producer.get("partition_key"),
+        "upstream": [
+            {"dataset": p.dataset, "table": p.table, "sequence": p.sequence}
+            for p in record.upstream
+        ],
+        "properties": dict(record.properties),
+        "vacuumed": vacuum is not None,
+        "vacuumed_by": vacuum.sequence if vacuum is not None else None,
+    }
+    carries = {t: list(w.carries) for t, w in tables.items() if w.carries}
+    if carries:
+        row["carries"] = carries
+    if record.replaces:
+        row["compaction"] = {
+            t: {"major": c.major, "through": c.through, "revisions": c.revisions}
+            for t, c in record.replaces.items()
+        }
+    if record.purge is not None:
+        row["purge"] = {
+            "reason": record.purge.reason,
+            "entities": record.purge.entities,
+            "rows_removed": record.purge.rows_removed,
+            "entries_rewritten": {
+                t: [s.sequence for s in swaps] for t, swaps in record.purge.swaps.items()
+            },
+        }
+    if record.vacuum is not None:
+        mark = record.vacuum
+        removed = [view.records[s - 1] for s in mark.removed]
+        row["vacuum"] = {
+            "removed": list(mark.removed),
+            "files": sum(r.file_count for r in removed),
+            "bytes": sum(r.bytes for r in removed),
+            "horizon_sequence": mark.horizon_sequence,
+            "horizon_timestamp": mark.horizon_timestamp,
+            "retain_seconds": mark.retain_seconds,
+        }
+    return row
+
+
+def what_it_did(record: Revision, view: LogView) -> str:
+    """An entry's effect in words: the audit trail the ``log`` table shows."""
+    if record.purge is not None:
+        mark = record.purge
+        entries = sum(len(s) for s in mark.swaps.values())
+        tables = ", ".join(sorted(mark.swaps)) or "no table"
+        return (
+            f"purged {mark.entities} entities from {tables}: {mark.rows_removed} rows removed "
+            f"from {entries} entries; reason: {mark.reason}"
+        )
+    if record.vacuum is not None:
+        mark = record.vacuum
+        removed = [view.records[s - 1] for s in mark.removed]
+        ranges = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in to_ranges(mark.removed))
+        return (
+            f"removed the files of {len(removed)} entries ({ranges}): "
+            f"{sum(r.file_count for r in removed)} data files, "
+            f"{human_bytes(sum(r.bytes for r in removed))}; retain "
+            f"{duration(timedelta(seconds=mark.retain_seconds))}, horizon sequence "
+            f"{mark.horizon_sequence}"
+        )
+    if record.replaces:
+        return "; ".join(
+            f"holds {t} as of sequence {c.through}: {c.revisions} revisions from major {c.major}"
+            for t, c in record.replaces.items()
+        )
+    parts = []
+    if record.is_major and record.properties.get("reason"):
+        parts.append(record.properties["reason"])
+    elif not record.is_major and record.producer.get("partition_key"):
+        parts.append(f"partition {record.producer['partition_key']}")
+    for t, write in record.tables.items():
+        if write.carries:
+            parts.append(f"carries {len(write.carries)} revisions of {t}")
+        if write.rows_offered is not None and write.rows_offered != write.rows:
+            parts.append(
+                f"{write.rows_offered - write.rows} of {write.rows_offered} rows unchanged"
+            )
+    return "; ".join(parts)
+
+
+# -- tables -------------------------------------------------------------------------------------
+
+
+def table_summary(view: LogView, root: str, name: str) -> dict[str, Any]:
+    """One table's head, base and what a default read merges on it, from the log alone."""
+    history = view.history(name)
+    plan = head_plan(view, name)
+    base = plan.compaction.record if plan.compaction is not None else plan.merge[0]
+    head = history[-1]
+    live = [
+        *[r for r in history if not view.is_removed(r.sequence)],
+        *[c.record for c in view.compactions(name) if not view.is_removed(c.sequence)],
+    ]
+    return {
+        "table": name,
+        "id_columns": list(head.tables[name].id_columns),
+        "revisions": len(history),
+        "majors": sum(r.is_major for r in history),
+        "head": head.name,
+        "head_sequence": head.sequence,
+        "head_timestamp": head.timestamp,
+        "version": head.version_of(name),
+        "base": base.name,
+        "base_kind": base.kind,
+        "base_sequence": base.sequence,
+        "revisions_since_base": plan.on_base,
+        "on_base": [t.entry for t in plan.newer],
+        "read_files": sum(len(t.files) for t in plan.tasks),
+        "read_bytes": sum(t.bytes for t in plan.tasks),
+        "stored_files": sum(len(r.tables[name].files) for r in live),
+        "stored_bytes": sum(r.tables[name].bytes for r in live),
+    }
+
+
+def columns_of(info: TableInfo) -> list[dict[str, Any]]:
+    """A table's current columns as JSON sees them: name, SQL type, nullable."""
+    return [
+        {"name": f.name, "type": f.dataType.simpleString(), "nullable": f.nullable}
+        for f in info.schema.fields
+    ]
+
+
+def shown_head_and_base(row: dict[str, Any]) -> None:
+    """A summary's head and base for people: the name, its sequence and time or kind."""
+    row["head"] = f"{row['head']} (seq {row['head_sequence']}, {text(row['head_timestamp'])})"
+    row["base"] = f"{row['base']} ({row['base_kind']}, seq {row['base_sequence']})"
+
+
+#: what ``tables`` shows of ``table_summary`` (``describe`` shows all of it)
+TABLE_FIELDS = (
+    "revisions",
+    "majors",
+    "head",
+    "head_sequence",
+    "head_timestamp",
+    "version",
+    "base",
+    "base_kind",
+    "base_sequence",
+    "revisions_since_base",
+)
 
 
 @click.command("tables")
@@ -64,28 +310,13 @@ def tables_command(root: str, as_json: bool, endpoint_url: str | None) -> None:
     view = LogView(ds.revisions())
     rows = []
     for name, info in ds.tables().items():
-        history = view.history(name)
-        plan = plan_merge(view, state_selection(history, name), f"{ds.root}: table {name!r}")
-        base = plan.compaction.record if plan.compaction is not None else plan.merge[0]
-        head = history[-1]
+        summary = table_summary(view, ds.root, name)
         rows.append(
             {
                 "table": name,
-                "id_columns": list(info.id_columns),
-                "schema": [
-                    {"name": f.name, "type": f.dataType.simpleString(), "nullable": f.nullable}
-                    for f in info.schema.fields
-                ],
-                "revisions": len(history),
-                "majors": sum(r.is_major for r in history),
-                "head": head.name,
-                "head_sequence": head.sequence,
-                "head_timestamp": head.timestamp,
-                "version": head.version_of(name),
-                "base": base.name,
-                "base_kind": base.kind,
-                "base_sequence": base.sequence,
-                "revisions_since_base": plan.on_base,
+                "id_columns": summary["id_columns"],
+                "schema": columns_of(info),
+                **{k: summary[k] for k in TABLE_FIELDS},
             }
         )
     out = Output(as_json)
@@ -93,12 +324,11 @@ def tables_command(root: str, as_json: bool, endpoint_url: str | None) -> None:
         out.rows(rows)
         return
     for row in rows:
-        row["head"] = f"{row['head']} (seq {row['head_sequence']}, {text(row['head_timestamp'])})"
-        row["base"] = f"{row['base']} ({row['base_kind']}, seq {row['base_sequence']})"
+        shown_head_and_base(row)
     out.rows(
         rows,
-        columns=["table", "id_columns", "revisions", "majors", "head", "version", "base"]
-        + ["revisions_since_base"],
+        columns=["table", "id_columns", "revisions", "majors", "revisions_since_base", "version"]
+        + ["head", "base"],
         headers={"id_columns": "ids", "revisions_since_base": "since base"},
     )
     for row in rows:
@@ -106,66 +336,219 @@ def tables_command(root: str, as_json: bool, endpoint_url: str | None) -> None:
         out.note(f"{row['table']}: {columns}")
 
 
-@click.command("lag")
-@click.argument("consumer_root")
+# -- describe ---------------------------------------------------------------------------------
+
+
+@click.command("describe")
+@click.argument("root")
+@click.argument("table", required=False)
 @json_option
 @common_options
-def lag_command(consumer_root: str, as_json: bool, endpoint_url: str | None) -> None:
-    """How far the consumer at CONSUMER_ROOT is behind each upstream table it reads.
+def describe_command(root: str, table: str | None, as_json: bool, endpoint_url: str | None) -> None:
+    """Per table of ROOT (or TABLE): current rows, files and bytes, columns, head, base and
+    the revisions a read merges on the base.
 
-    Per consumer table and upstream table (the upstream roots are those recorded in the
-    consumer's positions): the consumed position against the upstream head, the
-    unconsumed revisions and the age of the oldest of them (by commit time).
+    The row count reads the id columns of the files a default read opens (in this process,
+    no Spark); everything else comes from the log. "read" files are those a default read
+    opens; "stored" files are every file still referenced (what vacuum keeps).
     """
-    consumer = open_dataset(consumer_root, endpoint_url)
-    positions = recorded_positions(consumer.revisions())
-    now = now_utc()
-    upstream_logs: dict[str, tuple[Revision, ...] | str] = {}
+    from ..core.reader import DatasetReader
+
+    ds = open_dataset(root, endpoint_url)
+    view = LogView(ds.revisions())
+    infos = ds.tables()
+    if table is not None and table not in infos:
+        view.history(table)  # UnknownTableError naming the known tables
+    reader = DatasetReader(ds.root, storage_options=storage_options(endpoint_url))
+    refs = table_refs(view)
+    by_name = {r.name: r for r in view.records}
     rows = []
-    for (own_table, dataset, table), position in sorted(positions.items()):
-        if dataset not in upstream_logs:
-            try:
-                upstream_logs[dataset] = open_dataset(dataset, endpoint_url).revisions()
-            except RevisionsError as exc:  # reported in its row; other upstreams still shown
-                upstream_logs[dataset] = str(exc)
-        records = upstream_logs[dataset]
-        row = {"consumer_table": own_table, "upstream": dataset, "table": table}
-        row["position"] = position
-        if isinstance(records, str):
-            rows.append({**row, "error": records})
-            continue
-        try:
-            pending = unconsumed(records, table, position)
-        except RevisionsError as exc:
-            rows.append({**row, "error": str(exc)})
-            continue
-        oldest = min((r.committed_at for r in pending), default=None)
+    for name in [table] if table is not None else list(infos):
+        summary = table_summary(view, ds.root, name)
+        on_base = [by_name[n] for n in summary.pop("on_base")]
         rows.append(
             {
-                **row,
-                "head": records[-1].sequence,
-                "revisions_behind": len(pending),
-                "oldest_unconsumed": oldest,
-                "age_seconds": (now - oldest).total_seconds() if oldest else 0.0,
-                "error": None,
+                "table": name,
+                "rows": reader.read(name, columns=[]).height,
+                **summary,
+                "columns": columns_of(infos[name]),
+                "on_base": [
+                    {"name": r.name, "sequence": r.sequence, "ref": refs[r.sequence][name]}
+                    for r in on_base
+                ],
             }
         )
     out = Output(as_json)
     if as_json:
         out.rows(rows)
         return
-    if not rows:
-        out.note(f"{consumer.root} records no upstream positions: it consumes nothing")
-        return
     for row in rows:
-        row["age"] = human_age(row["age_seconds"]) if "age_seconds" in row else None
-    columns = ["consumer_table", "upstream", "table", "position", "head", "revisions_behind"]
-    columns += ["oldest_unconsumed", "age"]
-    out.rows(
-        rows,
-        columns=columns + (["error"] if any(r["error"] for r in rows) else []),
-        headers={"revisions_behind": "behind", "oldest_unconsumed": "oldest unconsumed"},
-    )
+        row["read"] = f"{row['read_files']} files, {human_bytes(row['read_bytes'])}"
+        row["stored"] = f"{row['stored_files']} files, {human_bytes(row['stored_bytes'])}"
+        shown_head_and_base(row)
+        row["column_count"] = len(row["columns"])
+    if table is None:
+        out.rows(
+            rows,
+            columns=["table", "rows", "column_count", "read", "stored", "revisions_since_base"]
+            + ["version", "head", "base"],
+            headers={"column_count": "columns", "revisions_since_base": "since base"},
+        )
+        return
+    (row,) = rows
+    for label, key in (
+        ("table", "table"),
+        ("rows", "rows"),
+        ("id columns", "id_columns"),
+        ("read", "read"),
+        ("stored", "stored"),
+        ("revisions", "revisions"),
+        ("majors", "majors"),
+        ("version", "version"),
+        ("head", "head"),
+        ("base", "base"),
+    ):
+        out.note(f"{label + ':':<12} {text(row[key])}")
+    merged = "".join(f"\n  {r['ref']} {r['name']} (seq {r['sequence']})" for r in row["on_base"])
+    out.note(f"{'on base:':<12} {row['revisions_since_base']} revision(s){merged}")
+    out.rows(row["columns"], columns=["name", "type", "nullable"])
+
+
+# -- lag ----------------------------------------------------------------------------------------
+
+
+@click.command("lag")
+@click.argument("consumer_root")
+@click.option(
+    "--max-behind",
+    type=click.IntRange(min=0),
+    help="Exit 1 when an upstream table has more unconsumed revisions than this.",
+)
+@click.option(
+    "--max-age",
+    type=DURATION,
+    help="Exit 1 when an unconsumed revision is older than this (by commit time): 12h, 2d.",
+)
+@click.option(
+    "--map-root",
+    "root_maps",
+    multiple=True,
+    metavar="OLD=NEW",
+    help="Read an upstream recorded under OLD at NEW instead (repeatable): for datasets "
+    "copied elsewhere whose positions name absolute roots.",
+)
+@json_option
+@common_options
+def lag_command(
+    consumer_root: str,
+    max_behind: int | None,
+    max_age: timedelta | None,
+    root_maps: tuple[str, ...],
+    as_json: bool,
+    endpoint_url: str | None,
+) -> None:
+    """How far the consumer at CONSUMER_ROOT is behind each upstream table it reads.
+
+    Per consumer table and upstream table (the upstream roots are those recorded in the
+    consumer's positions, resolved against CONSUMER_ROOT where they are relative): the
+    consumed position against the upstream head, the unconsumed revisions and the age of
+    the oldest of them (by commit time). Exit 1 past --max-behind or --max-age; exit 3
+    when an upstream cannot be read (every row is printed first).
+    """
+    maps = parse_root_maps(root_maps)
+    consumer = open_dataset(consumer_root, endpoint_url)
+    positions = recorded_positions(consumer.revisions())
+    now = now_utc()
+    upstream_logs: dict[str, tuple[Revision, ...] | str] = {}
+    rows = []
+    for (own_table, dataset, table), position in sorted(positions.items()):
+        read_at = mapped_root(dataset, maps)
+        if read_at not in upstream_logs:
+            try:
+                upstream_logs[read_at] = tuple(open_dataset(read_at, endpoint_url).revisions())
+            except RevisionsError as exc:  # reported in its row; other upstreams still shown
+                upstream_logs[read_at] = str(exc)
+        records = upstream_logs[read_at]
+        row: dict[str, Any] = {"consumer_table": own_table, "upstream": read_at, "table": table}
+        row["position"] = position
+        if isinstance(records, str):
+            rows.append({**row, "error": records, "over_limit": None})
+            continue
+        try:
+            pending = unconsumed(records, table, position)
+        except RevisionsError as exc:
+            rows.append({**row, "error": str(exc), "over_limit": None})
+            continue
+        oldest = min((r.committed_at for r in pending), default=None)
+        age = (now - oldest).total_seconds() if oldest else 0.0
+        over = (max_behind is not None and len(pending) > max_behind) or (
+            max_age is not None and age > max_age.total_seconds()
+        )
+        rows.append(
+            {
+                **row,
+                "head": records[-1].sequence,
+                "revisions_behind": len(pending),
+                "oldest_unconsumed": oldest,
+                "age_seconds": age,
+                "error": None,
+                "over_limit": over,
+            }
+        )
+    out = Output(as_json)
+    failed = sum(bool(r["error"]) for r in rows)
+    late = sum(bool(r["over_limit"]) for r in rows)
+    if as_json:
+        out.rows(rows)
+    elif not rows:
+        out.note(f"{consumer.root} records no upstream positions: it consumes nothing")
+    else:
+        for row in rows:
+            row["age"] = human_age(row["age_seconds"]) if "age_seconds" in row else None
+            row["shown_upstream"] = stored_dataset(consumer.root, row["upstream"])
+            row["limit"] = "OVER" if row["over_limit"] else ""
+        columns = ["consumer_table", "shown_upstream", "table", "position", "head"]
+        columns += ["revisions_behind", "age", "oldest_unconsumed"]
+        if max_behind is not None or max_age is not None:
+            columns.insert(0, "limit")
+        out.rows(
+            rows,
+            columns=columns + (["error"] if failed else []),
+            headers={
+                "revisions_behind": "behind",
+                "oldest_unconsumed": "oldest unconsumed",
+                "shown_upstream": "upstream",
+            },
+            wrap=("error",),
+        )
+    if failed:
+        if not as_json:
+            out.note(f"{failed} upstream table(s) could not be read: exit {EXIT_DATASET}")
+        click.get_current_context().exit(EXIT_DATASET)
+    if late:
+        limits = [f"--max-behind {max_behind}"] if max_behind is not None else []
+        limits += [f"--max-age {duration(max_age)}"] if max_age is not None else []
+        out.note(f"{late} upstream table(s) past {' / '.join(limits)}: exit {EXIT_FINDINGS}")
+        click.get_current_context().exit(EXIT_FINDINGS)
+
+
+def parse_root_maps(values: Sequence[str]) -> list[tuple[str, str]]:
+    """``--map-root OLD=NEW`` pairs, longest OLD first."""
+    maps = []
+    for value in values:
+        old, sep, new = value.partition("=")
+        if not sep or not old or not new:
+            raise InputError(f"--map-root {value!r}: expected OLD=NEW, e.g. /data/old=/data/new")
+        maps.append((old.rstrip("/"), new.rstrip("/")))
+    return sorted(maps, key=lambda m: -len(m[0]))
+
+
+def mapped_root(root: str, maps: Sequence[tuple[str, str]]) -> str:
+    """``root`` with the first matching OLD prefix (a whole path segment) replaced by NEW."""
+    for old, new in maps:
+        if root == old or root.startswith(old + "/"):
+            return new + root[len(old) :]
+    return root
 
 
 def human_bytes(n: int) -> str:
@@ -175,6 +558,15 @@ def human_bytes(n: int) -> str:
             return f"{size:.0f} B" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1000
     return f"{size:.1f} TB"
+
+
+def duration(value: timedelta) -> str:
+    """A duration as the options spell it: ``7d``, ``12h``, ``30m``, ``45s``."""
+    seconds = value.total_seconds()
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
 
 
 def human_age(seconds: float) -> str:
@@ -187,4 +579,4 @@ def human_age(seconds: float) -> str:
     return f"{hours:.1f}h" if hours < 48 else f"{hours / 24:.1f}d"
 
 
-COMMANDS = (log_command, tables_command, lag_command)
+COMMANDS = (log_command, tables_command, describe_command, lag_command)

@@ -8,7 +8,6 @@ spinner on stderr and the engine's progress lines (its INFO log) under it.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
@@ -18,9 +17,13 @@ import click
 from rich.console import Console
 
 from ..core.log.records import Revision
-from ..core.maintain.defaults import DEFAULT_GRACE, DEFAULT_TARGET_FILE_BYTES
+from ..core.log.view import LogView
+from ..core.maintain.defaults import DEFAULT_GRACE, DEFAULT_TARGET_FILE_BYTES, MIN_RETAIN
+from ..core.read.plan.scans import head_plan
 from ..core.timeutil import now_utc
 from .common import (
+    DURATION,
+    EXIT_FINDINGS,
     InputError,
     common_options,
     json_option,
@@ -28,8 +31,8 @@ from .common import (
     start_spark,
     storage_options,
 )
-from .data_output import parse_ids
-from .log_commands import human_bytes
+from .data_output import parse_entities, shown_entities
+from .log_commands import duration, human_bytes
 from .output import Output, jsonable
 
 if TYPE_CHECKING:
@@ -37,30 +40,6 @@ if TYPE_CHECKING:
 
     from ..core.dataset import RevisionedDataset, TableInfo
     from ..core.maintain.vacuum import VacuumReport
-
-EXIT_FINDINGS = 1
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
-
-
-class Duration(click.ParamType):
-    """``7d``, ``12h``, ``30m``, ``45s``, ``2w`` or ``0``."""
-
-    name = "duration"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, timedelta):
-            return value
-        text = str(value).strip()
-        if text == "0":
-            return timedelta(0)
-        match = _DURATION.match(text)
-        if not match:
-            self.fail(f"{value!r} is not a duration: use e.g. 7d, 12h, 30m, 45s or 0", param, ctx)
-        return timedelta(**{_UNITS[match[2]]: float(match[1])})
-
-
-DURATION = Duration()
 
 
 def open_writable(root: str, endpoint_url: str | None) -> RevisionedDataset:
@@ -136,7 +115,7 @@ def verify_command(
     elif not rows:
         out.note(f"{root}: healthy" + (" (deep)" if deep else ""))
     else:
-        out.rows(rows, columns=["severity", "kind", "path", "message"])
+        out.rows(rows, columns=["severity", "kind", "path", "message"], wrap=("message",))
         for kind in dict.fromkeys(r["kind"] for r in rows):
             fix = next(r["fix"] for r in rows if r["kind"] == kind)
             out.note(f"fix {kind}: {fix}")
@@ -163,12 +142,21 @@ def verify_command(
 def compact_command(
     root: str, table: str | None, target_file_bytes: int, as_json: bool, endpoint_url: str | None
 ) -> None:
-    """Write the state of each table past its base as one compaction entry (Spark)."""
+    """Write the state of each table past its base as one compaction entry (Spark).
+
+    The root, --table and whether any table has revisions on its base are checked from
+    the log first: nothing to do ends before Spark starts.
+    """
     ds = open_writable(root, endpoint_url)
-    start_spark(ds, endpoint_url)
-    with working("compacting", as_json):
-        record = ds.compact(table, target_file_bytes=target_file_bytes)
+    view = LogView(ds.revisions())
+    tables = [table] if table is not None else view.tables()
+    due = [t for t in tables if head_plan(view, t).on_base]  # UnknownTableError for --table
     out = Output(as_json)
+    record = None
+    if due:
+        start_spark(ds, endpoint_url)
+        with working("compacting", as_json):
+            record = ds.compact(table, target_file_bytes=target_file_bytes)
     rows = [] if record is None else compaction_rows(record)
     if as_json:
         out.rows(rows)
@@ -224,6 +212,12 @@ def compaction_rows(record: Revision) -> list[dict[str, Any]]:
     multiple=True,
     help="A consumer dataset whose next change read is kept (repeatable).",
 )
+@click.option(
+    "--force",
+    is_flag=True,
+    help=f"Allow a --retain below {duration(MIN_RETAIN)} (reads and jobs "
+    "running longer than it lose their files).",
+)
 @json_option
 @common_options
 def vacuum_command(
@@ -233,11 +227,22 @@ def vacuum_command(
     grace: timedelta,
     keep_majors: bool,
     consumers: tuple[str, ...],
+    force: bool,
     as_json: bool,
     endpoint_url: str | None,
 ) -> None:
     """Remove the files no read within --retain needs (no Spark). First commits a vacuum
-    entry marking them, then deletes; --dry-run changes nothing."""
+    entry marking them, then deletes; --dry-run changes nothing and lists what would go.
+
+    A --retain below 1d needs --force: a read or job that planned before the vacuum and
+    runs longer than the retention would lose its files (a dry run needs no --force).
+    """
+    if retain < MIN_RETAIN and not force and not dry_run:
+        raise InputError(
+            f"--retain {duration(retain)} is below the floor of "
+            f"{duration(MIN_RETAIN)}: reads and jobs that run longer lose "
+            "their files. Add --force once none runs (see it first with --dry-run)"
+        )
     ds = open_dataset(root, endpoint_url) if dry_run else open_writable(root, endpoint_url)
     readers = [open_dataset(c, endpoint_url) for c in consumers]
     with working("vacuuming", as_json):
@@ -270,6 +275,27 @@ def vacuum_command(
     ):
         if names:
             out.note(f"{label}: {', '.join(names)}")
+    if report.paths:
+        out.note(f"files {verb} (a folder: all its files):")
+        for path, files in removed_paths(report):
+            out.note(f"  {path}" + (f" ({files} files)" if path.endswith("/") else ""))
+    if dry_run and retain < MIN_RETAIN and not force:
+        out.note(f"a vacuum with this --retain needs --force (the floor is {duration(MIN_RETAIN)})")
+
+
+def removed_paths(report: VacuumReport) -> list[tuple[str, int]]:
+    """What a vacuum removes, compactly: each folder removed whole (``name/``) with its
+    file count, then every other file."""
+    folders = set(report.folders)
+    counts: dict[str, int] = {}
+    loose = []
+    for path in report.paths:
+        folder = path.split("/", 1)[0]
+        if folder in folders:
+            counts[folder] = counts.get(folder, 0) + 1
+        else:
+            loose.append(path)
+    return [(f"{f}/", n) for f, n in sorted(counts.items())] + [(p, 1) for p in loose]
 
 
 def vacuum_row(report: VacuumReport) -> dict[str, Any]:
@@ -284,6 +310,7 @@ def vacuum_row(report: VacuumReport) -> dict[str, Any]:
         "folders": list(report.folders),
         "files": report.files,
         "bytes": report.bytes,
+        "paths": list(report.paths),
         "entry": None if report.entry is None else report.entry.name,
         "entry_sequence": None if report.entry is None else report.entry.sequence,
     }
@@ -343,17 +370,17 @@ def purge_command(
             record = ds.purge(
                 table, spark.createDataFrame(values, schema), reason=reason, dry_run=dry_run
             )
-        assert record.purge is not None
-        swaps = record.purge.swaps.get(table, ())
+        swaps = record.purge.swaps.get(table, ()) if record and record.purge else ()
         rows.append(
             {
                 "root": ds.root,
                 "table": table,
                 "dry_run": dry_run,
-                "sequence": None if dry_run else record.sequence,
-                "name": None if dry_run else record.name,
-                "entities": record.purge.entities,
-                "rows_removed": record.purge.rows_removed,
+                "committed": record is not None and not dry_run,
+                "sequence": None if dry_run or record is None else record.sequence,
+                "name": None if dry_run or record is None else record.name,
+                "entities": len(set(values)),
+                "rows_removed": sum(s.rows_removed for s in swaps),
                 "entries_rewritten": len(swaps),
                 "rows_removed_by_sequence": {s.sequence: s.rows_removed for s in swaps},
             }
@@ -361,14 +388,27 @@ def purge_command(
     if as_json:
         out.rows(rows)
         return
+    for row, (root, *_) in zip(rows, opened, strict=True):
+        row["given"] = root  # the root as typed (the JSON has it resolved)
     out.rows(
         rows,
-        columns=["root", "table", "sequence", "entities", "rows_removed", "entries_rewritten"],
-        headers={"rows_removed": "rows removed", "entries_rewritten": "entries rewritten"},
+        columns=["given", "table", "sequence", "entities", "rows_removed", "entries_rewritten"],
+        headers={
+            "given": "root",
+            "rows_removed": "rows removed",
+            "entries_rewritten": "entries rewritten",
+        },
     )
+    untouched = [r["given"] for r in rows if not r["rows_removed"]]
+    if untouched:
+        verb = "would be committed" if dry_run else "committed"
+        out.note(
+            f"nothing to purge in {', '.join(untouched)}: no revision holds these ids; "
+            f"nothing {verb} there"
+        )
     if dry_run:
         out.note("dry run: nothing was written or committed")
-    else:
+    elif len(untouched) < len(rows):
         out.note("the old files are deleted by the next vacuum whose retention includes the purge")
 
 
@@ -381,25 +421,21 @@ def split_target(target: str, default_table: str) -> tuple[str, str]:
 
 
 def entities(pairs: Sequence[str], info: TableInfo) -> tuple[StructType, list[tuple]]:
-    """``--id`` pairs as entities: each full set of the id columns is one entity, so with
-    one id column every --id is an entity, with (a, b) pairs go a=…, b=…, a=…, b=…"""
+    """``--id`` pairs as entities (``parse_entities``): each must give every id column, so
+    with one id column every --id is an entity, with (a, b) pairs go a=…, b=…, a=…, b=…"""
     from pyspark.sql.types import StructType
 
     schema = StructType([info.schema[c] for c in info.id_columns])
     types = {c: info.schema[c].dataType.jsonValue() for c in info.id_columns}
     values: list[tuple] = []
-    current: dict[str, Any] = {}
-    for pair in pairs:
-        (column, value), *_ = parse_ids([pair], info.name, info.id_columns, types).items()
-        if column in current:
-            raise InputError(f"--id {pair!r}: {column!r} again before the entity is complete")
-        current[column] = value
-        if len(current) == len(info.id_columns):
-            values.append(tuple(current[c] for c in info.id_columns))
-            current = {}
-    if current:
-        missing = [c for c in info.id_columns if c not in current]
-        raise InputError(f"--id: the last entity lacks the id column(s) {', '.join(missing)}")
+    for entity in parse_entities(pairs, info.name, info.id_columns, types):
+        missing = [c for c in info.id_columns if c not in entity]
+        if missing:
+            raise InputError(
+                f"--id: the entity {shown_entities([entity])} lacks the id column(s) "
+                f"{', '.join(missing)}: give every id column of each entity"
+            )
+        values.append(tuple(entity[c] for c in info.id_columns))
     return schema, values
 
 

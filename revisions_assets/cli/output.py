@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 
@@ -71,13 +72,22 @@ def text(value: Any) -> str:
     return str(jsonable(value))
 
 
+#: the width of piped output when COLUMNS is unset: no limit (nothing is cut or folded)
+UNLIMITED = 1_000_000
+#: the narrowest a wrapping column (free text) gets before columns are left out
+WRAP_MIN = 24
+
+
 class Output:
-    """Where a command's results go: stdout (tables or JSON), notes and warnings."""
+    """Where a command's results go: stdout (tables or JSON), notes and warnings.
+
+    A table is never cut silently: on a terminal (or with ``COLUMNS``), columns that do not
+    fit are left out from the right and a note names them; piped output has no width limit.
+    """
 
     def __init__(self, as_json: bool):
         self.as_json = as_json
-        # piped output is not cut to 80 columns: COLUMNS decides, else a wide page
-        width = int(os.environ.get("COLUMNS") or 0) or (None if sys.stdout.isatty() else 200)
+        width = int(os.environ.get("COLUMNS") or 0) or (None if sys.stdout.isatty() else UNLIMITED)
         self.console = Console(width=width, markup=False, highlight=False, soft_wrap=False)
 
     def rows(
@@ -86,20 +96,68 @@ class Output:
         *,
         columns: Sequence[str] | None = None,
         headers: Mapping[str, str] | None = None,
+        wrap: Sequence[str] = (),
     ) -> None:
-        """A list of rows: a JSON array, or a table of ``columns`` (default: every key)
-        whose headers may be shortened (``headers``: column -> label)."""
+        """A list of rows: a JSON array, or a table of ``columns`` (default: every key, in
+        the order they matter: the last ones are left out first when the table is too wide)
+        whose headers may be shortened (``headers``: column -> label). Columns in ``wrap``
+        (free text) wrap their values; the others never fold."""
         if self.as_json:
             self.json([{k: jsonable(v) for k, v in row.items()} for row in rows])
             return
         columns = list(columns or (rows[0].keys() if rows else []))
+        cells = [[text(row.get(c)) for c in columns] for row in rows]
+        labels = [(headers or {}).get(c, c) for c in columns]
+        widths = self._fit(columns, labels, cells, wrap)
         table = Table(box=box.SIMPLE_HEAD, show_edge=False)
-        for column in columns:
-            label = (headers or {}).get(column, column)
-            table.add_column(label, overflow="fold", min_width=len(label))  # values fold
-        for row in rows:
-            table.add_row(*[text(row.get(c)) for c in columns])
+        for label, width in zip(labels, widths, strict=False):
+            table.add_column(label, width=width, overflow="fold")  # widths hold the values
+        for row in cells:
+            table.add_row(*row[: len(widths)])
         self.console.print(table)
+        if len(widths) < len(columns):
+            cut = ", ".join(labels[len(widths) :])
+            self.note(
+                f"left out to fit {self.console.width} columns: {cut} "
+                "(--json has every field; COLUMNS=N sets the width)"
+            )
+
+    def _fit(
+        self,
+        columns: Sequence[str],
+        labels: Sequence[str],
+        cells: Sequence[Sequence[str]],
+        wrap: Sequence[str],
+    ) -> list[int]:
+        """The width of each column shown: every value whole (columns that do not fit are
+        left out from the right), free-text columns (``wrap``) sharing what is left."""
+        natural = [
+            max(
+                [cell_len(label), *(cell_len(line) for row in cells for line in row[n].split("\n"))]
+            )
+            for n, label in enumerate(labels)
+        ]
+        least = [
+            max(cell_len(label), min(WRAP_MIN, w)) if c in wrap else w
+            for c, label, w in zip(columns, labels, natural, strict=True)
+        ]
+
+        def total(widths: Sequence[int]) -> int:  # padding 1 each side, 1 between columns
+            return sum(widths) + 3 * len(widths) - 1
+
+        shown = len(columns)
+        while shown > 1 and total(least[:shown]) > self.console.width:
+            shown -= 1
+        if total(natural[:shown]) <= self.console.width:
+            return natural[:shown]
+        widths = least[:shown]
+        spare = self.console.width - total(widths)
+        wrapping = [n for n in range(shown) if columns[n] in wrap]
+        for n in wrapping:  # what is left goes to the free text
+            widths[n] = min(natural[n], widths[n] + max(spare, 0) // len(wrapping))
+        if shown == 1 and spare < 0:  # one value wider than the screen: folded, not cut
+            widths[0] = max(self.console.width - 2, 1)
+        return widths
 
     def json(self, value: Any) -> None:
         click.echo(json.dumps(value, ensure_ascii=False))

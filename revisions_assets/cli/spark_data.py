@@ -181,17 +181,20 @@ def diff_stats(diff: DataFrame, values: list[str], is_reset: bool) -> dict[str, 
 def history(
     ds: RevisionedDataset,
     table: str,
-    ids: dict[str, Any],
+    entities: list[dict[str, Any]],
     since: datetime | None,
     until: datetime | None,
     limit: int,
     endpoint_url: str | None,
 ) -> tuple[list[dict], bool]:
-    """``revisions history --spark``: the versions of the entities ``ids``, oldest first."""
+    """``revisions history --spark``: the versions of ``entities``, oldest first."""
     start_spark(ds, endpoint_url)
-    condition = F.lit(True)
-    for column, value in ids.items():
-        condition = condition & (quoted(column) == F.lit(value))
+    condition = F.lit(False)
+    for entity in entities:
+        matches = F.lit(True)
+        for column, value in entity.items():
+            matches = matches & (quoted(column) == F.lit(value))
+        condition = condition | matches
     versions = ds.history(table, since=since, until=until).where(condition)
     order = [*[quoted(c) for c in ds.tables()[table].id_columns], F.col("valid_from")]
     return collect_rows(versions.orderBy(*order), limit, stream=False)  # type: ignore[return-value]

@@ -529,15 +529,17 @@ class RevisionedDataset:
 
     def purge(
         self, table: str, ids_df: DataFrame, *, reason: str, dry_run: bool = False
-    ) -> Revision:
+    ) -> Revision | None:
         """Remove the entities of ``ids_df`` (exactly the id columns of ``table``) from every
         revision and compaction of ``table``: the files holding them are rewritten without
         their rows, and a ``purge`` entry swaps the files, atomically. Afterwards no read,
         change read or history returns them; consumers' positions stay valid (a purge is
         not a data change). The old files are deleted by the first vacuum whose retention
         horizon includes the purge: at the latest ``vacuum(retain=timedelta(0))``. The
-        entry keeps ``reason`` and the counts, never the purged values. ``dry_run``:
-        nothing written or committed; the entry returned has the counts and the old files.
+        entry keeps ``reason`` and the counts, never the purged values. None, writing and
+        committing nothing, when no live file holds any of the entities (already purged, or
+        never there). ``dry_run``: nothing written or committed; the entry returned has the
+        counts and the old files.
         """
         if not check_bool(dry_run, "dry_run"):
             self._require_writable("purge")

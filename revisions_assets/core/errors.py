@@ -49,6 +49,10 @@ class UnknownRevisionError(RevisionsError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class AmbiguousRevisionError(UnknownRevisionError):
+    """A revision-name prefix that several revisions share: the message lists them."""
+
+
 class NoMajorRevisionError(RevisionsError):
     """A read before the first major revision, or a minor on a table without a major."""
 

@@ -85,7 +85,8 @@ class DatasetReader:
             self.root = os.fspath(root)
             self._source: Storage | None = None
             self._cache: DownloadCache | None = DownloadCache(cache_dir, None)  # type: ignore[arg-type]
-            self._log = RevisionLog(self._cache.storage())
+            absolute = self.root if "://" in self.root else os.path.abspath(self.root)
+            self._log = RevisionLog(self._cache.storage(), root=absolute)  # positions
         else:
             self._source = open_storage(root, **options)
             self.root = self._source.uri
@@ -120,7 +121,7 @@ class DatasetReader:
         head = self._log.head
         records = self._log.refresh()
         if self._cache is not None and not self.offline and self._log.head != head:
-            self._cache.save_log(records)
+            self._cache.save_log(records, self.root)
         return records
 
     @property

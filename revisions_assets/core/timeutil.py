@@ -10,6 +10,8 @@ from .uris import describe
 
 #: a point in time as users give it (a pandas Timestamp is a datetime)
 TimeLike = datetime | str
+#: how a time is spelled, in messages
+EXAMPLE = "2020-01-03T00:00:00Z"
 
 
 def to_utc(value: TimeLike, what: str = "timestamp") -> datetime:
@@ -19,6 +21,7 @@ def to_utc(value: TimeLike, what: str = "timestamp") -> datetime:
     or an ISO string with an offset such as ``2020-01-03T00:00:00Z``. Anything that is not
     a point in time (an int, None, NaN/NaT, an unparsable string) is refused as well.
     """
+    given = value
     if isinstance(value, str):
         import pandas as pd  # parses every ISO spelling; imported only for text times
 
@@ -26,10 +29,13 @@ def to_utc(value: TimeLike, what: str = "timestamp") -> datetime:
             parsed = pd.Timestamp(value)
         except (ValueError, OverflowError, TypeError) as exc:
             raise InvalidTimestampError(
-                f"{what}: cannot parse {describe(value)} as a time"
+                f"{what}: cannot parse {describe(value)} as a time; give an ISO 8601 time "
+                f"with an offset, e.g. {EXAMPLE}"
             ) from exc
         if parsed is pd.NaT:
-            raise InvalidTimestampError(f"{what}: {describe(value)} is not a time (NaT)")
+            raise InvalidTimestampError(
+                f"{what}: {describe(value)} is not a time (NaT); give e.g. {EXAMPLE}"
+            )
         value = parsed
     pd = sys.modules.get("pandas")  # a Timestamp or NaT implies pandas is loaded
     if pd is not None and value is pd.NaT:
@@ -37,9 +43,11 @@ def to_utc(value: TimeLike, what: str = "timestamp") -> datetime:
     try:
         if pd is not None and isinstance(value, pd.Timestamp):
             if value.tzinfo is None:
+                shown = repr(given) if isinstance(given, str) else value.isoformat()
                 raise NaiveTimestampError(
-                    f"{what} {value!r} has no timezone; pass an aware time such as "
-                    f"'{value.isoformat()}+00:00' (revisions-assets never assumes local time)"
+                    f"{what} {shown} has no timezone; give one, e.g. "
+                    f"'{value.isoformat()}Z' or '{value.isoformat()}+01:00' "
+                    "(revisions-assets never assumes local time)"
                 )
             return value.tz_convert("UTC").to_pydatetime()
         if isinstance(value, datetime):
@@ -52,7 +60,8 @@ def to_utc(value: TimeLike, what: str = "timestamp") -> datetime:
     except (OverflowError, ValueError) as exc:
         if isinstance(exc, NaiveTimestampError):
             raise
-        raise InvalidTimestampError(f"{what} {value!r} is out of range in UTC: {exc}") from exc
+        shown = repr(given) if isinstance(given, str) else describe(value)
+        raise InvalidTimestampError(f"{what} {shown} is out of range in UTC: {exc}") from exc
     if isinstance(value, date):
         raise NaiveTimestampError(
             f"{what} {value.isoformat()} is a date without a timezone; pass an aware datetime"

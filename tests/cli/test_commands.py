@@ -47,7 +47,7 @@ def test_log(staged):
         5,
     ]
     text = run("log", staged.features, "--limit", "3").stdout
-    assert "r7" in text and "r2" not in text and "the last 3 of 6 revisions" in text
+    assert "r7" in text and "r2" not in text and "the last 3 of 6 entries" in text
 
 
 def test_tables(staged):
@@ -211,7 +211,7 @@ def test_spark_reads_what_the_reader_reads(spark, staged, args):
         (["diff", "{features}", "t", "--since", "2020-01-04T00:00"], "has no timezone"),
         (["show", "{features}", "t", "--as-of", "2019-12-01T00:00Z"], "no major revision as of"),
         (["show", "{features}", "t", "--as-of", "2020-01-04T00:00Z", "--at", "2"], "not both"),
-        (["show", "{features}", "t", "--at", "HEAD~9"], "has only 5 revisions"),
+        (["show", "{features}", "t", "--at", "HEAD~9"], "has 5 data revisions (HEAD..HEAD~4)"),
         (["diff", "{features}", "t", "--since", "2", "--until", "2020-01-04T00:00Z"], "both be"),
         (["show", "{features}", "t", "--where", "nope > 1"], "--where 'nope > 1'"),
         (["show", "{features}", "t", "--limit", "-1"], "--limit"),

@@ -90,12 +90,19 @@ def test_compact_then_vacuum(spark, staged, tmp_path):
     assert dry["dry_run"] and dry["entry"] is None
     assert "r2" in dry["revisions"] and "r0" not in dry["revisions"]  # a major: kept
     assert Path(root, "r0").exists()
-    done = run("vacuum", root, "--retain", "0", "--no-keep-majors")
+    assert "  r2/ (1 files)" in run("vacuum", root, "--retain", "0", "--dry-run").stdout
+    done = run("vacuum", root, "--retain", "0", "--no-keep-majors", "--force")
     assert "removed" in done.stdout and "vacuum entry" in done.stdout
     assert not Path(root, "r0").exists()
     log = json.loads(run("log", root, "--json", "--limit", "0").stdout)
     assert [r["kind"] for r in log][-2:] == ["compaction", "vacuum"]
     assert log[0]["vacuumed"] is True and log[0]["vacuumed_by"] == log[-1]["sequence"]
+    compaction, vacuum = log[-2:]
+    assert compaction["compaction"] == {"t": {"major": 3, "through": 5, "revisions": 3}}
+    assert compaction["what"] == "holds t as of sequence 5: 3 revisions from major 3"
+    assert vacuum["vacuum"]["removed"] == [1, 2, 4, 5] and vacuum["vacuum"]["files"] == 4
+    assert vacuum["vacuum"]["retain_seconds"] == 0
+    assert vacuum["what"].startswith("removed the files of 4 entries (1-2, 4-5): 4 data files")
     text = run("log", root, "--limit", "0").stdout
     assert "compaction" in text and f"by {log[-1]['sequence']}" in text
 
@@ -118,11 +125,29 @@ def test_purge_over_two_roots(spark, staged, tmp_path):
     for root in roots:
         log = json.loads(run("log", root, "--json").stdout)
         assert log[-1]["kind"] == "purge" and log[-1]["data_change"] is False
+        assert log[-1]["tables"] == ["t"] and log[-1]["reason"] == "erasure 7"
+        assert log[-1]["purge"] == {
+            "reason": "erasure 7",
+            "entities": 2,
+            "rows_removed": 5,
+            "entries_rewritten": {"t": [2, 3, 4, 5]},
+        }
+        assert log[-1]["what"] == (
+            "purged 2 entities from t: 5 rows removed from 4 entries; reason: erasure 7"
+        )
         assert 6 in ids_on_disk(root)  # until a vacuum past the purge
-        vacuumed = json.loads(run("vacuum", root, "--retain", "0", "--json").stdout)
+        vacuumed = json.loads(run("vacuum", root, "--retain", "0", "--force", "--json").stdout)
         assert len(vacuumed["purged_files"]) == 3  # r4, r6, r7: r2 goes as a whole
         assert not {6, 9} & set(ids_on_disk(root))
         assert json.loads(run("verify", root, "--json").stdout)["findings"] == []
+    head = len(json.loads(run("log", roots[0], "--json").stdout))
+    again = run("purge", roots[0], "t", "--id", "id=6", "--id", "id=99", "--reason", "again")
+    assert "nothing to purge in" in again.stdout and "nothing committed there" in again.stdout
+    (row,) = json.loads(
+        run("purge", roots[0], "t", "--id", "id=99", "--reason", "again", "--json").stdout
+    )
+    assert (row["committed"], row["sequence"], row["rows_removed"]) == (False, None, 0)
+    assert len(json.loads(run("log", roots[0], "--json").stdout)) == head  # nothing committed
 
 
 @pytest.mark.parametrize(

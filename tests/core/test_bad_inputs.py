@@ -521,7 +521,12 @@ CASES = [
     Case("at-negative", InvalidArgumentError, ("at=-1", ">= 0"), read(at=-1)),
     Case("at-beyond-head", UnknownRevisionError, ("sequence 9", "1..3"), read(at=9)),
     Case("at-unknown-name", UnknownRevisionError, ("'nope'",), read(at="nope")),
-    Case("at-head-too-far", UnknownRevisionError, ("HEAD~7", "3 revisions"), read(at="HEAD~7")),
+    Case(
+        "at-head-too-far",
+        UnknownRevisionError,
+        ("HEAD~7", "3 data revisions (HEAD..HEAD~2)"),
+        read(at="HEAD~7"),
+    ),
     Case("read-table-int", ArgumentTypeError, ("table", "int 5"), read(table=5)),
     Case("read-as-of-int", InvalidTimestampError, ("as_of", "int 5"), read(as_of=5)),
     Case(

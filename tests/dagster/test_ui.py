@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -293,6 +294,37 @@ def browser(ui: Ui) -> Iterator[tuple[Any, Callable[..., str]]]:
             yield page, visit
         finally:
             chromium.close()
+
+
+def test_a_copy_of_the_demos_datasets_measures_its_own_lag(demo, tmp_path):
+    """Relocatable datasets: the scores record their upstream positions relative to the
+    folder the datasets share, so ``revisions lag`` on a copy reads the copied upstreams,
+    at the positions the originals show."""
+    copy = tmp_path / "moved"
+    shutil.copytree(demo / "datasets", copy)
+
+    def lag(root: Path) -> list[dict[str, Any]]:
+        done = subprocess.run(
+            [str(BIN / "revisions"), "lag", str(root / "scores"), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    original, moved = lag(demo / "datasets"), lag(copy)
+    assert {r["table"] for r in moved} == {"delay_features", "airlines", "planes"}
+    for before, after in zip(original, moved, strict=True):
+        assert after["error"] is None
+        assert Path(after["upstream"]).parent == copy.resolve()  # the copy, not the original
+        assert Path(after["upstream"]).name == Path(before["upstream"]).name
+        assert (after["position"], after["head"], after["revisions_behind"]) == (
+            before["position"],
+            before["head"],
+            before["revisions_behind"],
+        )
 
 
 def test_the_demo_in_a_browser(ui, tmp_path):

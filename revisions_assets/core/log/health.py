@@ -44,7 +44,8 @@ REPAIR_HINT = (
 
 
 def parse_entry(raw: bytes, sequence: int, root: str) -> Revision:
-    """The revision recorded in log entry ``sequence``, or CorruptLogError naming the file."""
+    """The revision recorded in log entry ``sequence`` of the dataset at ``root`` (its
+    relative upstream roots resolved against it), or CorruptLogError naming the file."""
     path = entry_path(sequence)
     try:
         doc = json.loads(raw)
@@ -58,7 +59,7 @@ def parse_entry(raw: bytes, sequence: int, root: str) -> Revision:
     if problem is not None:
         raise CorruptLogError(f"{root}: log entry {path} {problem}; {REPAIR_HINT}")
     try:
-        return Revision.from_json(raw)
+        return Revision.from_json(raw, root)
     except Exception as exc:  # a shape entry_problem() does not know yet
         raise CorruptLogError(
             f"{root}: log entry {path} cannot be read: {type(exc).__name__}: {exc}; {REPAIR_HINT}"

@@ -14,6 +14,7 @@ opening a handle on a long log does not parse every record.
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -110,7 +111,12 @@ class TableWrite:
 
 @dataclass(frozen=True)
 class UpstreamPosition:
-    """A consumer's position in one upstream table: the last upstream sequence consumed."""
+    """A consumer's position in one upstream table: the last upstream sequence consumed.
+
+    ``dataset`` is the upstream's root. The log stores it relative to the consumer's root
+    when both sit under a common folder (``../features``), so a tree of datasets copied
+    elsewhere keeps its positions; in memory it is always the root the log resolves it to.
+    """
 
     dataset: str
     table: str
@@ -119,6 +125,47 @@ class UpstreamPosition:
     @property
     def key(self) -> str:
         return f"{self.dataset}#{self.table}"
+
+
+def _split_root(root: str) -> tuple[str, list[str]]:
+    """``s3://bucket/a/b`` -> (``s3://bucket``, [a, b]); ``/a/b`` -> ("", [a, b])."""
+    if "://" in root:
+        scheme, rest = root.split("://", 1)
+        bucket, _, path = rest.partition("/")
+        return f"{scheme}://{bucket}", [p for p in path.split("/") if p]
+    return "", [p for p in root.split("/") if p]
+
+
+def is_relative_dataset(dataset: str) -> bool:
+    """Whether a recorded upstream names its dataset relative to the consumer's root."""
+    return dataset == "." or dataset.startswith(("./", "../"))
+
+
+def stored_dataset(root: str | None, dataset: str) -> str:
+    """How the log of the dataset at ``root`` records the upstream root ``dataset``:
+    relative (``../features``) when both sit in one folder below the filesystem root or
+    the bucket, else as given. Stored this way, copying the tree keeps the positions."""
+    if root is None or is_relative_dataset(dataset):
+        return dataset
+    if not (dataset.startswith("/") or "://" in dataset) or dataset.startswith("file://"):
+        return dataset
+    (base, own), (up_base, up) = _split_root(root), _split_root(dataset)
+    if base != up_base or not own or not up or own[0] != up[0]:
+        return dataset
+    relative = posixpath.relpath("/" + "/".join(up), "/" + "/".join(own))
+    if relative != "." and not relative.startswith(".."):
+        relative = f"./{relative}"
+    # only a spelling that reads back as the same text: positions are compared as text
+    return relative if located_dataset(root, relative) == dataset else dataset
+
+
+def located_dataset(root: str | None, dataset: str) -> str:
+    """The upstream root a recorded ``dataset`` names, read in the log of ``root``."""
+    if root is None or not is_relative_dataset(dataset):
+        return dataset
+    base, own = _split_root(root)
+    path = posixpath.normpath(posixpath.join("/" + "/".join(own), dataset))
+    return f"{base}{path}" if base else path
 
 
 @dataclass(frozen=True)
@@ -330,7 +377,9 @@ class Revision:
 
     # -- serialization -------------------------------------------------------------------
 
-    def to_json(self) -> str:
+    def to_json(self, root: str | None = None) -> str:
+        """The stored JSON; ``root``: the dataset's own root, against which upstream roots
+        are stored relative where they share a folder (``stored_dataset``)."""
         if self.raw is not None:
             return self.raw
         doc: dict[str, Any] = {
@@ -344,7 +393,7 @@ class Revision:
             "committed_at_us": to_micros(self.committed_at),
             "tables": {name: t.to_doc() for name, t in self.tables.items()},
             "producer": dict(self.producer),
-            "upstream": upstream_doc(self.upstream),
+            "upstream": upstream_doc(self.upstream, root),
             "data_change": self.data_change,
             "properties": dict(self.properties),
         }
@@ -357,7 +406,9 @@ class Revision:
         return canonical_json(doc)
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> Revision:
+    def from_json(cls, text: str | bytes, root: str | None = None) -> Revision:
+        """A record from its stored JSON; ``root``: the dataset's own root, against which
+        relative upstream roots are resolved (``located_dataset``)."""
         doc = json.loads(text)
         return cls(
             name=doc["name"],
@@ -368,7 +419,7 @@ class Revision:
             committed_at=from_micros(doc["committed_at_us"]),
             tables={name: TableWrite.from_doc(t) for name, t in doc["tables"].items()},
             producer=dict(doc.get("producer") or {}),
-            upstream=upstream_from_doc(doc.get("upstream")),
+            upstream=upstream_from_doc(doc.get("upstream"), root),
             data_change=bool(doc.get("data_change", True)),
             properties=dict(doc.get("properties") or {}),
             kind=doc.get("kind") or "",
@@ -380,7 +431,9 @@ class Revision:
         )
 
     @classmethod
-    def from_checkpoint_row(cls, row: Sequence[Any], record: str) -> Revision:
+    def from_checkpoint_row(
+        cls, row: Sequence[Any], record: str, root: str | None = None
+    ) -> Revision:
         """A data revision from a checkpoint row (the values of ``CHECKPOINT_COLUMNS`` of
         ``core/log/revision_log.py``, in that order); its details are parsed on first use.
 
@@ -410,7 +463,7 @@ class Revision:
             tables=_LazyTables(tuple(tables), source),
             version=version,
             producer=_LazyStrings(source, "producer"),
-            upstream=upstream_from_doc(json.loads(upstream)) if upstream else (),
+            upstream=upstream_from_doc(json.loads(upstream), root) if upstream else (),
             data_change=data_change,
             properties=_LazyStrings(source, "properties"),
             kind=kind,
@@ -426,12 +479,24 @@ class Revision:
 _NO_REPLACES: Mapping[str, CompactedRange] = MappingProxyType({})
 
 
-def upstream_doc(upstream: Sequence[UpstreamPosition]) -> list[dict[str, Any]]:
-    return [{"dataset": p.dataset, "table": p.table, "sequence": p.sequence} for p in upstream]
+def upstream_doc(
+    upstream: Sequence[UpstreamPosition], root: str | None = None
+) -> list[dict[str, Any]]:
+    """Positions as stored in the log of ``root`` (relative where they can be)."""
+    return [
+        {"dataset": stored_dataset(root, p.dataset), "table": p.table, "sequence": p.sequence}
+        for p in upstream
+    ]
 
 
-def upstream_from_doc(doc: Sequence[Mapping[str, Any]] | None) -> tuple[UpstreamPosition, ...]:
-    return tuple(UpstreamPosition(p["dataset"], p["table"], int(p["sequence"])) for p in doc or [])
+def upstream_from_doc(
+    doc: Sequence[Mapping[str, Any]] | None, root: str | None = None
+) -> tuple[UpstreamPosition, ...]:
+    """Stored positions, their roots resolved against the log's own ``root``."""
+    return tuple(
+        UpstreamPosition(located_dataset(root, p["dataset"]), p["table"], int(p["sequence"]))
+        for p in doc or []
+    )
 
 
 class _StoredJson:

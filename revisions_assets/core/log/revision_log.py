@@ -41,7 +41,7 @@ from ..storage.base import Storage
 from ..timeutil import to_micros
 from .health import check_log_health, parse_entry
 from .layout import DESCRIPTION, LAST_CHECKPOINT, LOG_DIR, checkpoint_path, entry_path
-from .records import DATA_KINDS, Revision, upstream_doc
+from .records import DATA_KINDS, Revision, stored_dataset, upstream_doc
 from .view import LogView
 
 if TYPE_CHECKING:  # pandas loads only when a frame is asked for
@@ -65,8 +65,11 @@ __all__ = [
 class RevisionLog:
     """The committed revisions of one dataset, cached and refreshed incrementally."""
 
-    def __init__(self, storage: Storage):
+    def __init__(self, storage: Storage, root: str | None = None):
         self.storage = storage
+        #: the dataset's root, against which upstream positions are stored relative and
+        #: resolved (``UpstreamPosition``): the storage's own, or the one a cache mirrors
+        self.root = root or storage.uri
         self._records: list[Revision] = []
         self._loaded = False
         self._description: pa.Table | None = None  # rows for the first records, appended to
@@ -112,7 +115,7 @@ class RevisionLog:
         raw = self.storage.read(entry_path(sequence))
         if raw is None:
             return None
-        return parse_entry(raw, sequence, self.storage.uri)
+        return parse_entry(raw, sequence, self.root)
 
     def _read_checkpoint(self) -> list[Revision]:
         hint = self.storage.read(LAST_CHECKPOINT)
@@ -123,7 +126,7 @@ class RevisionLog:
             raw = self.storage.read(checkpoint_path(sequence))
             if raw is None:
                 return []
-            records = records_of_checkpoint(read_parquet_bytes(raw))
+            records = records_of_checkpoint(read_parquet_bytes(raw), self.root)
         except (ValueError, KeyError, TypeError, pa.ArrowException):
             return []  # a damaged hint or checkpoint only costs a longer probe
         if [r.sequence for r in records] != list(range(1, len(records) + 1)):
@@ -138,7 +141,7 @@ class RevisionLog:
             raise InvalidArgumentError(
                 f"record sequence {record.sequence} is not the log's head + 1 ({self.head + 1})"
             )
-        payload = record.to_json().encode()
+        payload = record.to_json(self.root).encode()
         if not self.storage.create_exclusive(entry_path(record.sequence), payload):
             return False
         self._records.append(record)
@@ -151,7 +154,7 @@ class RevisionLog:
         self.publish_description()
 
     def write_checkpoint(self, sequence: int) -> None:
-        table = checkpoint_table(self._records[:sequence])
+        table = checkpoint_table(self._records[:sequence], self.root)
         buf = io.BytesIO()
         pq.write_table(table, buf, compression="zstd")
         self.storage.create_exclusive(checkpoint_path(sequence), buf.getvalue())
@@ -184,7 +187,7 @@ class RevisionLog:
             self._description = self._stored_description()
         done = self._description.num_rows
         if done < self.head:
-            new_rows = description_table(self._records[done:])
+            new_rows = description_table(self._records[done:], self.root)
             self._description = pa.concat_tables([self._description, new_rows])
         if self._description.column(0).num_chunks > 64:  # one chunk per commit otherwise
             self._description = self._description.combine_chunks()
@@ -235,8 +238,9 @@ CHECKPOINT_COLUMNS = (
 )
 
 
-def checkpoint_table(records: Sequence[Revision]) -> pa.Table:
-    """A checkpoint: every entry's JSON, and its small fields as columns."""
+def checkpoint_table(records: Sequence[Revision], root: str | None = None) -> pa.Table:
+    """A checkpoint: every entry's JSON, and its small fields as columns (upstream roots
+    stored relative to the dataset's ``root`` where they can be)."""
     return pa.table(
         {
             "sequence": pa.array([r.sequence for r in records], pa.int64()),
@@ -248,22 +252,26 @@ def checkpoint_table(records: Sequence[Revision]) -> pa.Table:
             "version": pa.array([r.version for r in records], pa.string()),
             "tables": pa.array([list(r.tables) for r in records], pa.list_(pa.string())),
             "upstream": pa.array(
-                [json.dumps(upstream_doc(r.upstream)) if r.upstream else None for r in records],
+                [
+                    json.dumps(upstream_doc(r.upstream, root)) if r.upstream else None
+                    for r in records
+                ],
                 pa.string(),
             ),
             "data_change": pa.array([r.data_change for r in records], pa.bool_()),
-            "record": pa.array([r.to_json() for r in records], pa.string()),
+            "record": pa.array([r.to_json(root) for r in records], pa.string()),
         }
     )
 
 
-def records_of_checkpoint(table: pa.Table) -> list[Revision]:
-    """The entries of a checkpoint. Data revisions are materialized from the columns and
-    parse their JSON only when a detail is needed; maintenance entries (few) are parsed.
-    A checkpoint of the first format (sequence and JSON only) is parsed in full."""
+def records_of_checkpoint(table: pa.Table, root: str | None = None) -> list[Revision]:
+    """The entries of a checkpoint of the dataset at ``root``. Data revisions are
+    materialized from the columns and parse their JSON only when a detail is needed;
+    maintenance entries (few) are parsed. A checkpoint of the first format (sequence and
+    JSON only) is parsed in full."""
     texts = table.column("record").to_pylist()
     if not set(CHECKPOINT_COLUMNS) <= set(table.column_names):
-        return [Revision.from_json(text) for text in texts]
+        return [Revision.from_json(text, root) for text in texts]
     columns = [table.column(c).to_pylist() for c in CHECKPOINT_COLUMNS]
     kinds = columns[CHECKPOINT_COLUMNS.index("kind")]
     records = []
@@ -274,9 +282,9 @@ def records_of_checkpoint(table: pa.Table) -> list[Revision]:
     try:
         for text, kind, row in zip(texts, kinds, zip(*columns, strict=True), strict=True):
             if kind in DATA_KINDS:
-                records.append(Revision.from_checkpoint_row(row, text))
+                records.append(Revision.from_checkpoint_row(row, text, root))
             else:
-                records.append(Revision.from_json(text))
+                records.append(Revision.from_json(text, root))
     finally:
         if collecting:
             gc.enable()
@@ -322,7 +330,10 @@ def table_frame(table: pa.Table) -> pd.DataFrame:
     return table.to_pandas(use_threads=False)
 
 
-def description_table(records: Sequence[Revision]) -> pa.Table:
+def description_table(records: Sequence[Revision], root: str | None = None) -> pa.Table:
+    """The log as a flat table (``description.parquet``); upstream roots as the log of
+    ``root`` stores them (relative where they can be)."""
+
     def version(r: Revision) -> str | None:
         if r.version is not None or not r.tables:
             return r.version
@@ -351,7 +362,13 @@ def description_table(records: Sequence[Revision]) -> pa.Table:
             ),
             "upstream": pa.array(
                 [
-                    json.dumps({p.key: p.sequence for p in r.upstream}, sort_keys=True)
+                    json.dumps(
+                        {
+                            f"{stored_dataset(root, p.dataset)}#{p.table}": p.sequence
+                            for p in r.upstream
+                        },
+                        sort_keys=True,
+                    )
                     if r.upstream
                     else None
                     for r in records

@@ -59,7 +59,9 @@ class Purge:
         self.log = revision_log
         self.spark = spark
 
-    def run(self, table: str, ids: DataFrame, reason: str, *, dry_run: bool) -> Revision:
+    def run(self, table: str, ids: DataFrame, reason: str, *, dry_run: bool) -> Revision | None:
+        """The purge entry (a dry run's is not committed); None, writing and committing
+        nothing, when no live file holds any of the entities."""
         self.log.refresh()
         view = self.log.view()
         history = view.history(table)  # UnknownTableError
@@ -69,6 +71,9 @@ class Purge:
         files = [(e.name, f) for e in entries for f in e.tables[table].files]
         check_data_files(self.storage, table, files, set())
         hits = self._scan(table, entries, ids, id_columns)
+        if not hits and not dry_run:
+            log.info("%s: purge of table %r: no live file holds the ids", self.storage.uri, table)
+            return None  # an empty entry would claim an erasure that removed nothing
         entities = ids.count()
         name = f"purge-{uuid.uuid4().hex}"
         affected = [e for e in entries if e.sequence in hits]

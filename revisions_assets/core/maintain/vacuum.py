@@ -42,7 +42,7 @@ class VacuumReport:
     at or before the horizon swapped out (the last copies of purged rows); ``orphans``:
     folders no log entry references (failed or killed writers); ``temporary_files``:
     leftovers of interrupted writes; ``folders``: every folder removed;
-    ``files``/``bytes``: every file removed.
+    ``files``/``bytes``: every file removed, ``paths`` their paths (sorted).
     ``entry``: the vacuum entry committed (None on a dry run or when nothing new is
     marked). ``horizon``: the retention horizon the revisions were judged by.
     """
@@ -57,6 +57,7 @@ class VacuumReport:
     files: int
     bytes: int
     entry: Revision | None = None
+    paths: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -170,6 +171,7 @@ class Vacuum:
             files=len(every),
             bytes=sum(f.size for f in every),
             entry=entry,
+            paths=tuple(sorted(f.path for f in every)),
         )
         if not dry_run:
             self._delete(files, folders, orphans, temporary)

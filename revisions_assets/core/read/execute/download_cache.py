@@ -84,13 +84,13 @@ class DownloadCache:
                 self.fetched += 1
                 step(size)
 
-    def save_log(self, records: Sequence[Revision]) -> None:
-        """The log as one checkpoint, replacing the previous one."""
+    def save_log(self, records: Sequence[Revision], root: str) -> None:
+        """The log of the dataset at ``root`` as one checkpoint, replacing the previous one."""
         if not records:
             return
         head = records[-1].sequence
         buf = io.BytesIO()
-        pq.write_table(checkpoint_table(records), buf, compression="zstd")
+        pq.write_table(checkpoint_table(records, root), buf, compression="zstd")
         _write_atomically(self.path(checkpoint_path(head)), buf.getvalue())
         _write_atomically(self.path(LAST_CHECKPOINT), json.dumps({"sequence": head}).encode())
         _write_atomically(self.path(LOG_MARKER), b"")

@@ -61,16 +61,44 @@ def _visible(
 
 
 def _latest_major(
-    visible: Sequence[Revision], table: str, as_of: datetime | None, known_at: datetime | None
+    visible: Sequence[Revision],
+    table: str,
+    as_of: datetime | None,
+    known_at: datetime | None,
+    history: Sequence[Revision] = (),
 ) -> Revision:
     majors = [r for r in visible if r.is_major]
     if not majors:
-        when = f" as of {as_of.isoformat()}" if as_of is not None else ""
-        when += f" as known at {known_at.isoformat()}" if known_at is not None else ""
-        raise NoMajorRevisionError(
-            f"table {table!r} has no major revision{when}; the first major defines the state"
-        )
+        raise NoMajorRevisionError(_no_major_message(history, table, as_of, known_at))
     return max(majors, key=lambda r: r.key)
+
+
+def _no_major_message(
+    history: Sequence[Revision], table: str, as_of: datetime | None, known_at: datetime | None
+) -> str:
+    """Why no state exists, with the earliest time (or sequence) that has one."""
+    when = f" as of {as_of.isoformat()}" if as_of is not None else ""
+    when += f" as known at {known_at.isoformat()}" if known_at is not None else ""
+    first = min((r for r in history if r.is_major), key=lambda r: r.key, default=None)
+    if first is None:
+        return f"table {table!r} has no major revision{when}; the first major defines the state"
+    stamp = first.timestamp.isoformat()
+    if as_of is not None and as_of < first.timestamp:
+        return (
+            f"table {table!r} has no major revision{when}: its first major {first.name!r} "
+            f"(sequence {first.sequence}) is stamped {stamp}; read as of {stamp} or later"
+        )
+    if known_at is not None and known_at < first.committed_at:
+        committed = first.committed_at.isoformat()
+        return (
+            f"table {table!r} has no major revision{when}: its first major {first.name!r} "
+            f"(sequence {first.sequence}) was committed at {committed}; read as known at "
+            f"{committed} or later"
+        )
+    return (
+        f"table {table!r} has no major revision{when} at this position: its first major "
+        f"{first.name!r} is sequence {first.sequence} ({stamp}); pin at {first.sequence} or later"
+    )
 
 
 def state_selection(
@@ -86,7 +114,7 @@ def state_selection(
     ``known_at``: only the revisions committed at or before it exist (a bitemporal read)."""
     max_seq = max_sequence if max_sequence is not None else _max_seq(history)
     visible = _visible(history, as_of, max_seq, known_at)
-    major = _latest_major(visible, table, as_of, known_at)
+    major = _latest_major(visible, table, as_of, known_at, history)
     carried = carried_by(major, table)
     merge = tuple(
         sorted(
