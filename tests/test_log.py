@@ -9,10 +9,10 @@ from datetime import datetime, timezone
 
 import pandas as pd
 import pytest
-from revisions_assets.core.log.consumers import consumer_position
 
 from revisions_assets.core.errors import CorruptLogError
 from revisions_assets.core.log import revision_log as log_module
+from revisions_assets.core.log.consumers import consumer_position
 from revisions_assets.core.log.records import (
     Revision,
     TableWrite,
