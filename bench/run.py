@@ -20,6 +20,7 @@ import pyspark
 from pyspark.sql import SparkSession
 
 from .delta import against_delta
+from .executors import executors
 from .harness import BASE_N, Config, Context, Outcome
 from .history import changes_of_last, commit_latency
 from .lifecycle import maintenance
@@ -47,6 +48,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("10", "soft_major"): soft_major,
     ("11", "training_set"): training_set,
     ("12", "reader"): reading_without_a_jvm,
+    ("13", "executors"): executors,
 }
 
 BENCH = Path(__file__).resolve().parent
