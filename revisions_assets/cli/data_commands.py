@@ -9,14 +9,12 @@ with one line.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import polars as pl
 
 from ..core.columns import DELETED
 from ..core.errors import NoMajorRevisionError
-from ..core.read.polars_reads import PolarsChangeSet
 from ..core.read.selection import (
     Selection,
     carried_by,
@@ -26,17 +24,16 @@ from ..core.read.selection import (
     state_selection,
     table_history,
 )
-from ..core.reader import DatasetReader
 from .common import (
     InputError,
     common_options,
     json_option,
     limit_option,
     open_dataset,
+    open_reader,
     parse_point,
     parse_position,
     parse_time,
-    storage_options,
 )
 from .data_output import (
     CHANGE,
@@ -49,6 +46,11 @@ from .data_output import (
 )
 from .output import Output, text
 
+if TYPE_CHECKING:  # polars loads when a command runs: `revisions --help` starts fast
+    import polars as pl
+
+    from ..core.read.polars_reads import PolarsChangeSet
+
 F = TypeVar("F", bound=Callable[..., Any])
 MORE = "the first {limit} rows (--limit N shows more, --limit 0 all)"
 
@@ -60,11 +62,6 @@ def spark_option(f: F) -> F:
         is_flag=True,
         help="Read with Spark instead of in this process (tables too large for one process).",
     )(f)
-
-
-def open_reader(root: str, endpoint_url: str | None) -> DatasetReader:
-    """The dataset at ``root`` for reading in this process; refused when there is none."""
-    return DatasetReader(root, storage_options=storage_options(endpoint_url))
 
 
 def merged(selection: Selection) -> str:
@@ -114,9 +111,9 @@ def show_command(
     point = f"as of {text(when)}" if when else f"at {at}" if at else "latest"
     heading = f"{table} ({point}): {merged(selection)}"
     if use_spark:
+        ds = open_dataset(root, endpoint_url)  # the spark extra, or the error naming it
         from . import spark_data
 
-        ds = open_dataset(root, endpoint_url)
         rows = spark_data.show(ds, table, when, position, where, with_revision, endpoint_url)
         out.note(heading)
         spark_data.emit(out, rows, limit)
@@ -137,6 +134,8 @@ def emit_rows(out: Output, df: pl.DataFrame, limit: int) -> None:
 
 def filtered(df: pl.DataFrame, where: str) -> pl.DataFrame:
     """``df`` filtered by a SQL expression; a bad one is bad input (exit 2)."""
+    import polars as pl
+
     try:
         return df.filter(pl.sql_expr(where))
     except (pl.exceptions.PolarsError, ValueError) as exc:
@@ -172,6 +171,8 @@ def diff_command(
     states at two points of the commit order. When a major lies in between, the change is
     a RESET (consumers replace, not merge): then the rows compare the full states.
     """
+    import polars as pl
+
     start, end = parse_point(since, "--since"), parse_point(until, "--until")
     by_sequence = isinstance(start, int)
     if end is not None and isinstance(end, int) != by_sequence:
@@ -206,9 +207,9 @@ def diff_command(
         names = ", ".join(r.name for r in selection.window) or "none"
         out.note(f"{table} {window}: {len(selection.window)} revision(s) ({names})")
     if use_spark:
+        ds = open_dataset(root, endpoint_url)  # the spark extra, or the error naming it
         from . import spark_data
 
-        ds = open_dataset(root, endpoint_url)
         spark_data.diff(ds, table, start, end, before_at, ids, stats, limit, out, endpoint_url)
         return
     if by_sequence:
@@ -237,6 +238,8 @@ def diff_frame(
 ) -> tuple[pl.DataFrame, list[str]]:
     """Changed entities: ``_change`` (added/changed/deleted), ids, values after (``__a<i>``)
     and before (``__b<i>``). Before is restricted to the changed entities unless a reset."""
+    import polars as pl
+
     after = changes.df
     values = [c for c in after.columns if c not in ids and c != DELETED]
     a = after.select(
@@ -285,6 +288,8 @@ def diff_frame(
 
 
 def diff_stats(diff: pl.DataFrame, values: list[str], is_reset: bool) -> dict[str, Any]:
+    import polars as pl
+
     changed = diff.filter(pl.col(CHANGE) == "changed")
     kinds = diff.get_column(CHANGE).value_counts()
     counts = dict(zip(kinds[CHANGE].to_list(), kinds["count"].to_list(), strict=True))
@@ -328,6 +333,8 @@ def history_command(
     endpoint_url: str | None,
 ) -> None:
     """Every version of the entities of TABLE with the given ids (SCD2, in logical time)."""
+    import polars as pl
+
     reader = open_reader(root, endpoint_url)
     history = table_history(reader.revisions(), table)
     write = history[-1].tables[table]
@@ -336,9 +343,9 @@ def history_command(
     )
     start, end = parse_time(since, "--since"), parse_time(until, "--until")
     if use_spark:
+        ds = open_dataset(root, endpoint_url)  # the spark extra, or the error naming it
         from . import spark_data
 
-        ds = open_dataset(root, endpoint_url)
         rows, more = spark_data.history(ds, table, ids, start, end, limit, endpoint_url)
     else:
         versions = reader.history(table, since=start, until=end)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import click
-import pandas as pd
 
 from ..core.errors import RevisionsError
 from ..core.log.records import Revision
-from ..core.log.view import LogView
+from ..core.read.schemas import plan_writes, recorded_types
 from ..core.read.selection import plan_read, recorded_positions, state_selection, unconsumed
 from ..core.timeutil import now_utc
-from .common import common_options, json_option, limit_option, open_dataset
+from .common import common_options, json_option, limit_option, open_log
+from .data_output import sql_type
 from .output import Output, text
 
 
@@ -24,22 +24,19 @@ def log_command(
     root: str, table: str | None, limit: int, as_json: bool, endpoint_url: str | None
 ) -> None:
     """The log of ROOT: one row per revision, the newest LIMIT, in commit order."""
-    ds = open_dataset(root, endpoint_url)
-    frame = ds.log()  # every entry, with its kind and vacuum marks
+    revision_log = open_log(root, endpoint_url)
+    every = revision_log.description().to_pylist()  # every entry, its kind and vacuum marks
     if table is not None:
-        frame = frame[frame["sequence"].isin([r.sequence for r in ds.revisions(table)])]
-    shown = frame.tail(limit) if limit else frame
-    rows = [
-        {**row, "vacuumed_by": None if pd.isna(row["vacuumed_by"]) else int(row["vacuumed_by"])}
-        for row in shown.to_dict("records")
-    ]
+        wrote = {r.sequence for r in revision_log.view().history(table)}
+        every = [row for row in every if row["sequence"] in wrote]
+    rows = every[-limit:] if limit else every
     out = Output(as_json)
     if as_json:
         out.rows(rows)
         return
     for row in rows:
         row["bytes"] = human_bytes(row["bytes"])
-        row["committed_at"] = row["committed_at"].floor("s")  # to the second, for people
+        row["committed_at"] = row["committed_at"].replace(microsecond=0)  # for people
         row["vacuumed"] = f"by {row['vacuumed_by']}" if row["vacuumed"] else ""
     columns = ["sequence", "name", "timestamp", "kind", "version", "tables", "rows"]
     columns += ["tombstones", "files", "bytes", "committed_at"]
@@ -48,8 +45,8 @@ def log_command(
     if any(row["upstream"] for row in rows):  # a consumer: the positions it recorded
         columns.append("upstream")
     out.rows(rows, columns=columns)
-    if len(shown) < len(frame):
-        out.note(f"the last {len(shown)} of {len(frame)} revisions (--limit 0 shows all)")
+    if len(rows) < len(every):
+        out.note(f"the last {len(rows)} of {len(every)} revisions (--limit 0 shows all)")
 
 
 @click.command("tables")
@@ -58,21 +55,23 @@ def log_command(
 @common_options
 def tables_command(root: str, as_json: bool, endpoint_url: str | None) -> None:
     """The tables of ROOT: id columns, schema, head revision, revisions since the base."""
-    ds = open_dataset(root, endpoint_url)
-    view = LogView(ds.revisions())
+    revision_log = open_log(root, endpoint_url)
+    view = revision_log.view()
     rows = []
-    for name, info in ds.tables().items():
+    for name in view.tables():
         history = view.history(name)
-        plan = plan_read(view, state_selection(history, name), f"{ds.root}: table {name!r}")
+        where = f"{revision_log.storage.uri}: table {name!r}"
+        plan = plan_read(view, state_selection(history, name), where)
         base = plan.base.record if plan.base is not None else plan.merge[0]
         head = history[-1]
+        columns = recorded_types(plan_writes(plan))  # the schema a read returns
         rows.append(
             {
                 "table": name,
-                "id_columns": list(info.id_columns),
+                "id_columns": list(head.tables[name].id_columns),
                 "schema": [
-                    {"name": f.name, "type": f.dataType.simpleString(), "nullable": f.nullable}
-                    for f in info.schema.fields
+                    {"name": column, "type": sql_type(data_type), "nullable": True}
+                    for column, data_type in columns.items()
                 ],
                 "revisions": len(history),
                 "majors": sum(r.is_major for r in history),
@@ -115,15 +114,15 @@ def lag_command(consumer_root: str, as_json: bool, endpoint_url: str | None) -> 
     consumer's positions): the consumed position against the upstream head, the
     unconsumed revisions and the age of the oldest of them (by commit time).
     """
-    consumer = open_dataset(consumer_root, endpoint_url)
-    positions = recorded_positions(consumer.revisions())
+    consumer = open_log(consumer_root, endpoint_url)
+    positions = recorded_positions(consumer.records)
     now = now_utc()
     upstream_logs: dict[str, tuple[Revision, ...] | str] = {}
     rows = []
     for (own_table, dataset, table), position in sorted(positions.items()):
         if dataset not in upstream_logs:
             try:
-                upstream_logs[dataset] = open_dataset(dataset, endpoint_url).revisions()
+                upstream_logs[dataset] = open_log(dataset, endpoint_url).records
             except RevisionsError as exc:  # reported in its row; other upstreams still shown
                 upstream_logs[dataset] = str(exc)
         records = upstream_logs[dataset]
@@ -153,7 +152,7 @@ def lag_command(consumer_root: str, as_json: bool, endpoint_url: str | None) -> 
         out.rows(rows)
         return
     if not rows:
-        out.note(f"{consumer.root} records no upstream positions: it consumes nothing")
+        out.note(f"{consumer.storage.uri} records no upstream positions: it consumes nothing")
         return
     for row in rows:
         row["age"] = human_age(row["age_seconds"]) if "age_seconds" in row else None

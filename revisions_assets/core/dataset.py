@@ -34,7 +34,7 @@ from .log.revision_log import RevisionLog, table_frame
 from .maintain.compaction import DEFAULT_TARGET_FILE_BYTES, Compactor
 from .maintain.legacy import LegacyRevision, plan_import
 from .maintain.purge import Purge
-from .maintain.vacuum import DEFAULT_GRACE, Vacuum, VacuumReport
+from .maintain.vacuum import DEFAULT_GRACE, Vacuum, VacuumReport, consumer_positions
 from .maintain.verify import Finding, deep_findings, verify_storage
 from .read.bitemporal import KnownAt, as_of_join_plan
 from .read.data_files import check_data_files, revision_files
@@ -493,12 +493,12 @@ class RevisionedDataset:
         check_sequence_number(keep_after_sequence, "keep_after_sequence", optional=True)
         now = to_utc(now, "now") if now is not None else now_utc()
         self.refresh()
-        positions: dict[str, list[int]] = {}
-        for table in self._log.view().tables():
-            found = [c.upstream_position(self.root, table) for c in consumers]
-            if keep_after_sequence is not None:
-                found.append(keep_after_sequence)
-            positions[table] = found
+        positions = consumer_positions(
+            self._log.view().tables(),
+            self.root,
+            [c.refresh() for c in consumers],
+            keep_after_sequence,
+        )
         return Vacuum(self.storage, self._log).run(
             retain=retain,
             keep_majors=keep_majors,

@@ -20,16 +20,12 @@ def to_utc(value: TimeLike, what: str = "timestamp") -> datetime:
     a point in time (an int, None, NaN/NaT, an unparsable string) is refused as well.
     """
     if isinstance(value, str):
-        import pandas as pd  # parses every ISO spelling; imported only for text times
-
-        try:
-            parsed = pd.Timestamp(value)
-        except (ValueError, OverflowError, TypeError) as exc:
-            raise InvalidTimestampError(
-                f"{what}: cannot parse {describe(value)} as a time"
-            ) from exc
-        if parsed is pd.NaT:
-            raise InvalidTimestampError(f"{what}: {describe(value)} is not a time (NaT)")
+        parsed = _parse(value, what)
+        if parsed.tzinfo is None:
+            raise NaiveTimestampError(
+                f"{what} {value!r} has no timezone; pass an aware time such as "
+                f"'{parsed.isoformat()}+00:00' (revisions-assets never assumes local time)"
+            )
         value = parsed
     pd = sys.modules.get("pandas")  # a Timestamp or NaT implies pandas is loaded
     if pd is not None and value is pd.NaT:
@@ -60,6 +56,28 @@ def to_utc(value: TimeLike, what: str = "timestamp") -> datetime:
     raise InvalidTimestampError(
         f"{what} must be an aware datetime, pandas Timestamp or ISO string, got {describe(value)}"
     )
+
+
+def _parse(text: str, what: str) -> datetime:
+    """An ISO 8601 time; other spellings pandas reads (``2024-03-05 00:00 UTC``) when pandas
+    is installed (the base install has none)."""
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError as exc:
+        try:
+            import pandas as pd
+        except ModuleNotFoundError:
+            raise InvalidTimestampError(
+                f"{what}: cannot parse {describe(text)} as a time; use ISO 8601 with an "
+                "offset, e.g. 2020-01-03T00:00:00Z"
+            ) from exc
+    try:
+        parsed = pd.Timestamp(text)
+    except (ValueError, OverflowError, TypeError) as exc:
+        raise InvalidTimestampError(f"{what}: cannot parse {describe(text)} as a time") from exc
+    if parsed is pd.NaT:
+        raise InvalidTimestampError(f"{what}: {describe(text)} is not a time (NaT)")
+    return parsed
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

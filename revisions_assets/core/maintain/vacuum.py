@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -25,9 +25,9 @@ from ..log.records import (
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
 from ..read.retention import Horizon, removable, retention_horizon
+from ..read.selection import consumer_position
 from ..storage.base import FileInfo, Storage
 from ..timeutil import now_utc
-from ..write.transaction import append_entry, upkeep
 from .defaults import DEFAULT_GRACE
 
 log = logging.getLogger(__name__)
@@ -81,6 +81,23 @@ class _Listing:
         return cls(by_folder, temporary)
 
 
+def consumer_positions(
+    tables: Iterable[str],
+    root: str,
+    consumers: Sequence[Sequence[Revision]],
+    keep_after_sequence: int | None = None,
+) -> dict[str, list[int]]:
+    """Per table of the dataset at ``root``, the positions whose next change read a vacuum
+    keeps: those the ``consumers`` (their logs) recorded in it, and ``keep_after_sequence``."""
+    positions = {}
+    for table in tables:
+        found = [consumer_position(records, root, table) for records in consumers]
+        if keep_after_sequence is not None:
+            found.append(keep_after_sequence)
+        positions[table] = found
+    return positions
+
+
 class Vacuum:
     """One vacuum run (see the module docstring and ``retention``)."""
 
@@ -98,6 +115,9 @@ class Vacuum:
         grace: timedelta,
         now: datetime,
     ) -> VacuumReport:
+        if not dry_run:  # the commit path loads PySpark: a dry run needs only the base install
+            from ..write.transaction import append_entry, upkeep
+
         records = self.log.refresh()
         horizon = retention_horizon(records, now, retain)
 

@@ -15,16 +15,15 @@ their precision and scale.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from typing import Any
 
 import polars as pl
 
 from ..columns import DELETED, REVISION_COLUMNS, ROW_HASH, SOURCE_SEQUENCE
 from ..log.records import Revision, TableWrite
+from .schemas import plan_writes, recorded_types
 from .selection import ReadPlan
 
 #: turns the log's relative file paths into local paths (fetching them into a cache first)
@@ -75,20 +74,9 @@ def polars_type(spark_type: Any) -> pl.DataType:
     raise NotImplementedError(f"no Polars type for the Spark type {kind!r}")
 
 
-@lru_cache(maxsize=256)
-def parse_columns(schema_json: str) -> tuple[tuple[str, pl.DataType], ...]:
-    """A recorded schema as (column, Polars type) pairs, in order."""
-    return tuple((f["name"], polars_type(f["type"])) for f in json.loads(schema_json)["fields"])
-
-
 def read_columns(writes: Sequence[TableWrite]) -> Schema:
-    """The read schema: the first write's columns, then columns added later, in order
-    (``spark_merge.read_schema``)."""
-    out: Schema = {}
-    for schema_json in dict.fromkeys(w.schema_json for w in writes):
-        for name, dtype in parse_columns(schema_json):
-            out.setdefault(name, dtype)
-    return out
+    """The read schema as Polars types (``recorded_types``)."""
+    return {name: polars_type(data_type) for name, data_type in recorded_types(writes).items()}
 
 
 def table_columns(revisions: Sequence[Revision], table: str) -> Schema:
@@ -97,8 +85,7 @@ def table_columns(revisions: Sequence[Revision], table: str) -> Schema:
 
 def plan_columns(plan: ReadPlan) -> Schema:
     """The read schema of a plan: its base's columns, then those its other revisions add."""
-    writes = [r.tables[plan.table] for r in plan.direct]
-    return read_columns([plan.base.write, *writes] if plan.base is not None else writes)
+    return read_columns(plan_writes(plan))
 
 
 def _conform(name: str, have: pl.DataType | None, want: pl.DataType) -> pl.Expr:
