@@ -289,9 +289,9 @@ class _Scanner:
             return self._read(revisions, {c: exprs[c] for c in names})
         files = [(f, self._about(r)) for r in revisions for f in r.tables[self.plan.table].files]
         # Spark reports a file by its URI (local ones as file:/…): looking that up costs
-        # nothing per row, while cutting the file key out of it cost as much as the scan
-        # itself (2 s on 2.6M rows); the key is the sure lookup where a URI is spelled
-        # otherwise
+        # nothing per row, while cutting the file key out of it costs as much as the scan
+        # (docs/benchmarks/index.md, "Measured while choosing"); the key is the sure lookup
+        # where a URI is spelled otherwise
         path = "_metadata.file_path"
         lookups = [
             (path, {_reported_uri(self.storage.spark_uri(f)): about for f, about in files}),

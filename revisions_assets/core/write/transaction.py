@@ -328,8 +328,8 @@ class CommitTransaction:
             *[self.storage.spark_uri(f) for f in staged.files]
         )
         if staged.rows <= ONE_TASK_CHECK_MAX_ROWS:
-            # one task counts every id: no shuffle, a job of one stage instead of two (a
-            # minor of 20,000 rows commits 0.15 s sooner, a sixth of its commit)
+            # one task counts every id: no shuffle, a job of one stage instead of two
+            # (docs/benchmarks/index.md, "Measured while choosing")
             written = written.coalesce(1)
         repeated = written.groupBy(*ids).count().where(F.col("count") > 1).limit(1).collect()
         if repeated:
@@ -454,8 +454,8 @@ def skip_unchanged(
 
     A minor offers few rows against a large state: up to ``BROADCAST_MAX_ROWS`` offered
     rows, the state is first narrowed to their ids by a broadcast semi-join, so its hashes
-    are probed where they lie instead of being shuffled whole (a 20,000-row minor on a
-    2,000,000-row state: 4.2 s -> 3.6 s; on a state of 20 minors 4.0 s -> 2.8 s)."""
+    are probed where they lie instead of being shuffled whole (docs/benchmarks/index.md,
+    "Measured while choosing")."""
     current = _current_hashes(replaced, id_columns)
     if offered <= BROADCAST_MAX_ROWS:
         keys = rows.select(*[F.col(c).alias(f"__cur_{c}") for c in id_columns])
