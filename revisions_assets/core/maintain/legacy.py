@@ -14,8 +14,8 @@ with its name (all digits allowed), timestamp, major flag and version, in timest
 and, among equal timestamps, in reverse description order: the original reader let the
 revision listed first win a tie, the engine lets the later commit win. The data goes
 through Spark. Minors that come before every major in that order (backfilled before the
-first major) are left out with a warning: the original reader never read them after that major and raised
-``NoMajorRevisionError`` before it, as the engine does.
+first major) are left out with a warning: the original reader never read them after that
+major and raised ``NoMajorRevisionError`` before it, as the engine does.
 
 Majors of the original layout are dataset-wide: a major without a featurizer's folder voids
 that featurizer's older rows. Such a major is imported with an empty table for it, so every
