@@ -11,6 +11,7 @@ case "$cmd" in
   demo)  exec python -m revisions_assets.demo "$@" ;;
   test)  echo "[setup] s3a connector jars for the S3 tests (downloaded once into .setup/jars)" >&2
          python -m revisions_assets.s3a >/dev/null
+         python tests/install/wheelhouse.py  # the install tests' wheels (once, into .setup/)
          ruff format --check --quiet . || { echo "ruff format: run ./dev.sh format" >&2; exit 1; }
          # two workers, each taking whole test files (module fixtures such as the standalone
          # cluster start once): most tests wait on JVMs and subprocesses, so two halve the time

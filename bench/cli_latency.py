@@ -7,7 +7,9 @@ other). Then times ``revisions log``, ``tables``, ``lag`` and ``verify`` (withou
 ``--deep``: it parses every entry and lists every file) on both sizes, alternating
 the sides: the whole process (``python -m revisions_assets``: interpreter start, imports
 and the answer) and the answer alone (the command invoked in-process). These commands
-never start Spark. Prints a Markdown table; no figure is asserted anywhere.
+never start Spark. Then ``revisions --help`` in the base install (the wheel without
+extras, in a fresh environment: what a reader-only user starts) beside this development
+environment. Prints Markdown tables; no figure is asserted anywhere.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -36,6 +39,7 @@ from revisions_assets.core.timeutil import now_utc
 from .harness import at
 from .results import load_average
 
+REPO = Path(__file__).resolve().parents[1]
 SIZES = (10, 10_000)
 COMMANDS = (("log",), ("tables",), ("lag",), ("verify",))
 
@@ -70,16 +74,19 @@ def stage(root: Path, count: int, upstream: str | None = None) -> None:
     log.publish_description()
 
 
-def timed_process(args: list[str]) -> tuple[float, float]:
+def timed_process(
+    args: list[str], command: Sequence[str] = (sys.executable, "-m", "revisions_assets")
+) -> tuple[float, float]:
     """Wall and CPU seconds of ``python -m revisions_assets ARGS`` (the console script's
-    entry point) as a child process."""
+    entry point; or ``command``) as a child process."""
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "revisions_assets", *args],
+        [*command, *args],
         check=True,
         stdout=subprocess.DEVNULL,
-        env={**os.environ, "COLUMNS": "160"},
+        # the installed package, not this tree (a base install must not see the repository)
+        env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "COLUMNS": "160"},
     )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -125,7 +132,28 @@ def main() -> None:
                     for runs in samples[size]
                 ]
                 print(f"| {command[0]} | {size:,} | {cells[0]} | {cells[1]} |")
+        help_rows(Path(tmp) / "base-install", args.reps)
         print(f"load average after: {load_average():.1f}")
+
+
+def help_rows(venv: Path, reps: int) -> None:
+    """``revisions --help`` in a fresh base install (the wheel, no extra) and here."""
+    wheelhouse = REPO / "tests" / "install" / "wheelhouse.py"
+    subprocess.run([sys.executable, str(wheelhouse), "env", str(venv)], check=True)
+    sides = {
+        "base install (reader only)": [str(venv / "bin" / "revisions")],
+        "development (every extra)": [sys.executable, "-m", "revisions_assets"],
+    }
+    samples: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
+    for _ in range(reps):
+        for side, command in sides.items():  # alternating sides
+            samples[side].append(timed_process(["--help"], command))
+    print()
+    print("| `revisions --help` | process wall (CPU) s |")
+    print("|---|---:|")
+    for side, runs in samples.items():
+        wall, used = (statistics.median(x[i] for x in runs) for i in (0, 1))
+        print(f"| {side} | {wall:.2f} ({used:.2f}) |")
 
 
 if __name__ == "__main__":

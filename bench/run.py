@@ -12,7 +12,7 @@ import shlex
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import deltalake
@@ -102,6 +102,25 @@ def run(
     return outcomes
 
 
+#: options that only say where files go: left out of the command a page shows
+_PATH_OPTIONS = ("--out", "--workdir")
+
+
+def shown_command(argv: Sequence[str]) -> str:
+    """The command as the results page shows it, without the paths of the machine it ran on
+    (``--out``, ``--workdir``)."""
+    shown: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in _PATH_OPTIONS:
+            skip = True
+        elif not arg.startswith(tuple(f"{o}=" for o in _PATH_OPTIONS)):
+            shown.append(arg)
+    return " ".join(["python -m bench.run", shlex.join(shown)]).strip()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
     parser.add_argument("--scale", type=float, default=1.0, help=f"N = scale x {BASE_N:,}")
@@ -126,9 +145,7 @@ def main(argv: list[str] | None = None) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     shutil.rmtree(args.workdir, ignore_errors=True)
     info = RunInfo(
-        command=" ".join(
-            ["python -m bench.run", shlex.join(sys.argv[1:] if argv is None else argv)]
-        ).strip(),
+        command=shown_command(sys.argv[1:] if argv is None else argv),
         config=config,
         spark_conf={"master": "local[2]", **conf},
         versions={"pyspark": pyspark.__version__, "deltalake": deltalake.__version__},

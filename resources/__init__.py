@@ -1,66 +1,30 @@
-"""Dagster resources of revisions-assets: the revision IO manager (the one resolver from a
-run's context to a ``DatasetSlice``), the dataset location, the Spark session."""
+"""This project's Dagster resources: where the demo's datasets live and which Spark runs
+them, configured from the environment and built from the library's classes
+(``revisions_assets.dagster``). A project of yours keeps its own resources beside its
+definitions, the same way; this package is not part of the ``revisions-assets`` wheel.
 
-from collections.abc import Mapping
-from typing import Any
+- ``REVISIONS_DATASETS``: the datasets' root, a path or ``s3://`` URI (default: the
+  repository's ``demo_data/datasets``, git-ignored);
+- ``SPARK_REMOTE`` / ``SPARK_MASTER``: read by the session resource when a run starts
+  (default: ``local[*]``).
+"""
 
-from revisions_assets.core.dataset import DEFAULT_COMPACT_AFTER
+from __future__ import annotations
 
-from .address import NotRevisionedAssetError, Role, TableAddress, UpstreamRef
-from .io_manager import NothingToConsumeError, RevisionsIOManager, UnexpectedOutputError
-from .keys import IO_MANAGER_KEY, LOCATION_KEY, SPARK_KEY
-from .location import DatasetLocation
-from .slice import (
-    TAG_FORCE_COMPACTION,
-    TAG_FORCE_MAJOR,
-    TAG_UPSTREAM_HEADS,
-    DatasetSlice,
-    InvalidRunTagError,
-    ScoringRangeError,
-    UpstreamNotReadyError,
-    UpstreamSlice,
-)
-from .spark import SparkSessionResource
-from .values import UpstreamChanges
+import os
+from pathlib import Path
 
-__all__ = [
-    "IO_MANAGER_KEY",
-    "LOCATION_KEY",
-    "SPARK_KEY",
-    "TAG_FORCE_COMPACTION",
-    "TAG_FORCE_MAJOR",
-    "TAG_UPSTREAM_HEADS",
-    "DatasetLocation",
-    "DatasetSlice",
-    "InvalidRunTagError",
-    "NotRevisionedAssetError",
-    "NothingToConsumeError",
-    "RevisionsIOManager",
-    "Role",
-    "ScoringRangeError",
-    "SparkSessionResource",
-    "TableAddress",
-    "UnexpectedOutputError",
-    "UpstreamChanges",
-    "UpstreamNotReadyError",
-    "UpstreamRef",
-    "UpstreamSlice",
-    "revisions_resources",
-]
+from revisions_assets.dagster import SparkSessionResource
+
+DATASETS_ENV = "REVISIONS_DATASETS"
+LOCAL_DATASETS = Path(__file__).resolve().parents[1] / "demo_data" / "datasets"
 
 
-def revisions_resources(
-    base_uri: str,
-    spark: SparkSessionResource | None = None,
-    *,
-    compact_after: int | None = DEFAULT_COMPACT_AFTER,
-) -> Mapping[str, Any]:
-    """The resources every revisioned asset, check and sensor needs, under their default keys.
-    ``compact_after``: the location's compaction policy (see ``DatasetLocation``)."""
-    location = DatasetLocation(base_uri=base_uri, compact_after=compact_after)
-    spark = spark or SparkSessionResource()
-    return {
-        LOCATION_KEY: location,
-        SPARK_KEY: spark,
-        IO_MANAGER_KEY: RevisionsIOManager(location=location, spark=spark),
-    }
+def datasets_root() -> str:
+    """The root of the demo's datasets: ``REVISIONS_DATASETS``, else demo_data/datasets."""
+    return os.environ.get(DATASETS_ENV) or str(LOCAL_DATASETS)
+
+
+def spark() -> SparkSessionResource:
+    """The Spark session of the runs (created lazily: sensors and the UI start no JVM)."""
+    return SparkSessionResource(app_name="revisions-assets-demo")

@@ -1,7 +1,9 @@
 """revisions-assets: incremental, revisioned datasets on Spark, as Dagster assets.
 
 The names below load on first use, so ``from revisions_assets import DatasetReader``
-imports neither PySpark nor Dagster.
+imports neither PySpark nor Dagster. The base install reads; the engine (``RevisionedDataset``,
+``build_spark_session``) needs the ``spark`` extra, ``revisions_assets.dagster`` the ``dagster``
+extra: without them these names raise ``MissingExtraError`` naming the extra to install.
 """
 
 from __future__ import annotations
@@ -9,10 +11,15 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from .core.extras import needs_extra
+
+__version__ = "0.1.0"
+
 if TYPE_CHECKING:
-    from .core.dataset import ChangeSet, RevisionedDataset, TableInfo, VacuumReport
+    from .core.dataset import ChangeSet, RevisionedDataset, TableInfo
     from .core.errors import RevisionsError
     from .core.log.records import Revision, TableWrite, UpstreamPosition
+    from .core.maintain.vacuum import VacuumReport
     from .core.reader import DatasetReader
     from .core.spark_session import build_spark_session
 
@@ -21,7 +28,7 @@ _EXPORTS = {
     "ChangeSet": ".core.dataset",
     "RevisionedDataset": ".core.dataset",
     "TableInfo": ".core.dataset",
-    "VacuumReport": ".core.dataset",
+    "VacuumReport": ".core.maintain.vacuum",
     "DatasetReader": ".core.reader",
     "RevisionsError": ".core.errors",
     "Revision": ".core.log.records",
@@ -48,6 +55,7 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'revisions_assets' has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
+    with needs_extra(f"revisions_assets.{name}"):
+        value = getattr(import_module(module, __name__), name)
     globals()[name] = value
     return value

@@ -1,8 +1,10 @@
-"""Imports run one way: the engine <- resources <- the Dagster layer and tools <- definitions.
+"""Imports run one way: the engine <- the Dagster resources <- the Dagster layer and tools
+<- the demo <- this project's resources and definitions.
 
-Parses every module of ``revisions_assets`` and ``resources`` (no import is executed) and
-fails on an import of a higher layer, on an engine module importing Dagster, and on any
-cycle between modules.
+Parses every module of ``revisions_assets``, this project's ``resources`` and
+``definitions`` (no import is executed) and fails on an import of a higher layer, on an
+engine module importing Dagster, on a library module importing a top-level module of the
+project (a user's ``resources`` would shadow it), and on any cycle between modules.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("revisions_assets", "resources")
+#: this project's own modules beside the library (not in the wheel)
+PROJECT = ("resources", "definitions")
 
 #: (layer, module prefixes), lowest first; the longest matching prefix decides. The engine
 #: (layers 0-7, ``revisions_assets.core``) is arranged by concern, each folder importing only
@@ -36,9 +40,10 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "revisions_assets.s3a",
         ),
     ),
-    (10, ("resources",)),
+    (10, ("revisions_assets.dagster.resources",)),
     (11, ("revisions_assets.dagster", "revisions_assets.cli")),
-    (12, ("revisions_assets.demo", "revisions_assets.definitions", "revisions_assets.__main__")),
+    (12, ("revisions_assets.demo", "revisions_assets.__main__")),
+    (13, PROJECT),
 )
 ENGINE = 7  #: the highest engine layer: no Dagster import at or below it
 LAYER_NAMES = {
@@ -50,9 +55,10 @@ LAYER_NAMES = {
     5: "engine: writes",
     6: "engine: maintenance",
     7: "engine: facade",
-    10: "resources",
+    10: "Dagster resources",
     11: "Dagster layer / tools",
-    12: "definitions / demo",
+    12: "demo",
+    13: "this project's resources / definitions",
 }
 
 
@@ -62,7 +68,8 @@ def module_name(path: Path) -> str:
 
 
 def modules() -> dict[str, Path]:
-    return {module_name(p): p for pkg in PACKAGES for p in sorted((REPO / pkg).rglob("*.py"))}
+    found = {module_name(p): p for pkg in PACKAGES for p in sorted((REPO / pkg).rglob("*.py"))}
+    return found | {"definitions": REPO / "definitions.py"}
 
 
 def layer_of(module: str) -> int | None:
@@ -108,8 +115,11 @@ def back_edges(edges: dict[str, set[str]]) -> list[str]:
         own = layer_of(module)
         for target in sorted(targets):
             dagster = ("dagster", "dagster_aws", "dagster_pyspark")
-            if own is not None and own <= ENGINE and target.split(".")[0] in dagster:
+            top = target.split(".")[0]
+            if own is not None and own <= ENGINE and top in dagster:
                 problems.append(f"{module} (engine) imports {target}")
+            if module.startswith("revisions_assets") and top in PROJECT:
+                problems.append(f"{module} (library) imports {target} (a top-level module)")
             other = layer_of(target)
             if own is not None and other is not None and other > own:
                 problems.append(
@@ -175,10 +185,18 @@ def test_no_module_cycles():
     [
         (
             "revisions_assets.core.log.revision_log",
-            "resources.slice",
-            "(engine: log) imports resources.slice (resources)",
+            "revisions_assets.dagster.resources.slice",
+            "(engine: log) imports revisions_assets.dagster.resources.slice (Dagster resources)",
         ),
-        ("resources.io_manager", "revisions_assets.dagster.io", "imports revisions_assets.dagster"),
+        (
+            "revisions_assets.dagster.resources.io_manager",
+            "revisions_assets.dagster.featurized",
+            "imports revisions_assets.dagster.featurized (Dagster layer",
+        ),
+        ("revisions_assets.dagster.featurized", "resources", "(library) imports resources"),
+        ("revisions_assets.dagster.resources.slice", "resources.x", "(library) imports resources"),
+        ("revisions_assets.demo.definitions", "definitions", "(library) imports definitions"),
+        ("revisions_assets.dagster.scoring", "definitions", "(library) imports definitions"),
         ("revisions_assets.core.read.execute.spark", "dagster", "(engine) imports dagster"),
         (
             "revisions_assets.core.read.plan.selection",

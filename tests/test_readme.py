@@ -26,6 +26,12 @@ EXAMPLES = sorted((REPO / "examples").glob("*.py"))
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 FRAGMENT = "<!-- fragment:"
 SPARK_SQL_CONF = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")
+#: an absolute path of somebody's machine (a home, temporary or work folder): sample
+#: outputs use a neutral root instead (/path/to/revisions-assets, /data/revisions)
+MACHINE_PATH = re.compile(
+    r"(?<![\w.~/-])/(?:home|Users|root|tmp|work|private|mnt|var/folders)/[\w.-]+"
+    r"|\b[A-Za-z]:\\(?:Users|Documents and Settings)\\"
+)
 
 
 def python_blocks(text: str) -> list[tuple[int, str, bool]]:
@@ -54,6 +60,32 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch):
     defs = run_blocks(README)["defs"]
     assert isinstance(defs, dg.Definitions)
     dg.Definitions.validate_loadable(defs)
+
+
+def test_docs_show_no_machine_paths():
+    found = [
+        f"{path.relative_to(REPO)}:{n}: {match[0]}"
+        for path in [README, REPO / "CHANGELOG.md", *sorted(DOCS.rglob("*.md"))]
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        for match in MACHINE_PATH.finditer(line)
+    ]
+    assert not found, "absolute paths of a machine in the docs:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "text, machine",
+    [
+        ("delay_risk  /work/wt/cli/demo_data/datasets/planes", True),
+        ("--out /tmp/bench2m/results.md", True),
+        ("DatasetReader('/home/ana/data')", True),
+        (r"C:\Users\ana\revisions", True),
+        ("/path/to/revisions-assets/demo_data/datasets/planes", False),
+        ('DatasetReader("/data/revisions/drivers")', False),
+        ("s3://bucket/tmp/x and demo_data/work/y", False),
+    ],
+)
+def test_a_machine_path_is_recognized(text, machine):
+    assert bool(MACHINE_PATH.search(text)) is machine
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(DOCS).as_posix() for p in PAGES])

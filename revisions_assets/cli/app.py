@@ -9,21 +9,13 @@ also the order of ``--help``: ``log_commands``, ``data_commands``,
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
 import click
 
+from .. import __version__
 from . import data_commands, import_commands, log_commands, maintenance_commands
 from .common import EXIT_CODES, RevisionsGroup, set_debug
 
 COMMAND_MODULES = (log_commands, data_commands, maintenance_commands, import_commands)
-
-
-def _version() -> str:
-    try:
-        return version("revisions-assets")
-    except PackageNotFoundError:  # running from a source tree that is not installed
-        return "unknown"
 
 
 def build_cli() -> RevisionsGroup:
@@ -47,7 +39,7 @@ def build_cli() -> RevisionsGroup:
         ],
         context_settings={"help_option_names": ["-h", "--help"]},
     )
-    group = click.version_option(_version(), prog_name="revisions")(group)
+    group = click.version_option(__version__, prog_name="revisions")(group)
     for module in COMMAND_MODULES:
         for command in module.COMMANDS:
             group.add_command(command)

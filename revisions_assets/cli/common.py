@@ -15,6 +15,7 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -30,13 +31,16 @@ from ..core.errors import (
     RevisionsError,
     StorageError,
 )
-from ..core.log.revision_log import LOG_DIR
+from ..core.extras import needs_extra
+from ..core.log.layout import LOG_DIR
 from ..core.timeutil import to_utc
 
 if TYPE_CHECKING:  # the commands that need Spark import it when they run: the others start fast
     from pyspark.sql import SparkSession
 
     from ..core.dataset import RevisionedDataset
+    from ..core.log.revision_log import RevisionLog
+    from ..core.reader import DatasetReader
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -210,9 +214,37 @@ def storage_options(endpoint_url: str | None) -> dict[str, object] | None:
     return {"endpoint_url": endpoint_url} if endpoint_url else None
 
 
+def open_log(root: str, endpoint_url: str | None) -> RevisionLog:
+    """The log of the dataset at ``root``, read in this process (no Spark, no data read);
+    refused when there is none."""
+    from ..core.log.revision_log import RevisionLog
+    from ..core.storage.backends import open_storage
+
+    storage = open_storage(root, **(storage_options(endpoint_url) or {}))
+    revision_log = RevisionLog(storage)
+    if not revision_log.refresh():  # a root of the original layout is refused on open
+        raise DatasetNotFoundError(f"{storage.uri} is not a revisioned dataset (no {LOG_DIR}/)")
+    return revision_log
+
+
+def open_reader(root: str, endpoint_url: str | None) -> DatasetReader:
+    """The dataset at ``root`` for reading in this process; refused when there is none."""
+    from ..core.reader import DatasetReader
+
+    return DatasetReader(root, storage_options=storage_options(endpoint_url))
+
+
+def engine_command() -> AbstractContextManager[None]:
+    """A block where the imports of the Spark engine fail with the extra to install."""
+    ctx = click.get_current_context(silent=True)
+    return needs_extra(ctx.command_path if ctx else "this command")
+
+
 def open_dataset(root: str, endpoint_url: str | None) -> RevisionedDataset:
-    """The dataset at ``root``, read-only (opening never writes); refused when there is none."""
-    from ..core.dataset import RevisionedDataset
+    """The dataset at ``root`` in the Spark engine, read-only (opening never writes);
+    refused when there is none."""
+    with engine_command():
+        from ..core.dataset import RevisionedDataset
 
     ds = RevisionedDataset(root, read_only=True, storage_options=storage_options(endpoint_url))
     if ds.head_sequence == 0:  # a root of the original layout is refused on open
@@ -265,10 +297,11 @@ def quiet_log4j_config() -> Path:
 
 def start_spark(ds: RevisionedDataset, endpoint_url: str | None) -> SparkSession:
     """The session the reads of ``ds`` use: the running one, or a new one (s3a for S3)."""
-    from pyspark.sql import SparkSession
+    with engine_command():
+        from pyspark.sql import SparkSession
 
-    from ..core.spark_session import build_spark_session
-    from ..s3a import apply_s3a_conf, s3a_conf
+        from ..core.spark_session import build_spark_session
+        from ..s3a import apply_s3a_conf, s3a_conf
 
     location = urlparse(ds.storage.spark_uri())
     session = SparkSession.getActiveSession()

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import polars as pl
 
 from ..core.columns import DELETED
 from ..core.errors import InvalidTimestampError, NoMajorRevisionError
@@ -27,19 +26,17 @@ from ..core.read.plan.selection import (
     changes_by_time,
     state_selection,
 )
-from ..core.read.results import ChangeSet
-from ..core.reader import DatasetReader
 from .common import (
     InputError,
     common_options,
     json_option,
     limit_option,
     open_dataset,
+    open_reader,
     parse_point,
     parse_position,
     parse_time,
     rows_limit,
-    storage_options,
 )
 from .data_output import (
     CHANGE,
@@ -51,6 +48,11 @@ from .data_output import (
     parse_entities,
 )
 from .output import Output, text
+
+if TYPE_CHECKING:  # polars loads when a command runs: `revisions --help` starts fast
+    import polars as pl
+
+    from ..core.read.results import ChangeSet
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -64,11 +66,6 @@ def spark_option(f: F) -> F:
         is_flag=True,
         help="Read with Spark instead of in this process (tables too large for one process).",
     )(f)
-
-
-def open_reader(root: str, endpoint_url: str | None) -> DatasetReader:
-    """The dataset at ``root`` for reading in this process; refused when there is none."""
-    return DatasetReader(root, storage_options=storage_options(endpoint_url))
 
 
 def merged(selection: Selection) -> str:
@@ -141,9 +138,9 @@ def show_command(
     point = f"as of {text(when)}" if when else f"at {at}" if at else "latest"
     heading = f"{table} ({point}): {merged(selection)}"
     if use_spark:
+        ds = open_dataset(root, endpoint_url)  # the spark extra, or the error naming it
         from . import spark_data
 
-        ds = open_dataset(root, endpoint_url)
         rows = spark_data.show(ds, table, when, position, where, with_revision, endpoint_url)
         out.note(heading)
         spark_data.emit(out, rows, limit)
@@ -164,6 +161,8 @@ def emit_rows(out: Output, df: pl.DataFrame, limit: int) -> None:
 
 def filtered(df: pl.DataFrame, where: str) -> pl.DataFrame:
     """``df`` filtered by a SQL expression; a bad one is bad input (exit 2)."""
+    import polars as pl
+
     try:
         return df.filter(pl.sql_expr(where))
     except (pl.exceptions.PolarsError, ValueError) as exc:
@@ -199,6 +198,8 @@ def diff_command(
     states at two points of the commit order. When a major lies in between, the change is
     a RESET (consumers replace, not merge): then the rows compare the full states.
     """
+    import polars as pl
+
     limit = rows_limit(limit, as_json, 20)
     reader = open_reader(root, endpoint_url)
     records = reader.revisions()
@@ -235,9 +236,9 @@ def diff_command(
         names = ", ".join(r.name for r in selection.window) or "none"
         out.note(f"{table} {window}: {len(selection.window)} revision(s) ({names})")
     if use_spark:
+        ds = open_dataset(root, endpoint_url)  # the spark extra, or the error naming it
         from . import spark_data
 
-        ds = open_dataset(root, endpoint_url)
         spark_data.diff(ds, table, start, end, before_at, ids, stats, limit, out, endpoint_url)
         return
     if by_sequence:
@@ -266,6 +267,8 @@ def diff_frame(
 ) -> tuple[pl.DataFrame, list[str]]:
     """Changed entities: ``_change`` (added/changed/deleted), ids, values after (``__a<i>``)
     and before (``__b<i>``). Before is restricted to the changed entities unless a reset."""
+    import polars as pl
+
     after = changes.df
     values = [c for c in after.columns if c not in ids and c != DELETED]
     a = after.select(
@@ -314,6 +317,8 @@ def diff_frame(
 
 
 def diff_stats(diff: pl.DataFrame, values: list[str], is_reset: bool) -> dict[str, Any]:
+    import polars as pl
+
     changed = diff.filter(pl.col(CHANGE) == "changed")
     kinds = diff.get_column(CHANGE).value_counts()
     counts = dict(zip(kinds[CHANGE].to_list(), kinds["count"].to_list(), strict=True))
@@ -361,6 +366,8 @@ def history_command(
     --id id=1 --id id=2 asks for two entities of a one-column id; with several id columns,
     a column that comes again starts the next entity (an entity may give only some).
     """
+    import polars as pl
+
     limit = rows_limit(limit, as_json, 100)
     reader = open_reader(root, endpoint_url)
     history = table_history(reader.revisions(), table)
@@ -371,9 +378,9 @@ def history_command(
     start = checked(parse_time, since, "--since", history, table)
     end = checked(parse_time, until, "--until", history, table)
     if use_spark:
+        ds = open_dataset(root, endpoint_url)  # the spark extra, or the error naming it
         from . import spark_data
 
-        ds = open_dataset(root, endpoint_url)
         rows, more = spark_data.history(ds, table, entities, start, end, limit, endpoint_url)
     else:
         versions = reader.history(table, since=start, until=end)

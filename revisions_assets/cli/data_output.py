@@ -17,9 +17,25 @@ from .output import Output, text
 CHANGE = "_change"
 BEFORE = "_before"
 _INTEGRAL = ("byte", "short", "integer", "long")
-#: how SQL spells the integral types in messages
+#: how SQL spells the integral types
 _SQL_NAMES = {"byte": "tinyint", "short": "smallint", "integer": "int", "long": "bigint"}
 _DECIMAL = re.compile(r"^decimal\(\d+,\s*\d+\)$")
+
+
+def sql_type(data_type: Any) -> str:
+    """A recorded (Spark JSON) type as Spark SQL spells it: ``bigint``, ``decimal(10,2)``,
+    ``array<string>``, ``struct<a:int,b:string>``, ``map<string,double>``."""
+    if isinstance(data_type, str):
+        return _SQL_NAMES.get(data_type, data_type)
+    kind = data_type["type"]
+    if kind == "array":
+        return f"array<{sql_type(data_type['elementType'])}>"
+    if kind == "map":
+        return f"map<{sql_type(data_type['keyType'])},{sql_type(data_type['valueType'])}>"
+    if kind == "struct":
+        fields = ",".join(f"{f['name']}:{sql_type(f['type'])}" for f in data_type["fields"])
+        return f"struct<{fields}>"
+    return str(kind)
 
 
 def id_types(schema_json: str, id_columns: Sequence[str]) -> dict[str, Any]:
@@ -45,7 +61,7 @@ def parse_ids(
         try:
             out[column] = id_value(raw, types[column])
         except (ValueError, InvalidOperation) as exc:
-            name = _SQL_NAMES.get(types[column], types[column])
+            name = sql_type(types[column])
             raise InputError(f"--id {pair!r}: {raw!r} is not a {name} ({exc})") from exc
     return out
 

@@ -10,7 +10,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..core.errors import DatasetNotEmptyError
 from ..core.log.records import Revision
-from .common import common_options, split_columns, start_spark, storage_options
+from .common import (
+    common_options,
+    engine_command,
+    split_columns,
+    start_spark,
+    storage_options,
+)
 from .output import warn
 
 
@@ -34,8 +40,9 @@ def import_legacy_command(
     Same revisions, names, timestamps, majors and versions; each featurizer becomes a
     table. SRC is only read; ROOT must have no revisions.
     """
-    from ..core.dataset import RevisionedDataset
-    from ..core.maintain.legacy import LegacyRevision, NaiveTimestampWarning, plan_import
+    with engine_command():
+        from ..core.dataset import RevisionedDataset
+        from ..core.maintain.legacy import LegacyRevision, NaiveTimestampWarning, plan_import
 
     options = storage_options(endpoint_url)
     ids = split_columns(id_columns) or None

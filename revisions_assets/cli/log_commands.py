@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -16,7 +16,7 @@ from ..core.errors import RevisionsError
 from ..core.log.consumers import recorded_positions, unconsumed
 from ..core.log.records import Revision, stored_dataset, to_ranges
 from ..core.log.view import LogView
-from ..core.read.plan.scans import head_plan
+from ..core.read.plan.scans import current_schema, head_plan
 from ..core.timeutil import now_utc
 from .common import (
     DURATION,
@@ -26,14 +26,12 @@ from .common import (
     common_options,
     json_option,
     limit_option,
-    open_dataset,
+    open_log,
     rows_limit,
     storage_options,
 )
+from .data_output import sql_type
 from .output import Output, text
-
-if TYPE_CHECKING:
-    from ..core.dataset import TableInfo
 
 # -- log ----------------------------------------------------------------------------------------
 
@@ -58,8 +56,9 @@ def log_command(
     HEAD~1, ... as `show --at` counts them (in the history of each table; maintenance
     entries are not counted).
     """
-    ds = open_dataset(root, endpoint_url)
-    view = LogView(ds.revisions())
+    revision_log = open_log(root, endpoint_url)
+    root = revision_log.storage.uri
+    view = revision_log.view()
     refs = table_refs(view)
     entries = list(view.records)
     if table is not None:
@@ -86,7 +85,7 @@ def log_command(
             else row["version"]
         )
         row["upstream"] = ", ".join(
-            f"{stored_dataset(ds.root, p['dataset'])}#{p['table']}@{p['sequence']}"
+            f"{stored_dataset(root, p['dataset'])}#{p['table']}@{p['sequence']}"
             for p in row["upstream"]
         )
     columns = ["sequence", "ref", "kind", "what", "name", "timestamp", "tables", "rows"]
@@ -271,11 +270,12 @@ def table_summary(view: LogView, root: str, name: str) -> dict[str, Any]:
     }
 
 
-def columns_of(info: TableInfo) -> list[dict[str, Any]]:
-    """A table's current columns as JSON sees them: name, SQL type, nullable."""
+def columns_of(view: LogView, table: str) -> list[dict[str, Any]]:
+    """A table's current columns (what a read at the head returns) as JSON sees them: name,
+    SQL type, nullable."""
     return [
-        {"name": f.name, "type": f.dataType.simpleString(), "nullable": f.nullable}
-        for f in info.schema.fields
+        {"name": f.name, "type": sql_type(f.type), "nullable": True}
+        for f in current_schema(view, table)
     ]
 
 
@@ -306,16 +306,16 @@ TABLE_FIELDS = (
 @common_options
 def tables_command(root: str, as_json: bool, endpoint_url: str | None) -> None:
     """The tables of ROOT: id columns, schema, head revision, revisions since the base."""
-    ds = open_dataset(root, endpoint_url)
-    view = LogView(ds.revisions())
+    revision_log = open_log(root, endpoint_url)
+    view = revision_log.view()
     rows = []
-    for name, info in ds.tables().items():
-        summary = table_summary(view, ds.root, name)
+    for name in view.tables():
+        summary = table_summary(view, revision_log.storage.uri, name)
         rows.append(
             {
                 "table": name,
                 "id_columns": summary["id_columns"],
-                "schema": columns_of(info),
+                "schema": columns_of(view, name),
                 **{k: summary[k] for k in TABLE_FIELDS},
             }
         )
@@ -354,24 +354,22 @@ def describe_command(root: str, table: str | None, as_json: bool, endpoint_url: 
     """
     from ..core.reader import DatasetReader
 
-    ds = open_dataset(root, endpoint_url)
-    view = LogView(ds.revisions())
-    infos = ds.tables()
-    if table is not None and table not in infos:
+    reader = DatasetReader(root, storage_options=storage_options(endpoint_url))
+    view = reader.snapshot().view
+    if table is not None:
         view.history(table)  # UnknownTableError naming the known tables
-    reader = DatasetReader(ds.root, storage_options=storage_options(endpoint_url))
     refs = table_refs(view)
     by_name = {r.name: r for r in view.records}
     rows = []
-    for name in [table] if table is not None else list(infos):
-        summary = table_summary(view, ds.root, name)
+    for name in [table] if table is not None else view.tables():
+        summary = table_summary(view, reader.root, name)
         on_base = [by_name[n] for n in summary.pop("on_base")]
         rows.append(
             {
                 "table": name,
                 "rows": reader.read(name, columns=[]).height,
                 **summary,
-                "columns": columns_of(infos[name]),
+                "columns": columns_of(view, name),
                 "on_base": [
                     {"name": r.name, "sequence": r.sequence, "ref": refs[r.sequence][name]}
                     for r in on_base
@@ -456,8 +454,9 @@ def lag_command(
     when an upstream cannot be read (every row is printed first).
     """
     maps = parse_root_maps(root_maps)
-    consumer = open_dataset(consumer_root, endpoint_url)
-    positions = recorded_positions(consumer.revisions())
+    consumer = open_log(consumer_root, endpoint_url)
+    consumer_uri = consumer.storage.uri
+    positions = recorded_positions(consumer.records)
     now = now_utc()
     upstream_logs: dict[str, tuple[Revision, ...] | str] = {}
     rows = []
@@ -465,7 +464,7 @@ def lag_command(
         read_at = mapped_root(dataset, maps)
         if read_at not in upstream_logs:
             try:
-                upstream_logs[read_at] = tuple(open_dataset(read_at, endpoint_url).revisions())
+                upstream_logs[read_at] = open_log(read_at, endpoint_url).records
             except RevisionsError as exc:  # reported in its row; other upstreams still shown
                 upstream_logs[read_at] = str(exc)
         records = upstream_logs[read_at]
@@ -501,11 +500,11 @@ def lag_command(
     if as_json:
         out.rows(rows)
     elif not rows:
-        out.note(f"{consumer.root} records no upstream positions: it consumes nothing")
+        out.note(f"{consumer_uri} records no upstream positions: it consumes nothing")
     else:
         for row in rows:
             row["age"] = human_age(row["age_seconds"]) if "age_seconds" in row else None
-            row["shown_upstream"] = stored_dataset(consumer.root, row["upstream"])
+            row["shown_upstream"] = stored_dataset(consumer_uri, row["upstream"])
             row["limit"] = "OVER" if row["over_limit"] else ""
         columns = ["consumer_table", "shown_upstream", "table", "position", "head"]
         columns += ["revisions_behind", "age", "oldest_unconsumed"]

@@ -26,8 +26,10 @@ from .common import (
     EXIT_FINDINGS,
     InputError,
     common_options,
+    engine_command,
     json_option,
     open_dataset,
+    open_log,
     start_spark,
     storage_options,
 )
@@ -43,10 +45,10 @@ if TYPE_CHECKING:
 
 
 def open_writable(root: str, endpoint_url: str | None) -> RevisionedDataset:
+    """The dataset at ``root`` for writing; refused (nothing written) when there is none."""
+    open_dataset(root, endpoint_url)  # the spark extra; DatasetNotFoundError before any write
     from ..core.dataset import RevisionedDataset
 
-    """The dataset at ``root`` for writing; refused (nothing written) when there is none."""
-    open_dataset(root, endpoint_url)  # DatasetNotFoundError before anything is written
     return RevisionedDataset(root, storage_options=storage_options(endpoint_url))
 
 
@@ -99,8 +101,9 @@ def verify_command(
     options = storage_options(endpoint_url) or {}
     findings = verify(root, **options)
     if not findings or (deep and not any(f.severity == "error" for f in findings)):
-        ds = open_dataset(root, endpoint_url)  # a root that is no dataset is bad input
+        open_log(root, endpoint_url)  # a root that is no dataset is bad input
         if deep:
+            ds = open_dataset(root, endpoint_url)
             start_spark(ds, endpoint_url)
             with working("reading the data", as_json):
                 findings = ds.verify(deep=True)
@@ -243,15 +246,19 @@ def vacuum_command(
             f"{duration(MIN_RETAIN)}: reads and jobs that run longer lose "
             "their files. Add --force once none runs (see it first with --dry-run)"
         )
-    ds = open_dataset(root, endpoint_url) if dry_run else open_writable(root, endpoint_url)
-    readers = [open_dataset(c, endpoint_url) for c in consumers]
-    with working("vacuuming", as_json):
-        report = ds.vacuum(
+    from ..core.maintain.vacuum import Vacuum, consumer_positions
+
+    revision_log = open_log(root, endpoint_url)
+    root = revision_log.storage.uri
+    logs = [open_log(c, endpoint_url).records for c in consumers]
+    positions = consumer_positions(revision_log.view().tables(), root, logs)
+    with working("vacuuming", as_json), engine_command():  # a dry run needs no extra
+        report = Vacuum(revision_log.storage, revision_log).run(
             retain=retain,
             grace=grace,
             keep_majors=keep_majors,
             dry_run=dry_run,
-            consumers=readers,
+            consumer_positions=positions,
             now=now_utc(),
         )
     out = Output(as_json)
@@ -260,7 +267,7 @@ def vacuum_command(
         return
     verb = "would remove" if dry_run else "removed"
     out.note(
-        f"{ds.root}: {verb} {report.files} files ({human_bytes(report.bytes)}): "
+        f"{root}: {verb} {report.files} files ({human_bytes(report.bytes)}): "
         f"{len(report.revisions)} revisions, {len(report.purged_files)} purged files, "
         f"{len(report.orphans)} orphan folders, {len(report.temporary_files)} temporary files"
     )

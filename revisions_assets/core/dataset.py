@@ -34,7 +34,7 @@ from .log.revision_log import RevisionLog, table_frame
 from .maintain.compaction import DEFAULT_TARGET_FILE_BYTES, Compactor
 from .maintain.legacy import LegacyRevision, plan_import
 from .maintain.purge import Purge
-from .maintain.vacuum import DEFAULT_GRACE, Vacuum, VacuumReport
+from .maintain.vacuum import DEFAULT_GRACE, Vacuum, VacuumReport, consumer_positions
 from .maintain.verify import Finding, deep_findings, verify_storage
 from .read.execute.as_of_join import as_of_join_plan
 from .read.execute.changes import read_changes
@@ -512,12 +512,12 @@ class RevisionedDataset:
         check_bool(keep_majors, "keep_majors")
         check_sequence_number(keep_after_sequence, "keep_after_sequence", optional=True)
         now = to_utc(now, "now") if now is not None else now_utc()
-        positions: dict[str, list[int]] = {}
-        for table in self.snapshot().view.tables():
-            found = [c.upstream_position(self.root, table) for c in consumers]
-            if keep_after_sequence is not None:
-                found.append(keep_after_sequence)
-            positions[table] = found
+        positions = consumer_positions(
+            self.snapshot().view.tables(),
+            self.root,
+            [c.refresh() for c in consumers],
+            keep_after_sequence,
+        )
         return Vacuum(self.storage, self._log).run(
             retain=retain,
             keep_majors=keep_majors,

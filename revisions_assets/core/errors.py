@@ -12,6 +12,11 @@ class RevisionsError(Exception):
     """Base class of every error raised by revisions-assets."""
 
 
+class MissingExtraError(RevisionsError, ImportError):
+    """A feature whose packages are not installed: the message names the extra that brings
+    them (``pip install 'revisions-assets[spark]'``)."""
+
+
 class InvalidArgumentError(RevisionsError, ValueError):
     """An argument value the engine cannot accept: unknown option, out of range, or
     arguments that contradict each other (``since`` with ``since_sequence``, ``since > until``)."""

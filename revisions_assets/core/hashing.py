@@ -49,8 +49,8 @@ def _canonical(name: str, data_type: DataType) -> str:
 def row_hash(schema: StructType, columns: Iterable[str]) -> Column:
     """The hash of ``columns`` (value columns of ``schema``) of each row, by the rules above.
 
-    One SQL expression: built from Column objects it cost about 65 ms of calls into the
-    JVM per commit (11 columns), against 2 ms."""
+    One SQL expression: built from Column objects it costs many calls into the JVM per
+    commit (docs/benchmarks/index.md, "Measured while choosing")."""
     parts = [
         f"CASE WHEN {quoted(name)} IS NOT NULL "
         f"THEN struct({sql_literal(name)}, {_canonical(name, t)}) END"

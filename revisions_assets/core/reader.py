@@ -137,7 +137,7 @@ class DatasetReader:
     def revisions(self, table: str | None = None) -> list[Revision]:
         """Every log entry (maintenance entries included), or the data revisions of a table."""
         check_text(table, "table", optional=True)
-        snapshot = self._snapshot()
+        snapshot = self.snapshot()
         return list(snapshot.records) if table is None else snapshot.view.history(table)
 
     def revision(self, ref: Position) -> Revision:
@@ -146,7 +146,7 @@ class DatasetReader:
 
     def tables(self) -> dict[str, TableInfo[PolarsSchema]]:
         """Every table with its id columns and its current schema (latest major + additions)."""
-        view = self._snapshot().view
+        view = self.snapshot().view
         return {
             name: TableInfo(
                 name,
@@ -156,8 +156,9 @@ class DatasetReader:
             for name in view.tables()
         }
 
-    def _snapshot(self) -> Snapshot:
-        """One frozen view of the log (caught up online): what a read plans from."""
+    def snapshot(self) -> Snapshot:
+        """One frozen view of the log, caught up with commits (online): what a read plans
+        from (each read takes one when it starts)."""
         self._refresh()
         return Snapshot(self.root, self._log.view())
 
@@ -179,7 +180,7 @@ class DatasetReader:
         newest row it drops). Collect it, stream it (``collect(engine="streaming")``,
         ``sink_parquet``), or join it: the files it needs are fetched when it is planned."""
         plan = plan_state(
-            self._snapshot(),
+            self.snapshot(),
             table,
             as_of=as_of,
             at=at,
@@ -209,7 +210,7 @@ class DatasetReader:
                 f"read(): filter must be a Polars expression, got {describe(filter)}"
             )
         plan = plan_state(
-            self._snapshot(),
+            self.snapshot(),
             table,
             as_of=as_of,
             at=at,
@@ -239,7 +240,7 @@ class DatasetReader:
         DuckDB (``duckdb.sql("select ... from batches")``)."""
         check_count(batch_size, "batch_size", minimum=1, optional=True)
         plan = plan_state(
-            self._snapshot(), table, as_of=as_of, at=at, known_at=known_at, columns=columns
+            self.snapshot(), table, as_of=as_of, at=at, known_at=known_at, columns=columns
         )
         frame = self._executor.merge(plan.rows)
         schema = frame.collect_schema()
@@ -272,7 +273,7 @@ class DatasetReader:
         ``RevisionedDataset.changes`` (``.df`` with ``_deleted``, ``.is_reset``,
         ``.until_sequence``, ``.changed`` on a reset)."""
         plan = plan_changes(
-            self._snapshot(),
+            self.snapshot(),
             table,
             since=since,
             until=until,
@@ -309,7 +310,7 @@ class DatasetReader:
     ) -> pl.DataFrame:
         """The SCD2 history of ``table``, as ``RevisionedDataset.history``."""
         plan = plan_history(
-            self._snapshot(), table, since=since, until=until, known_at=known_at, columns=columns
+            self.snapshot(), table, since=since, until=until, known_at=known_at, columns=columns
         )
         try:
             return read_history(self._executor, plan).collect()
@@ -330,7 +331,7 @@ class DatasetReader:
             raise InvalidArgumentError(
                 f"download(): the reader of {self.root} has no cache_dir to download into"
             )
-        plan = plan_state(self._snapshot(), table, as_of=as_of, at=at, known_at=known_at)
+        plan = plan_state(self.snapshot(), table, as_of=as_of, at=at, known_at=known_at)
         return [Path(p) for p in self._local([f for _, f in plan.rows.files])]
 
     # -- files ----------------------------------------------------------------------------

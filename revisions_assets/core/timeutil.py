@@ -23,18 +23,12 @@ def to_utc(value: TimeLike, what: str = "timestamp") -> datetime:
     """
     given = value
     if isinstance(value, str):
-        import pandas as pd  # parses every ISO spelling; imported only for text times
-
-        try:
-            parsed = pd.Timestamp(value)
-        except (ValueError, OverflowError, TypeError) as exc:
-            raise InvalidTimestampError(
-                f"{what}: cannot parse {describe(value)} as a time; give an ISO 8601 time "
-                f"with an offset, e.g. {EXAMPLE}"
-            ) from exc
-        if parsed is pd.NaT:
-            raise InvalidTimestampError(
-                f"{what}: {describe(value)} is not a time (NaT); give e.g. {EXAMPLE}"
+        parsed = _parse(value, what)
+        if parsed.tzinfo is None:
+            raise NaiveTimestampError(
+                f"{what} {value!r} has no timezone; give one, e.g. "
+                f"'{parsed.isoformat()}Z' or '{parsed.isoformat()}+01:00' "
+                "(revisions-assets never assumes local time)"
             )
         value = parsed
     pd = sys.modules.get("pandas")  # a Timestamp or NaT implies pandas is loaded
@@ -69,6 +63,33 @@ def to_utc(value: TimeLike, what: str = "timestamp") -> datetime:
     raise InvalidTimestampError(
         f"{what} must be an aware datetime, pandas Timestamp or ISO string, got {describe(value)}"
     )
+
+
+def _parse(text: str, what: str) -> datetime:
+    """An ISO 8601 time; other spellings pandas reads (``2024-03-05 00:00 UTC``) when pandas
+    is installed (the base install has none)."""
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError as exc:
+        try:
+            import pandas as pd
+        except ModuleNotFoundError:
+            raise InvalidTimestampError(
+                f"{what}: cannot parse {describe(text)} as a time; give an ISO 8601 time "
+                f"with an offset, e.g. {EXAMPLE}"
+            ) from exc
+    try:
+        parsed = pd.Timestamp(text)
+    except (ValueError, OverflowError, TypeError) as exc:
+        raise InvalidTimestampError(
+            f"{what}: cannot parse {describe(text)} as a time; give an ISO 8601 time "
+            f"with an offset, e.g. {EXAMPLE}"
+        ) from exc
+    if parsed is pd.NaT:
+        raise InvalidTimestampError(
+            f"{what}: {describe(text)} is not a time (NaT); give e.g. {EXAMPLE}"
+        )
+    return parsed
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -1,43 +1,65 @@
 """The Dagster layer: revisioned featurized, reference and scoring assets, their checks,
-automation (a condition and its sensor, or two sensors) and schedule. The IO manager and
-resources live in the top-level ``resources``."""
+automation (a condition and its sensor, or two sensors) and schedule, and the resources
+they run on (``revisions_resources``: the IO manager, the dataset location, the Spark
+session; ``revisions_assets.dagster.resources``). Needs the ``dagster`` extra."""
 
-from resources import TAG_FORCE_COMPACTION, TAG_FORCE_MAJOR, DatasetSlice, UpstreamChanges
+from ..core.extras import needs_extra
 
-from .automation import (
-    RevisionsLogCondition,
-    automation_tick,
-    backfill_runs,
-    revisions_automation,
-    revisions_automation_sensor,
-    revisions_log_condition,
-)
-from .checks import revision_checks, runs_with
-from .components import (
-    FeaturizedAssetComponent,
-    ReferenceAssetComponent,
-    ScoringAssetComponent,
-)
-from .factory import RevisionRunConfig
-from .featurized import featurized_asset, reference_asset
-from .maintenance import VacuumConfig, vacuum_job, weekly_vacuum_schedule
-from .schedules import daily_featurized_schedule
-from .scoring import Reference, ScoringInputsError, scoring_asset
-from .sensors import code_version_sensor, upstream_changes_sensor
-from .training import training_set_asset
+with needs_extra("revisions_assets.dagster", "dagster"):
+    from .automation import (
+        RevisionsLogCondition,
+        automation_tick,
+        backfill_runs,
+        revisions_automation,
+        revisions_automation_sensor,
+        revisions_log_condition,
+    )
+    from .checks import revision_checks, runs_with
+    from .components import (
+        FeaturizedAssetComponent,
+        ReferenceAssetComponent,
+        ScoringAssetComponent,
+    )
+    from .factory import RevisionRunConfig
+    from .featurized import featurized_asset, reference_asset
+    from .maintenance import VacuumConfig, vacuum_job, weekly_vacuum_schedule
+    from .resources import (
+        IO_MANAGER_KEY,
+        LOCATION_KEY,
+        SPARK_KEY,
+        TAG_FORCE_COMPACTION,
+        TAG_FORCE_MAJOR,
+        DatasetLocation,
+        DatasetSlice,
+        RevisionsIOManager,
+        SparkSessionResource,
+        UpstreamChanges,
+        revisions_resources,
+    )
+    from .schedules import daily_featurized_schedule
+    from .scoring import Reference, ScoringInputsError, scoring_asset
+    from .sensors import code_version_sensor, upstream_changes_sensor
+    from .training import training_set_asset
 
 __all__ = [
+    "IO_MANAGER_KEY",
+    "LOCATION_KEY",
+    "SPARK_KEY",
     "TAG_FORCE_COMPACTION",
     "TAG_FORCE_MAJOR",
+    "DatasetLocation",
     "DatasetSlice",
     "FeaturizedAssetComponent",
     "Reference",
     "ReferenceAssetComponent",
     "RevisionRunConfig",
+    "RevisionsIOManager",
     "RevisionsLogCondition",
     "ScoringAssetComponent",
     "ScoringInputsError",
+    "SparkSessionResource",
     "UpstreamChanges",
+    "VacuumConfig",
     "automation_tick",
     "backfill_runs",
     "code_version_sensor",
@@ -48,11 +70,11 @@ __all__ = [
     "revisions_automation",
     "revisions_automation_sensor",
     "revisions_log_condition",
+    "revisions_resources",
     "runs_with",
     "scoring_asset",
     "training_set_asset",
     "upstream_changes_sensor",
     "vacuum_job",
-    "VacuumConfig",
     "weekly_vacuum_schedule",
 ]

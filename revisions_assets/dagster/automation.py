@@ -36,15 +36,16 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from resources.address import (
+from .lag import read_consumer
+from .resources.address import (
     NotRevisionedAssetError,
     address_of,
     field_versions,
     upstream_refs,
 )
-from resources.keys import LOCATION_KEY
-from resources.location import DatasetLocation
-from resources.slice import (
+from .resources.keys import LOCATION_KEY
+from .resources.location import DatasetLocation
+from .resources.slice import (
     PIN_BY_PARTITIONS,
     RANGE_END_TAG,
     RANGE_START_TAG,
@@ -55,8 +56,6 @@ from resources.slice import (
     plan_consumer,
     version_change,
 )
-
-from .lag import read_consumer
 
 #: run tag saying why the log asked for a run
 TAG_REASON = "revisions/reason"

@@ -43,10 +43,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructField, StructType
 
-from resources.address import TableAddress, address_of, field_versions, upstream_refs
-from resources.keys import LOCATION_KEY, SPARK_KEY
-from resources.location import DatasetLocation
-from resources.slice import describe, keys_of, revision_partitions, version_change
 from revisions_assets.core.columns import DELETED, REVISION
 from revisions_assets.core.errors import NoMajorRevisionError
 from revisions_assets.core.log.records import Revision
@@ -56,6 +52,10 @@ from revisions_assets.core.storage.backends import open_storage
 from revisions_assets.core.timeutil import now_utc
 
 from .lag import consumer_lags, read_consumer
+from .resources.address import TableAddress, address_of, field_versions, upstream_refs
+from .resources.keys import LOCATION_KEY, SPARK_KEY
+from .resources.location import DatasetLocation
+from .resources.slice import describe, keys_of, revision_partitions, version_change
 
 _RESOURCES = {LOCATION_KEY, SPARK_KEY}
 

@@ -37,10 +37,9 @@ from dagster.components.resolved.core_models import (
 )
 from dagster.components.scaffold.scaffold import ScaffoldRequest, scaffold_with
 
-from resources import revisions_resources
-
 from .automation import revisions_automation, revisions_log_condition
 from .featurized import featurized_asset, reference_asset
+from .resources import revisions_resources
 from .scoring import Reference, scoring_asset
 
 PartitionsField = Annotated[

@@ -9,10 +9,10 @@ import dagster as dg
 from pydantic import Field
 from pyspark.sql import SparkSession
 
-from resources import RevisionsIOManager
-from resources.address import META_COLUMN_DESCRIPTIONS, Role, TableAddress
-from resources.keys import LOCATION_KEY, SPARK_KEY
-from resources.metadata import (
+from .resources import RevisionsIOManager
+from .resources.address import META_COLUMN_DESCRIPTIONS, Role, TableAddress
+from .resources.keys import LOCATION_KEY, SPARK_KEY
+from .resources.metadata import (
     COLUMN_SCHEMA,
     TABLE_NAME,
     declared_schema,

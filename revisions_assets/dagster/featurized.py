@@ -18,9 +18,6 @@ import dagster as dg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from resources.address import META_FIELD_VERSIONS, Role, TableAddress
-from resources.keys import IO_MANAGER_KEY
-from resources.slice import DatasetSlice
 from revisions_assets.core.columns import DELETED
 
 from .factory import (
@@ -31,6 +28,9 @@ from .factory import (
     io_manager,
     spark_session,
 )
+from .resources.address import META_FIELD_VERSIONS, Role, TableAddress
+from .resources.keys import IO_MANAGER_KEY
+from .resources.slice import DatasetSlice
 
 #: source rows of [start, end): (spark, start, end) -> DataFrame
 WindowSource = Callable[[SparkSession, datetime, datetime], DataFrame]

@@ -10,10 +10,11 @@ from datetime import datetime
 
 import dagster as dg
 
-from resources.address import address_of, upstream_refs
-from resources.location import DatasetLocation
-from resources.slice import UpstreamSlice, upstream_slices
 from revisions_assets.core.log.records import Revision
+
+from .resources.address import address_of, upstream_refs
+from .resources.location import DatasetLocation
+from .resources.slice import UpstreamSlice, upstream_slices
 
 
 @dataclass(frozen=True)

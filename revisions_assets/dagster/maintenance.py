@@ -12,10 +12,11 @@ from datetime import timedelta
 import dagster as dg
 from pydantic import Field
 
-from resources.address import address_of, upstream_refs
-from resources.keys import LOCATION_KEY, SPARK_KEY
-from resources.location import DatasetLocation
 from revisions_assets.core.maintain.vacuum import VacuumReport
+
+from .resources.address import address_of, upstream_refs
+from .resources.keys import LOCATION_KEY, SPARK_KEY
+from .resources.location import DatasetLocation
 
 
 class VacuumConfig(dg.Config):

@@ -36,19 +36,6 @@ import dagster as dg
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from resources.address import (
-    META_UPSTREAM,
-    META_USES_COLUMNS,
-    Role,
-    TableAddress,
-    UpstreamRef,
-    address_of,
-    upstream_refs_metadata,
-)
-from resources.keys import IO_MANAGER_KEY
-from resources.metadata import COLUMN_LINEAGE, column_lineage
-from resources.slice import DatasetSlice
-from resources.values import UpstreamChanges
 from revisions_assets.core.columns import DELETED
 from revisions_assets.core.errors import RevisionsError
 
@@ -60,6 +47,19 @@ from .factory import (
     declared_columns,
     io_manager,
 )
+from .resources.address import (
+    META_UPSTREAM,
+    META_USES_COLUMNS,
+    Role,
+    TableAddress,
+    UpstreamRef,
+    address_of,
+    upstream_refs_metadata,
+)
+from .resources.keys import IO_MANAGER_KEY
+from .resources.metadata import COLUMN_LINEAGE, column_lineage
+from .resources.slice import DatasetSlice
+from .resources.values import UpstreamChanges
 
 Scorer = Callable[..., DataFrame]
 

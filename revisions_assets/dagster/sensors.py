@@ -26,9 +26,8 @@ from collections.abc import Callable, Sequence
 
 import dagster as dg
 
-from resources.location import DatasetLocation
-
 from .automation import LogRequest, upstream_request, version_request
+from .resources.location import DatasetLocation
 
 
 def code_version_sensor(

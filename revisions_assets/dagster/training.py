@@ -13,13 +13,13 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import DataFrame
 
-from resources.address import address_of
-from resources.keys import LOCATION_KEY, SPARK_KEY
 from revisions_assets.core.columns import REVISION
 from revisions_assets.core.read.plan.spans import EVENT, KnownAt, check_known_at
 from revisions_assets.core.storage.backends import open_storage
 
 from .factory import KINDS, spark_session
+from .resources.address import address_of
+from .resources.keys import LOCATION_KEY, SPARK_KEY
 
 
 def training_set_asset(

@@ -1,7 +1,8 @@
 """``python -m revisions_assets.demo`` (``./dev.sh demo``): the demo pipeline end to end.
 
-Local files (demo_data/), local Spark, a repo-local DAGSTER_HOME (.dagster_home/),
-so ``./dev.sh ui`` afterwards shows the same materializations. Steps:
+Local files (demo_data/datasets/), local Spark, a DAGSTER_HOME in .dagster_home/ (both in
+the current folder: the repository's with ``./dev.sh demo``), so ``./dev.sh ui`` afterwards
+shows the same materializations. Steps:
 references, daily features as minors, scores requested by the automation sensor of
 the revisions log (one run over the days they consume), a no-change round where
 nothing is recomputed, a simulated code version change (one major over the range,
@@ -20,15 +21,19 @@ from typing import Any
 import dagster as dg
 from pyspark.sql import functions as F
 
-from resources import SparkSessionResource, revisions_resources
 from revisions_assets import DatasetReader, RevisionedDataset
-from revisions_assets.dagster import TAG_FORCE_COMPACTION, automation_tick, runs_with
+from revisions_assets.dagster import (
+    TAG_FORCE_COMPACTION,
+    SparkSessionResource,
+    automation_tick,
+    revisions_resources,
+    runs_with,
+)
 
 from .assets import FLIGHTS, PREVIOUS_RELEASE, DemoVersions, build_demo_assets
 from .automation import build_demo_vacuum_job, demo_automation_sensor
 from .checks import build_demo_checks, is_partitioned
 
-REPO = Path(__file__).resolve().parents[2]
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 TABLES = [
     ("reference", "planes"),
@@ -226,8 +231,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         prog="python -m revisions_assets.demo", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--days", type=int, default=6, help="days of January 2013 to run (>= 3)")
-    parser.add_argument("--data", type=Path, default=REPO / "demo_data" / "datasets")
-    parser.add_argument("--home", type=Path, default=REPO / ".dagster_home")
+    parser.add_argument("--data", type=Path, default=Path("demo_data", "datasets"))
+    parser.add_argument("--home", type=Path, default=Path(".dagster_home"))
     args = parser.parse_args(argv)
     days = [(date(2013, 1, 1) + timedelta(days=i)).isoformat() for i in range(max(args.days, 3))]
 

@@ -11,21 +11,17 @@ from pathlib import Path
 
 import dagster as dg
 
-from resources import SparkSessionResource, revisions_resources
+from revisions_assets.dagster import SparkSessionResource, revisions_resources
 
 from .assets import FLIGHTS, DemoVersions, build_demo_assets
 from .automation import build_demo_schedules, build_demo_sensors
 from .checks import build_demo_checks
 
-#: the demo's datasets, inside the repository (git-ignored)
-DEFAULT_BASE_URI = str(Path(__file__).resolve().parents[2] / "demo_data" / "datasets")
 
-
-def load_definitions(
-    base_uri: str = DEFAULT_BASE_URI, spark: SparkSessionResource | None = None
-) -> dg.Definitions:
+def load_definitions(base_uri: str, spark: SparkSessionResource | None = None) -> dg.Definitions:
     """The demo location as its components declare it (``defs/``, loaded with
-    ``dg.load_from_defs_folder``), with its checks, automation and resources."""
+    ``dg.load_from_defs_folder``), with its checks, automation and resources: its datasets
+    under ``base_uri`` (a path or ``s3://`` URI), run on ``spark``."""
     declared = dg.load_from_defs_folder(path_within_project=Path(__file__).parent)
     assets = {
         a.key.path[-1]: a for a in declared.assets or () if isinstance(a, dg.AssetsDefinition)
@@ -34,7 +30,7 @@ def load_definitions(
 
 
 def build_definitions(
-    base_uri: str = DEFAULT_BASE_URI,
+    base_uri: str,
     spark: SparkSessionResource | None = None,
     versions: DemoVersions | None = None,
 ) -> dg.Definitions:

@@ -24,9 +24,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType
 
 from cluster.workload import executor_dirs, run  # tests/ is on the path, as for the harness
-from resources import SparkSessionResource, revisions_resources
-from resources.slice import RANGE_END_TAG, RANGE_START_TAG
 from revisions_assets import RevisionedDataset
+from revisions_assets.dagster import SparkSessionResource, revisions_resources
+from revisions_assets.dagster.resources.slice import RANGE_END_TAG, RANGE_START_TAG
 from revisions_assets.demo.assets import FLIGHTS, build_demo_assets
 
 CLUSTER_APP = "revisions-assets-on-cluster"

@@ -20,7 +20,7 @@ import pytest
 from core.model import Model
 from harness.processes import with_tests_on_path
 
-from resources import SparkSessionResource
+from revisions_assets.dagster import SparkSessionResource
 
 from .demo_workload import CLUSTER_APP, run_demo
 from .workload import day

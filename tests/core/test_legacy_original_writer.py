@@ -5,14 +5,16 @@ The writer is emulated with pandas: ``to_parquet`` of frames whose index is the 
 (a named index, a MultiIndex, or a RangeIndex beside an id column), several
 ``partition_*.parquet`` files per featurizer, ``description.parquet`` built from the
 records' fields with naive timestamps, numeric revision names, ties, a major without a
-featurizer's folder, and a revision without any data. Every read as of every revision time
-(and between them) is compared with a small model of the original reader: the records with
-timestamp <= T, sorted by timestamp descending (stable), cut after the first major
-(dataset-wide), the first row seen per entity winning.
+featurizer's folder, a revision without any data, and minors backfilled before every major.
+Every read as of every revision time (and between them) is compared with a small model of
+the original reader: the records with timestamp <= T, sorted by timestamp descending
+(stable), cut after the first major (dataset-wide), the first row seen per entity winning;
+no major among them: ``NoMajorRevisionError``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -20,7 +22,12 @@ import pandas as pd
 import pytest
 
 from revisions_assets import DatasetReader, RevisionedDataset
-from revisions_assets.core.maintain.legacy import EmptyRevisionWarning, NaiveTimestampWarning
+from revisions_assets.core.errors import NoMajorRevisionError
+from revisions_assets.core.maintain.legacy import (
+    EmptyRevisionWarning,
+    MinorBeforeMajorWarning,
+    NaiveTimestampWarning,
+)
 
 #: (name, naive timestamp, is_major, {featurizer: frame}); the description's order
 Record = tuple[str, datetime, bool, dict[str, pd.DataFrame]]
@@ -50,9 +57,10 @@ def original_read(records: list[Record], featurizer: str, as_of: datetime) -> di
     visible = [r for r in records if r[1] <= as_of]
     ordered = sorted(visible, key=lambda r: r[1], reverse=True)  # stable: ties keep order
     cut = next((i for i, r in enumerate(ordered) if r[2]), None)
-    kept = ordered if cut is None else ordered[: cut + 1]
+    if cut is None:
+        raise NoMajorRevisionError(f"no major revision as of {as_of}")
     state: dict = {}
-    for _, _, _, frames in kept:
+    for _, _, _, frames in ordered[: cut + 1]:
         frame = frames.get(featurizer)
         if frame is None:
             continue
@@ -76,6 +84,8 @@ def ranged(rows: list[tuple[int, str]]) -> pd.DataFrame:
 
 
 HISTORY: list[Record] = [
+    # a minor backfilled before every major, the only one to write featurizer X
+    ("20", day(-2), False, {"A": by_index(id=[1, 9], v=[-1, 90]), "X": by_index(id=[1], v=[5])}),
     (
         "0",
         day(0),
@@ -86,6 +96,8 @@ HISTORY: list[Record] = [
             "R": ranged([(1, "x"), (2, "y")]),
         },
     ),
+    # tied with the first major and listed after it: voided by it, so before every major too
+    ("21", day(0), False, {"A": by_index(id=[2], v=[-2])}),
     # ties at day 1: the one listed first wins (the minor '2' over the minor '1')
     ("2", day(1), False, {"A": by_index(id=[2], v=[22]), "M": multi([("a", 2, 2.5)])}),
     ("1", day(1), False, {"A": by_index(id=[2, 4], v=[21, 40]), "R": ranged([(3, "z")])}),
@@ -110,33 +122,50 @@ HISTORY: list[Record] = [
 def imported(spark, tmp_path_factory):
     base = tmp_path_factory.mktemp("original")
     write_original(base / "src", HISTORY)
-    with pytest.warns(EmptyRevisionWarning, match="revision '3' holds no data"):
-        with pytest.warns(NaiveTimestampWarning):
-            RevisionedDataset.import_legacy(
-                base / "src", base / "dst", spark=spark, id_columns={"R": ["key"]}
-            )
+    with (
+        pytest.warns(EmptyRevisionWarning, match="revision '3' holds no data"),
+        pytest.warns(MinorBeforeMajorWarning, match="'20', '21' precede every major"),
+        pytest.warns(NaiveTimestampWarning),
+    ):
+        RevisionedDataset.import_legacy(
+            base / "src", base / "dst", spark=spark, id_columns={"R": ["key"]}
+        )
     return str(base / "dst")
+
+
+def outcome(read: Callable[[], dict]) -> dict | str:
+    """The rows a read returns, or the error it raises."""
+    try:
+        return read()
+    except NoMajorRevisionError:
+        return "NoMajorRevisionError"
 
 
 def test_every_read_equals_the_original_reader(imported):
     reader = DatasetReader(imported)
-    columns = {"A": ["v"], "M": ["x"], "R": ["label"]}
-    ids = {"A": ["id"], "M": ["site", "unit"], "R": ["key"]}
+    columns = {"A": ["v"], "M": ["x"], "R": ["label"], "X": ["v"]}
+    ids = {"A": ["id"], "M": ["site", "unit"], "R": ["key"], "X": ["id"]}
     times = sorted({r[1] for r in HISTORY} | {r[1] + timedelta(hours=12) for r in HISTORY})
-    for table in ("A", "M", "R"):
+
+    def engine_read(table: str, t: datetime) -> dict:
+        got = reader.read(table, as_of=pd.Timestamp(t, tz="UTC"))
+        return {
+            tuple(r[c] for c in ids[table]): tuple(r[c] for c in columns[table])
+            for r in got.iter_rows(named=True)
+        }
+
+    for table in columns:
         for t in times:
-            got = reader.read(table, as_of=pd.Timestamp(t, tz="UTC"))
-            rows = {
-                tuple(r[c] for c in ids[table]): tuple(r[c] for c in columns[table])
-                for r in got.iter_rows(named=True)
-            }
-            assert rows == original_read(HISTORY, table, t), (table, t)
+            expected = outcome(lambda: original_read(HISTORY, table, t))  # noqa: B023
+            assert outcome(lambda: engine_read(table, t)) == expected, (table, t)  # noqa: B023
+    assert outcome(lambda: original_read(HISTORY, "A", day(-1))) == "NoMajorRevisionError"
+    assert engine_read("X", day(5)) == {}  # only a skipped minor wrote it: emptied, as it was
 
 
 def test_numeric_names_stay_visible_and_addressable(spark, imported):
     ds = RevisionedDataset(imported, spark=spark, read_only=True)
     names = [r.name for r in ds.revisions()]
-    assert "3" not in names and {"0", "1", "2", "10", "11", "12", "13", "r14"} == set(names)
+    assert {"0", "1", "2", "10", "11", "12", "13", "r14"} == set(names)  # not 3, 20, 21
     # committed in time order, a tie in reverse description order
     assert names[:3] == ["0", "1", "2"]
     assert ds.revision("10").name == "10"  # a string finds the name ...

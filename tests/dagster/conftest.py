@@ -8,7 +8,7 @@ import dagster as dg
 import pytest
 from revisions_pipeline import Pipeline
 
-from resources import SparkSessionResource
+from revisions_assets.dagster import SparkSessionResource
 
 
 @pytest.fixture(scope="session")

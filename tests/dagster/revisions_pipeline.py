@@ -19,18 +19,19 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from resources import SparkSessionResource, revisions_resources
-from resources.slice import RANGE_END_TAG, RANGE_START_TAG
 from revisions_assets import RevisionedDataset
 from revisions_assets.dagster import (
     Reference,
+    SparkSessionResource,
     featurized_asset,
     reference_asset,
     revision_checks,
     revisions_log_condition,
+    revisions_resources,
     runs_with,
     scoring_asset,
 )
+from revisions_assets.dagster.resources.slice import RANGE_END_TAG, RANGE_START_TAG
 
 DAILY = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-02-01")
 P1, P2, P3, P4 = "2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"

@@ -8,7 +8,6 @@ import dagster as dg
 import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from resources.metadata import DeclaredColumnsError, check_declared_columns, table_schema
 from revisions_assets.dagster import (
     Reference,
     featurized_asset,
@@ -16,6 +15,11 @@ from revisions_assets.dagster import (
     revision_checks,
     revisions_automation,
     scoring_asset,
+)
+from revisions_assets.dagster.resources.metadata import (
+    DeclaredColumnsError,
+    check_declared_columns,
+    table_schema,
 )
 
 pytestmark = pytest.mark.dagster

@@ -16,9 +16,9 @@ import yaml
 from dagster.components.scaffold.scaffold import ScaffoldRequest, get_scaffolder
 
 import revisions_assets.dagster as revisions_dagster
-from resources.metadata import table_schema
 from revisions_assets import RevisionedDataset
 from revisions_assets.dagster import ReferenceAssetComponent, ScoringAssetComponent
+from revisions_assets.dagster.resources.metadata import table_schema
 
 pytestmark = [pytest.mark.dagster, pytest.mark.slow]
 

@@ -70,10 +70,11 @@ def test_the_component_location_declares_what_the_factories_build():
     automation as the factories at the current versions: one implementation behind both."""
     import re
 
-    from revisions_assets.definitions import defs as declared
+    from definitions import defs as declared
+    from resources import datasets_root
     from revisions_assets.demo.definitions import build_definitions
 
-    built = build_definitions()
+    built = build_definitions(datasets_root())
 
     def specs(defs) -> dict[str, dict[str, object]]:
         def condition(spec) -> str:  # the same tree (the custom condition is an object)

@@ -10,8 +10,7 @@ import dagster as dg
 import pytest
 from revisions_pipeline import P1, P2, P3, P4
 
-from resources import revisions_resources
-from revisions_assets.dagster import TAG_FORCE_COMPACTION, vacuum_job
+from revisions_assets.dagster import TAG_FORCE_COMPACTION, revisions_resources, vacuum_job
 
 pytestmark = pytest.mark.dagster
 

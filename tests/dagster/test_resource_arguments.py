@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from resources import DatasetLocation, RevisionsIOManager, SparkSessionResource
 from revisions_assets.core.errors import PathEscapeError, RevisionsError
+from revisions_assets.dagster import DatasetLocation, RevisionsIOManager, SparkSessionResource
 
 pytestmark = pytest.mark.dagster
 

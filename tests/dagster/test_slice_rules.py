@@ -1,5 +1,6 @@
-"""The resolver's pure rules (resources.slice): windows, the partitions a revision covers, and
-what a scoring run must do. No Spark, no Dagster run: log records and a partitions definition."""
+"""The resolver's pure rules (``revisions_assets.dagster.resources.slice``): windows, the
+partitions a revision covers, and what a scoring run must do. No Spark, no Dagster run: log
+records and a partitions definition."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from datetime import UTC, datetime
 import dagster as dg
 import pytest
 
-from resources.address import UpstreamRef
-from resources.slice import (
+from revisions_assets.core.log.records import Revision, TableWrite, UpstreamPosition
+from revisions_assets.dagster.resources.address import UpstreamRef
+from revisions_assets.dagster.resources.slice import (
     InvalidRunTagError,
     ScoringRangeError,
     UpstreamNotReadyError,
@@ -22,7 +24,6 @@ from resources.slice import (
     revision_partitions,
     upstream_slice,
 )
-from revisions_assets.core.log.records import Revision, TableWrite, UpstreamPosition
 
 DAILY = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-02-01")
 FEATURES = UpstreamRef("features", "features", "main", "features", ("entity",), "main")

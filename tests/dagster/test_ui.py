@@ -261,32 +261,29 @@ def shots_folder(tmp_path: Path) -> Path:
     return shots
 
 
+#: what the Skip button of Dagster's first-visit community dialog does in the browser (the
+#: dialog's localStorage key); the server side is the SetNuxSeen mutation (see ``browser``)
+DISMISSED_COMMUNITY_DIALOG = "window.localStorage.setItem('communityNux', JSON.stringify('1'))"
+
+
 @contextmanager
 def browser(ui: Ui) -> Iterator[tuple[Any, Callable[..., str]]]:
     """A chromium page on the UI and ``visit(path, *texts)``: open a page, wait for the
-    texts, return the page's text once the live data settled."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+    texts, return the page's text once the live data settled. Dagster's first-visit
+    community dialog ("Join the Dagster community") is dismissed as its Skip button does,
+    before the first page loads; ``shoot`` checks that no dialog covers a picture."""
     from playwright.sync_api import sync_playwright
 
+    assert ui.graphql("mutation { setNuxSeen }")["setNuxSeen"] is True
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = chromium.new_page(viewport={"width": 1400, "height": 900})
-        # Dagster's first-visit community dialog may open at any moment and cover the page:
-        # whenever it blocks an action, skip it
-        page.add_locator_handler(
-            page.get_by_role("button", name="Skip"), lambda skip: skip.first.click()
-        )
+        page.add_init_script(DISMISSED_COMMUNITY_DIALOG)
 
         def visit(path: str, *texts: str) -> str:
             page.goto(f"{ui.url}{path}")
             for text in texts:
                 page.get_by_text(text, exact=True).first.wait_for(timeout=60_000)
-            skip = page.get_by_role("button", name="Skip")  # the first-visit community dialog
-            if skip.count():  # a screenshot is no action: the locator handler would not run
-                try:
-                    skip.first.click(timeout=5_000)
-                except PlaywrightTimeoutError:
-                    pass  # the locator handler skipped it in the meantime
             page.wait_for_timeout(1500)  # let the live data settle before the screenshot
             return page.inner_text("body")
 
@@ -325,6 +322,22 @@ def test_a_copy_of_the_demos_datasets_measures_its_own_lag(demo, tmp_path):
             before["head"],
             before["revisions_behind"],
         )
+
+
+def shoot(page: Any, path: Path, showing: str | None = None) -> None:
+    """A screenshot of the page with no dialog over it: a community dialog still open is
+    skipped first, and the picture is refused while any dialog is visible, but the one it
+    is about (the dialog the test opened, whose text holds ``showing``)."""
+    dialogs = page.get_by_role("dialog")
+    skips = dialogs.get_by_role("button", name="Skip")
+    if skips.count():
+        skips.first.click()
+        skips.first.wait_for(state="detached", timeout=10_000)
+    visible = [d.inner_text() for d in dialogs.all() if d.is_visible()]
+    covering = [text[:80] for text in visible if showing is None or showing not in text]
+    assert not covering, f"{path.name}: a dialog covers the page: {covering}"
+    assert showing is None or visible, f"{path.name}: the dialog it shows is not open"
+    page.screenshot(path=str(path))
 
 
 def test_the_demo_in_a_browser(ui, tmp_path):
@@ -371,7 +384,7 @@ def test_the_demo_in_a_browser(ui, tmp_path):
             ("planes", "plane_delay_risk"),
             ("airlines", "plane_delay_risk"),
         }
-        page.screenshot(path=str(SHOTS / "lineage.png"))
+        shoot(page, SHOTS / "lineage.png")
 
         # the partition bar: 3 days scored, none failed, as many as the features have
         text = visit("/assets/plane_delay_features?view=partitions", "Materialized (3)")
@@ -383,7 +396,7 @@ def test_the_demo_in_a_browser(ui, tmp_path):
         page.get_by_text("Missing (11)", exact=True).wait_for(timeout=30_000)
         text = page.inner_text("body")
         assert "Failed (0)" in text and "Materialized (3)" in text and "delay_risk@4" in text
-        page.screenshot(path=str(SHOTS / "partitions.png"))
+        shoot(page, SHOTS / "partitions.png")
 
         # a materialization's revision metadata, Dagster's conventions beside it
         text = visit("/assets/plane_delay_features?view=events", "data_version")
@@ -399,13 +412,13 @@ def test_the_demo_in_a_browser(ui, tmp_path):
             "planes.delay_features",
         ):
             assert expected in text, expected
-        page.screenshot(path=str(SHOTS / "metadata.png"))
+        shoot(page, SHOTS / "metadata.png")
 
         # the Columns of the scoring asset: types, the id column, descriptions
         text = visit("/assets/plane_delay_risk", "Columns", "risk_band")
         assert "id column" in text and "Delay risk in [0, 1]" in text
         page.get_by_text("Columns", exact=True).first.scroll_into_view_if_needed()
-        page.screenshot(path=str(SHOTS / "columns.png"))
+        shoot(page, SHOTS / "columns.png")
 
         # the checks with their results
         text = visit("/assets/plane_delay_risk?view=checks", "consumer_lag", "partition_schema")
@@ -413,7 +426,7 @@ def test_the_demo_in_a_browser(ui, tmp_path):
         page.get_by_text("partition_schema", exact=True).first.click()  # one result per day
         page.get_by_text(DAYS[-1], exact=True).first.wait_for(timeout=30_000)
         page.wait_for_timeout(1000)
-        page.screenshot(path=str(SHOTS / "checks.png"))
+        shoot(page, SHOTS / "checks.png")
 
         # the automation-condition sensor and both schedules
         visit(
@@ -422,7 +435,7 @@ def test_the_demo_in_a_browser(ui, tmp_path):
             "featurized_daily",
             "revisions_vacuum_weekly",
         )
-        page.screenshot(path=str(SHOTS / "automation.png"))
+        shoot(page, SHOTS / "automation.png")
 
 
 def run_code_version_checks(demo: Any) -> None:
@@ -564,7 +577,7 @@ def test_code_version_bump_is_shown_until_the_automation_lands_the_majors(ui, sp
         page.get_by_text("revisions_log", exact=True).first.wait_for(timeout=30_000)
         page.wait_for_timeout(1000)
         assert "3 True" in page.inner_text("body")
-        page.screenshot(path=str(shots / "why-requested.png"))
+        shoot(page, shots / "why-requested.png", showing="revisions_log")
 
     fresh = nodes(ui, "planes", "plane_delay_features")
     assert fresh["planes"]["staleStatus"] == "FRESH"

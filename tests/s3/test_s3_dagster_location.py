@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from dagster_aws.s3 import S3Resource
 
-from resources import DatasetLocation
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.storage.backends import open_storage
+from revisions_assets.dagster import DatasetLocation
 
 from .conftest import BUCKET
 

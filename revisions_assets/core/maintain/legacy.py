@@ -13,7 +13,9 @@ without any data are left out there. Then every revision is committed through th
 with its name (all digits allowed), timestamp, major flag and version, in timestamp order
 and, among equal timestamps, in reverse description order: the original reader let the
 revision listed first win a tie, the engine lets the later commit win. The data goes
-through Spark.
+through Spark. Minors that come before every major in that order (backfilled before the
+first major) are left out with a warning: the original reader never read them after that
+major and raised ``NoMajorRevisionError`` before it, as the engine does.
 
 Majors of the original layout are dataset-wide: a major without a featurizer's folder voids
 that featurizer's older rows. Such a major is imported with an empty table for it, so every
@@ -66,6 +68,12 @@ class EmptyRevisionWarning(UserWarning):
     """A revision of the source holds no data for any featurizer: it is not imported."""
 
 
+class MinorBeforeMajorWarning(UserWarning):
+    """Minors of the source precede every major (backfilled minors): the original reader
+    ignored them in every read after the first major and raised before it, so they are
+    not imported."""
+
+
 @dataclass(frozen=True)
 class LegacyTable:
     """One featurizer folder of one revision: its files and how its columns are read."""
@@ -106,6 +114,8 @@ class LegacyImport:
     source: Storage
     revisions: list[LegacyRevision]
     id_columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: minors that precede every major: not imported (their tables' schemas still count)
+    skipped: list[LegacyRevision] = field(default_factory=list)
 
     @property
     def tables(self) -> list[str]:
@@ -155,7 +165,7 @@ class LegacyImport:
     def _frame(self, spark: SparkSession, revision: LegacyRevision, table: str) -> DataFrame:
         part = revision.tables.get(table)
         if part is None:  # a major without this featurizer: it empties the table
-            donor = next(r for r in self.revisions if table in r.tables)
+            donor = next(r for r in [*self.revisions, *self.skipped] if table in r.tables)
             return spark.createDataFrame([], self._frame(spark, donor, table).schema)
         df = spark.read.parquet(*[self.source.spark_uri(f) for f in part.files])
         df = df.drop(*part.dropped).withColumnsRenamed(dict(part.renames))
@@ -215,10 +225,24 @@ def plan_import(
     # what the original reader gave
     order = {r.name: n for n, r in enumerate(plan.revisions)}
     plan.revisions.sort(key=lambda r: (r.timestamp, -order[r.name]))
-    if plan.revisions and not plan.revisions[0].is_major:
+    first_major = next((n for n, r in enumerate(plan.revisions) if r.is_major), None)
+    if plan.revisions and first_major is None:
         raise NoMajorRevisionError(
-            f"{storage.uri}: the earliest revision, {plan.revisions[0].name!r}, is a minor; "
-            "the engine needs a major before any minor"
+            f"{storage.uri}: no revision is a major (the earliest is {plan.revisions[0].name!r}); "
+            "the original reader could read none of it, and the engine needs a major first"
+        )
+    if first_major:
+        # the original reader cut every read at the newest major it saw: reads after the
+        # first major never reached these minors, and reads before it raised
+        plan.skipped, plan.revisions = plan.revisions[:first_major], plan.revisions[first_major:]
+        warnings.warn(
+            f"{storage.uri}: minor revision(s) "
+            f"{', '.join(repr(r.name) for r in plan.skipped)} precede every major; the "
+            f"original reader ignored them in every read after the first major "
+            f"({plan.revisions[0].name!r}) and raised NoMajorRevisionError before it, so they "
+            "are not imported",
+            MinorBeforeMajorWarning,
+            stacklevel=2,
         )
     return plan
 

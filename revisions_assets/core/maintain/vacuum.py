@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from ..log.consumers import consumer_position
 from ..log.layout import CLAIM_FILE, LOG_DIR, is_temp_name
 from ..log.records import (
     VACUUM,
@@ -26,7 +27,6 @@ from ..log.revision_log import RevisionLog
 from ..log.view import LogView
 from ..storage.base import FileInfo, Storage
 from ..timeutil import now_utc
-from ..write.transaction import append_entry, upkeep
 from .defaults import DEFAULT_GRACE
 from .retention import Horizon, removable, retention_horizon
 
@@ -82,6 +82,23 @@ class _Listing:
         return cls(by_folder, temporary)
 
 
+def consumer_positions(
+    tables: Iterable[str],
+    root: str,
+    consumers: Sequence[Sequence[Revision]],
+    keep_after_sequence: int | None = None,
+) -> dict[str, list[int]]:
+    """Per table of the dataset at ``root``, the positions whose next change read a vacuum
+    keeps: those the ``consumers`` (their logs) recorded in it, and ``keep_after_sequence``."""
+    positions = {}
+    for table in tables:
+        found = [consumer_position(records, root, table) for records in consumers]
+        if keep_after_sequence is not None:
+            found.append(keep_after_sequence)
+        positions[table] = found
+    return positions
+
+
 class Vacuum:
     """One vacuum run (see the module docstring and ``retention``)."""
 
@@ -99,6 +116,9 @@ class Vacuum:
         grace: timedelta,
         now: datetime,
     ) -> VacuumReport:
+        if not dry_run:  # the commit path loads PySpark: a dry run needs only the base install
+            from ..write.transaction import append_entry, upkeep
+
         records = self.log.refresh()
         horizon = retention_horizon(records, now, retain)
 

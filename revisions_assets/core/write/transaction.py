@@ -330,8 +330,8 @@ class CommitTransaction:
             *[self.storage.spark_uri(f) for f in staged.files]
         )
         if staged.rows <= ONE_TASK_CHECK_MAX_ROWS:
-            # one task counts every id: no shuffle, a job of one stage instead of two (a
-            # minor of 20,000 rows commits 0.15 s sooner, a sixth of its commit)
+            # one task counts every id: no shuffle, a job of one stage instead of two
+            # (docs/benchmarks/index.md, "Measured while choosing")
             written = written.coalesce(1)
         repeated = written.groupBy(*ids).count().where(F.col("count") > 1).limit(1).collect()
         if repeated:
@@ -447,7 +447,8 @@ def skip_unchanged(
     (the real-change diff of ``read/execute/frames.py``; null hashes never match). A minor
     offers few rows against a large state: up to ``SMALL_WINDOW_ROWS`` offered rows, the
     state is first narrowed to their ids by a broadcast semi-join, so its hashes are probed
-    where they lie instead of being shuffled whole."""
+    where they lie instead of being shuffled whole (docs/benchmarks/index.md, "Measured
+    while choosing")."""
     narrow = hinted(F.broadcast) if offered <= SMALL_WINDOW_ROWS else None
     return real_changes(
         lazy(rows), lazy(replaced), id_columns, gone=False, narrow=narrow

@@ -220,8 +220,9 @@ class _Scanner:
             return self._read(tasks, {c: exprs[c] for c in names})
         files = [(f, self.about[t.sequence]) for t in tasks for f in t.files]
         # Spark reports a file by its URI (local ones as file:/…): looking that up costs
-        # nothing per row, while cutting the file key out of it costs as much as the scan;
-        # the key is the sure lookup where a URI is spelled otherwise
+        # nothing per row, while cutting the file key out of it costs as much as the scan
+        # (docs/benchmarks/index.md, "Measured while choosing"); the key is the sure lookup
+        # where a URI is spelled otherwise
         path = "_metadata.file_path"
         lookups = [
             (path, {_reported_uri(self.storage.spark_uri(f)): about for f, about in files}),
