@@ -25,6 +25,7 @@ from revisions_assets.core.columns import DELETED, ROW_HASH
 from revisions_assets.core.read.execute import polars as polars_executor
 from revisions_assets.core.read.execute import spark as spark_executor
 from revisions_assets.core.read.execute.changes import read_changes
+from revisions_assets.core.read.execute.frames import Rows
 from revisions_assets.core.read.execute.spark_scan import ORDER, _Scanner
 from revisions_assets.core.read.plan.requests import plan_changes, plan_state
 from revisions_assets.core.read.plan.scans import MergePlan
@@ -100,8 +101,8 @@ def executors(ctx: Context) -> Outcome:
     polars_ex = polars_executor.PolarsExecutor(reader._local)
 
     def spark_native() -> None:
-        rows = spark_ex.merge(changes.rows, keep_deleted=True, with_hash=True)
-        before = spark_ex.merge(changes.before, with_hash=True).select(
+        rows = spark_ex.merge(changes.rows, Rows(keep_deleted=True, with_hash=True))
+        before = spark_ex.merge(changes.before, Rows(with_hash=True)).select(
             *ids, F.col(ROW_HASH).alias("__before")
         )
         touched = F.broadcast(rows.select(*ids))
@@ -117,8 +118,8 @@ def executors(ctx: Context) -> Outcome:
         )
 
     def polars_native() -> None:
-        rows = polars_ex.merge(changes.rows, keep_deleted=True, with_hash=True)
-        before = polars_ex.merge(changes.before, with_hash=True).select(
+        rows = polars_ex.merge(changes.rows, Rows(keep_deleted=True, with_hash=True))
+        before = polars_ex.merge(changes.before, Rows(with_hash=True)).select(
             *ids, pl.col(ROW_HASH).alias("__before")
         )
         joined = rows.join(before, on=ids, how="left")

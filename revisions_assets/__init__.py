@@ -16,18 +16,19 @@ from .core.extras import needs_extra
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from .core.dataset import ChangeSet, RevisionedDataset, TableInfo
+    from .core.dataset import RevisionedDataset
     from .core.errors import RevisionsError
     from .core.log.records import Revision, TableWrite, UpstreamPosition
     from .core.maintain.vacuum import VacuumReport
+    from .core.read.results import ChangeSet, TableInfo
     from .core.reader import DatasetReader
     from .core.spark_session import build_spark_session
 
 #: public name -> the module that defines it
 _EXPORTS = {
-    "ChangeSet": ".core.dataset",
+    "ChangeSet": ".core.read.results",
     "RevisionedDataset": ".core.dataset",
-    "TableInfo": ".core.dataset",
+    "TableInfo": ".core.read.results",
     "VacuumReport": ".core.maintain.vacuum",
     "DatasetReader": ".core.reader",
     "RevisionsError": ".core.errors",

@@ -40,8 +40,9 @@ from .output import Output, jsonable
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-    from ..core.dataset import RevisionedDataset, TableInfo
+    from ..core.dataset import RevisionedDataset
     from ..core.maintain.vacuum import VacuumReport
+    from ..core.read.results import TableInfo
 
 
 def open_writable(root: str, endpoint_url: str | None) -> RevisionedDataset:

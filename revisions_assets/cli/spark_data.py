@@ -20,7 +20,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..core.columns import DELETED
-from ..core.dataset import ChangeSet, RevisionedDataset
+from ..core.dataset import RevisionedDataset
+from ..core.read.results import ChangeSet
 from ..core.timeutil import from_micros
 from .common import InputError, debugging, first_line, start_spark
 from .data_output import CHANGE, diff_row, emit_diff, emit_stats

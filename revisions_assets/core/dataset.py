@@ -6,10 +6,10 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from os import PathLike
-from typing import get_args
+from typing import Any, get_args
 
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from .arguments import (
@@ -37,18 +37,17 @@ from .maintain.purge import Purge
 from .maintain.vacuum import DEFAULT_GRACE, Vacuum, VacuumReport, consumer_positions
 from .maintain.verify import Finding, deep_findings, verify_storage
 from .read.execute.as_of_join import as_of_join_plan
-from .read.execute.changes import read_changes
-from .read.execute.history import read_history
 from .read.execute.spark import MergeStrategy, SparkExecutor
 from .read.execute.spark_scan import spark_schema
-from .read.plan.refs import Position, find_revision
-from .read.plan.requests import Snapshot, plan_changes, plan_history, plan_state
-from .read.plan.scans import current_schema, head_plan
+from .read.facade import DatasetReads
+from .read.plan.requests import Snapshot
+from .read.plan.scans import head_plan
+from .read.plan.schema import Schema
 from .read.plan.spans import KnownAt
-from .read.results import ChangeSet, TableInfo
 from .storage.backends import open_storage
 from .storage.base import Storage
 from .timeutil import TimeLike, now_utc, to_utc
+from .uris import describe
 from .write.commit import CommitPlanner
 from .write.transaction import CommitRequest, CommitTransaction
 from .write.validation import normalize_id_columns
@@ -60,7 +59,7 @@ log = logging.getLogger(__name__)
 DEFAULT_COMPACT_AFTER = 20
 
 
-class RevisionedDataset:
+class RevisionedDataset(DatasetReads[DataFrame, StructType]):
     """A revisioned dataset at ``root``: opens it, or creates it on the first commit.
 
     ``id_columns``: one list for every table, or a dict ``{table: [ids]}`` that also
@@ -190,29 +189,6 @@ class RevisionedDataset:
         frame["vacuumed_by"] = frame["vacuumed_by"].astype("Int64")  # <NA>, not NaN, when not
         return frame
 
-    def revisions(self, table: str | None = None) -> list[Revision]:
-        """Every log entry (maintenance entries included), or the data revisions of a table."""
-        check_text(table, "table", optional=True)
-        snapshot = self.snapshot()
-        return list(snapshot.records) if table is None else snapshot.view.history(table)
-
-    def revision(self, ref: Position) -> Revision:
-        """An entry by name or sequence, or a data revision by ``HEAD`` or ``HEAD~n`` (n data
-        revisions back in the whole log; maintenance entries are not counted)."""
-        return find_revision(self.refresh(), ref)
-
-    def tables(self) -> dict[str, TableInfo[StructType]]:
-        """Every table with its id columns and its current schema (latest major + additions)."""
-        view = self.snapshot().view
-        return {
-            name: TableInfo(
-                name,
-                tuple(view.history(name)[-1].tables[name].id_columns),
-                spark_schema(current_schema(view, name)),
-            )
-            for name in view.tables()
-        }
-
     def upstream_position(self, dataset: str, table: str, consumer_table: str | None = None) -> int:
         """The last upstream sequence this dataset recorded as consumed (0 if none)."""
         check_text(dataset, "dataset")
@@ -229,104 +205,20 @@ class RevisionedDataset:
             findings += deep_findings(self.spark, self.storage, self.snapshot().view)
         return findings
 
-    # -- reads ----------------------------------------------------------------------------
+    # -- reads (``read/facade.py``: read, changes, history, tables, revisions) ------------
 
-    def read(
-        self,
-        table: str,
-        *,
-        as_of: TimeLike | None = None,
-        at: Position = None,
-        known_at: TimeLike | None = None,
-        columns: Sequence[str] | None = None,
-        with_revision: bool = False,
-    ) -> DataFrame:
-        """The state of ``table`` as of a logical time (``as_of``), as known at a commit
-        time (``known_at``: only revisions committed by then) and/or pinned at a position
-        (``at``: ``HEAD~n``, a revision name or a sequence), by the rules of
-        docs/concepts/read-semantics.md. ``columns``: the value columns to return (the id
-        columns always come first); Spark reads only those."""
-        plan = plan_state(
-            self.snapshot(),
-            table,
-            as_of=as_of,
-            at=at,
-            known_at=known_at,
-            columns=columns,
-            with_revision=with_revision,
-        )
-        return self._executor.merge(plan.rows, with_revision=with_revision)
+    def _schema(self, schema: Schema) -> StructType:
+        return spark_schema(schema)
 
-    def changes(
-        self,
-        table: str,
-        *,
-        since: TimeLike | None = None,
-        until: TimeLike | None = None,
-        since_sequence: int | None = None,
-        until_sequence: int | None = None,
-        at: Position = None,
-        known_at: TimeLike | None = None,
-        with_revision: bool = False,
-        only_changed: bool = False,
-        columns: Sequence[str] | None = None,
-    ) -> ChangeSet[DataFrame]:
-        """Changes in (since, until], or since a sequence up to a pinned head
-        (docs/concepts/read-semantics.md).
+    def _filtered(self, frame: DataFrame, condition: Any) -> DataFrame:
+        if not isinstance(condition, str | Column):
+            raise ArgumentTypeError(
+                f"read(): filter must be a Spark Column or SQL text, got {describe(condition)}"
+            )
+        return frame.where(condition)
 
-        ``known_at``: the changes as known at that commit time (only revisions committed by
-        then). ``only_changed``: report only the entities whose row hash differs from the
-        state before the window (tombstones and null hashes always count): a rewrite of the
-        same values is no change. A reset carries ``changed`` either way (see
-        ``ChangeSet``). ``columns``: only changes of these value columns count, for
-        ``only_changed`` and ``changed`` (their hash is computed at read time, old rows
-        included); the rows keep every column.
-        """
-        plan = plan_changes(
-            self.snapshot(),
-            table,
-            since=since,
-            until=until,
-            since_sequence=since_sequence,
-            until_sequence=until_sequence,
-            at=at,
-            known_at=known_at,
-            with_revision=with_revision,
-            only_changed=only_changed,
-            columns=columns,
-        )
-        df, changed = read_changes(self._executor, plan, with_revision=with_revision)
-        return ChangeSet(
-            df=df,
-            is_reset=plan.is_reset,
-            revisions=plan.window,
-            since_sequence=plan.since_sequence,
-            until_sequence=plan.until_sequence,
-            changed=changed,
-        )
-
-    def history(
-        self,
-        table: str,
-        *,
-        since: TimeLike | None = None,
-        until: TimeLike | None = None,
-        known_at: TimeLike | None = None,
-        columns: Sequence[str] | None = None,
-    ) -> DataFrame:
-        """The SCD2 history of ``table`` in logical time (``core/read/execute/history.py``).
-
-        The table's columns plus ``valid_from``, ``valid_to`` (null while current),
-        ``is_current``, ``is_deleted`` and ``_revision``; one row per version of an entity.
-        ``until``: the history as known at that logical time (like ``read(as_of=until)``);
-        ``since``: only the versions still valid after it. ``known_at``: the history as the
-        revisions committed by then told it. ``columns``: the history of these value
-        columns only (a version opens where one of them changes).
-        """
-        plan = plan_history(
-            self.snapshot(), table, since=since, until=until, known_at=known_at, columns=columns
-        )
-        return read_history(self._executor, plan)
+    def _results(self, frames: Sequence[DataFrame], what: str) -> list[DataFrame]:
+        return list(frames)  # lazy: Spark runs them when asked
 
     def as_of_join(
         self,
@@ -570,4 +462,4 @@ class RevisionedDataset:
         return (compaction,) if compaction is not None else ()
 
 
-__all__ = ["ChangeSet", "RevisionedDataset", "TableInfo", "VacuumReport"]
+__all__ = ["RevisionedDataset", "VacuumReport"]

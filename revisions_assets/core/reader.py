@@ -16,12 +16,12 @@ import tempfile
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
 
-from .arguments import check_bool, check_count, check_options, check_text
-from .columns import REVISION_COLUMNS
+from .arguments import check_bool, check_count, check_options
 from .errors import (
     ArgumentTypeError,
     DatasetNotFoundError,
@@ -34,16 +34,14 @@ from .errors import (
 from .log.layout import LOG_DIR
 from .log.records import Revision
 from .log.revision_log import RevisionLog
-from .read.execute.changes import read_changes
 from .read.execute.download_cache import DownloadCache
 from .read.execute.files import PARQUET_MAGIC, corrupt_file_error
-from .read.execute.history import read_history
+from .read.execute.frames import Rows
 from .read.execute.polars import PolarsExecutor, polars_schema
-from .read.plan.refs import Position, find_revision
-from .read.plan.requests import Snapshot, plan_changes, plan_history, plan_state, project
-from .read.plan.scans import current_schema
-from .read.plan.schema import names
-from .read.results import ChangeSet, TableInfo
+from .read.facade import DatasetReads
+from .read.plan.refs import Position
+from .read.plan.requests import Snapshot, plan_state
+from .read.plan.schema import Schema
 from .storage.backends import open_storage
 from .storage.base import LocalStorage, Storage
 from .timeutil import TimeLike
@@ -53,8 +51,10 @@ from .uris import describe
 PolarsSchema = dict[str, pl.DataType]
 
 
-class DatasetReader:
-    """Reads a revisioned dataset in this process, without a JVM (see the module doc).
+class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
+    """Reads a revisioned dataset in this process, without a JVM (see the module doc):
+    ``read``, ``changes``, ``history``, ``tables`` and ``revisions`` as ``RevisionedDataset``
+    gives them (``read/facade.py``), as Polars DataFrames; ``scan`` and ``batches`` lazily.
 
     ``root``: a local path, ``file://`` or ``s3://`` URI; ``storage_options`` as for
     ``RevisionedDataset`` (S3 endpoint and credentials). ``cache_dir``: a local folder
@@ -134,28 +134,6 @@ class DatasetReader:
         self._refresh()
         return pl.from_arrow(self._log.description())  # type: ignore[return-value]
 
-    def revisions(self, table: str | None = None) -> list[Revision]:
-        """Every log entry (maintenance entries included), or the data revisions of a table."""
-        check_text(table, "table", optional=True)
-        snapshot = self.snapshot()
-        return list(snapshot.records) if table is None else snapshot.view.history(table)
-
-    def revision(self, ref: Position) -> Revision:
-        """An entry by name or sequence, or a data revision by ``HEAD`` or ``HEAD~n``."""
-        return find_revision(self._refresh(), ref)
-
-    def tables(self) -> dict[str, TableInfo[PolarsSchema]]:
-        """Every table with its id columns and its current schema (latest major + additions)."""
-        view = self.snapshot().view
-        return {
-            name: TableInfo(
-                name,
-                tuple(view.history(name)[-1].tables[name].id_columns),
-                polars_schema(current_schema(view, name)),
-            )
-            for name in view.tables()
-        }
-
     def snapshot(self) -> Snapshot:
         """One frozen view of the log, caught up with commits (online): what a read plans
         from (each read takes one when it starts)."""
@@ -187,43 +165,7 @@ class DatasetReader:
             known_at=known_at,
             with_revision=with_revision,
         )
-        return self._executor.merge(plan.rows, with_revision=with_revision)
-
-    def read(
-        self,
-        table: str,
-        *,
-        as_of: TimeLike | None = None,
-        at: Position = None,
-        known_at: TimeLike | None = None,
-        columns: Sequence[str] | None = None,
-        filter: pl.Expr | None = None,
-        with_revision: bool = False,
-    ) -> pl.DataFrame:
-        """The state of ``table`` as of a logical time (``as_of``), as known at a commit
-        time (``known_at``) and/or pinned at a position (``at``), as
-        ``RevisionedDataset.read``. ``columns``: the value columns to return (the id
-        columns always come first); ``filter``: a Polars expression the rows must meet
-        (on the merged state: ``scan(...).filter(...)``)."""
-        if filter is not None and not isinstance(filter, pl.Expr):
-            raise ArgumentTypeError(
-                f"read(): filter must be a Polars expression, got {describe(filter)}"
-            )
-        plan = plan_state(
-            self.snapshot(),
-            table,
-            as_of=as_of,
-            at=at,
-            known_at=known_at,
-            with_revision=with_revision,
-        )
-        frame = self._executor.merge(plan.rows, with_revision=with_revision)
-        if filter is not None:  # on the merged state, any column (Polars prunes the rest)
-            frame = frame.filter(filter)
-        if columns is not None:
-            wanted = project(plan.rows, columns, "read").schema
-            frame = frame.select(*names(wanted), *(REVISION_COLUMNS if with_revision else ()))
-        return self._collect(frame, plan.rows.what)
+        return self._executor.merge(plan.rows, Rows(with_revision=with_revision))
 
     def batches(
         self,
@@ -254,68 +196,6 @@ class DatasetReader:
                 raise self._read_error(plan.rows.what, exc) from exc
 
         return pa.RecordBatchReader.from_batches(arrow_schema, stream())
-
-    def changes(
-        self,
-        table: str,
-        *,
-        since: TimeLike | None = None,
-        until: TimeLike | None = None,
-        since_sequence: int | None = None,
-        until_sequence: int | None = None,
-        at: Position = None,
-        known_at: TimeLike | None = None,
-        with_revision: bool = False,
-        only_changed: bool = False,
-        columns: Sequence[str] | None = None,
-    ) -> ChangeSet[pl.DataFrame]:
-        """Changes in (since, until], or since a sequence up to a pinned head, as
-        ``RevisionedDataset.changes`` (``.df`` with ``_deleted``, ``.is_reset``,
-        ``.until_sequence``, ``.changed`` on a reset)."""
-        plan = plan_changes(
-            self.snapshot(),
-            table,
-            since=since,
-            until=until,
-            since_sequence=since_sequence,
-            until_sequence=until_sequence,
-            at=at,
-            known_at=known_at,
-            with_revision=with_revision,
-            only_changed=only_changed,
-            columns=columns,
-        )
-        try:
-            df, changed = read_changes(self._executor, plan, with_revision=with_revision)
-            frames = pl.collect_all([df] if changed is None else [df, changed])
-        except (pl.exceptions.PolarsError, OSError) as exc:
-            raise self._read_error(plan.what, exc) from exc
-        return ChangeSet(
-            df=frames[0],
-            is_reset=plan.is_reset,
-            revisions=plan.window,
-            since_sequence=plan.since_sequence,
-            until_sequence=plan.until_sequence,
-            changed=frames[1] if changed is not None else None,
-        )
-
-    def history(
-        self,
-        table: str,
-        *,
-        since: TimeLike | None = None,
-        until: TimeLike | None = None,
-        known_at: TimeLike | None = None,
-        columns: Sequence[str] | None = None,
-    ) -> pl.DataFrame:
-        """The SCD2 history of ``table``, as ``RevisionedDataset.history``."""
-        plan = plan_history(
-            self.snapshot(), table, since=since, until=until, known_at=known_at, columns=columns
-        )
-        try:
-            return read_history(self._executor, plan).collect()
-        except (pl.exceptions.PolarsError, OSError) as exc:
-            raise self._read_error(plan.what, exc) from exc
 
     def download(
         self,
@@ -368,11 +248,23 @@ class DatasetReader:
                 return record.name
         return "?"
 
-    def _collect(self, frame: pl.LazyFrame, what: str) -> pl.DataFrame:
-        """``frame`` collected; a failure reading files is a StorageError naming the read
-        (``what`` names the dataset too)."""
+    # -- what the shared reads (``read/facade.py``) need -------------------------------------
+
+    def _schema(self, schema: Schema) -> PolarsSchema:
+        return polars_schema(schema)
+
+    def _filtered(self, frame: pl.LazyFrame, condition: Any) -> pl.LazyFrame:
+        if not isinstance(condition, pl.Expr):
+            raise ArgumentTypeError(
+                f"read(): filter must be a Polars expression, got {describe(condition)}"
+            )
+        return frame.filter(condition)
+
+    def _results(self, frames: Sequence[pl.LazyFrame], what: str) -> list[pl.DataFrame]:
+        """The frames collected together; a failure reading files is a StorageError naming
+        the read (``what`` names the dataset too)."""
         try:
-            return frame.collect()
+            return pl.collect_all(frames)
         except (pl.exceptions.PolarsError, OSError) as exc:
             raise self._read_error(what, exc) from exc
 

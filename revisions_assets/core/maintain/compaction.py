@@ -25,6 +25,7 @@ from ..log.records import (
 )
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
+from ..read.execute.frames import Rows
 from ..read.execute.spark import SparkExecutor, merge_kind
 from ..read.plan.scans import MergePlan, plan_merge
 from ..read.plan.schema import to_struct_json
@@ -107,7 +108,8 @@ class Compactor:
 
     def _write(self, name: str, job: _TableJob, target_file_bytes: int) -> TableWrite:
         plan, table = job.plan, job.table
-        df = self.executor.merge(plan, keep_deleted=True, with_sequence=True, with_hash=True)
+        rows = Rows(keep_deleted=True, with_sequence=True, with_hash=True)
+        df = self.executor.merge(plan, rows)
         in_bytes = sum(t.bytes for t in plan.tasks)
         in_rows = sum(t.rows for t in plan.tasks)
         files = max(1, math.ceil(in_bytes / max(target_file_bytes, 1)))

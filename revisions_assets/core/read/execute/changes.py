@@ -14,6 +14,7 @@ from ..plan.scans import MergePlan
 from .frames import (
     SMALL_WINDOW_ROWS,
     Executor,
+    Rows,
     blank_deletions,
     hinted,
     lazy,
@@ -29,9 +30,9 @@ def read_changes(
     ids = list(plan.id_columns)
     changed = None
     if plan.rows is None:
-        df = lazy(executor.empty(plan.schema, deleted=True, with_revision=with_revision))
+        df = lazy(executor.empty(plan.schema, Rows(keep_deleted=True, with_revision=with_revision)))
     elif plan.is_reset:
-        df = lazy(executor.merge(plan.rows, with_revision=with_revision))
+        df = lazy(executor.merge(plan.rows, Rows(with_revision=with_revision)))
         changed = _reset_changed(executor, plan, plan.rows, with_revision)
         df = df.with_columns(nw.lit(value=False).alias(DELETED))
     else:
@@ -66,7 +67,9 @@ def _reset_changed(
         previous = _state_hashes(executor, before, plan.columns, ids) if before else None
         return real_changes(rows, previous, ids, gone=True).drop(ROW_HASH)
     if on_top.rows is None:
-        return lazy(executor.empty(plan.schema, deleted=True, with_revision=with_revision))
+        return lazy(
+            executor.empty(plan.schema, Rows(keep_deleted=True, with_revision=with_revision))
+        )
     rows = _hashed(executor, on_top.rows, plan.columns, keep_deleted=True, revision=with_revision)
     if before is not None:
         rows = real_changes(
@@ -89,7 +92,9 @@ def _hashed(
     revision: bool,
 ) -> nw.LazyFrame:
     """The rows of ``plan`` with ``_row_hash``: as stored, or over ``columns`` only."""
-    rows = executor.merge(plan, keep_deleted=keep_deleted, with_revision=revision, with_hash=True)
+    rows = executor.merge(
+        plan, Rows(keep_deleted=keep_deleted, with_revision=revision, with_hash=True)
+    )
     return lazy(executor.rehash(rows, columns) if columns is not None else rows)
 
 

@@ -10,8 +10,10 @@ comparisons (``core/write/``) use these functions.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import narwhals as nw
 
@@ -28,33 +30,40 @@ SMALL_WINDOW_ROWS = 2_000_000
 _BEFORE, _WAS, _NOW, _RIGHT = "__before", "__was", "__now", "__right"
 
 
-class Executor(Protocol[Frame]):
+@dataclass(frozen=True)
+class Rows:
+    """What a merge returns beside the table's columns."""
+
+    keep_deleted: bool = False  #: tombstone rows too, flagged ``_deleted``
+    with_revision: bool = False  #: the name, timestamp and sequence of each row's revision
+    with_hash: bool = False  #: ``_row_hash`` (null where not recorded)
+    with_sequence: bool = False  #: only ``_revision_sequence`` (what a compaction writes)
+
+
+#: the default: the state's rows, the table's columns only
+STATE = Rows()
+
+
+class Executor(ABC, Generic[Frame]):
     """What an engine provides: scans, merges, and the few operations it does its own way."""
 
-    def merge(
-        self,
-        plan: MergePlan,
-        *,
-        keep_deleted: bool = False,
-        with_revision: bool = False,
-        with_hash: bool = False,
-        with_sequence: bool = False,
-    ) -> Frame:
+    @abstractmethod
+    def merge(self, plan: MergePlan, rows: Rows = STATE) -> Frame:
         """The latest row per entity of ``plan`` (tombstones dropped unless kept)."""
-        ...
 
-    def empty(self, schema: Schema, *, deleted: bool, with_revision: bool) -> Frame:
-        """No rows, in ``schema`` (+ ``_deleted``, + the revision columns)."""
-        ...
+    @abstractmethod
+    def empty(self, schema: Schema, rows: Rows) -> Frame:
+        """No rows, in ``schema`` (+ ``_deleted`` and the revision columns if ``rows`` asks)."""
 
+    @abstractmethod
     def rehash(self, frame: Frame, columns: Sequence[str]) -> Frame:
         """``frame`` with ``_row_hash`` over ``columns`` only (null on tombstones)."""
-        ...
 
     def broadcast(self, frame: Frame) -> Frame:
-        """A hint that ``frame`` is small (Spark broadcasts it; Polars ignores it)."""
-        ...
+        """A hint that ``frame`` is small (Spark broadcasts it; others ignore it)."""
+        return frame
 
+    @abstractmethod
     def span_rows(
         self,
         table: str,
@@ -62,8 +71,8 @@ class Executor(Protocol[Frame]):
         tasks: Sequence[ScanTask],
         columns: dict[str, tuple[Sequence[object], str]],
     ) -> Frame:
-        """Every row of every task with ``SPAN_ORDER`` and per-task values."""
-        ...
+        """Every row of every task with ``SPAN_ORDER`` (its task's index) and the values
+        ``columns`` gives per task: name -> (one value per task, "timestamp" | "string")."""
 
 
 def lazy(native: Any) -> nw.LazyFrame:

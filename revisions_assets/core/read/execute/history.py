@@ -30,7 +30,7 @@ import narwhals as nw
 from ...columns import DELETED, IS_CURRENT, IS_DELETED, REVISION, VALID_FROM, VALID_TO
 from ..plan.requests import HistoryPlan
 from ..plan.schema import Field, Schema
-from .frames import SPAN_ORDER, Executor, lazy
+from .frames import SPAN_ORDER, Executor, Rows, lazy
 
 #: the columns a history adds to the table's, with their types
 HISTORY_FIELDS: Schema = (
@@ -56,7 +56,7 @@ def read_history(executor: Executor[Any], plan: HistoryPlan) -> Any:
     """The SCD2 history of ``plan`` as the executor's lazy frame."""
     ids = list(plan.id_columns)
     if not plan.spans:
-        return executor.empty((*plan.schema, *HISTORY_FIELDS), deleted=False, with_revision=False)
+        return executor.empty((*plan.schema, *HISTORY_FIELDS), Rows())
     values = [f.name for f in plan.schema if f.name not in ids]
     spans = plan.spans
     rows = lazy(

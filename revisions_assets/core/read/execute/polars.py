@@ -33,7 +33,7 @@ import polars as pl
 from ...columns import DELETED, REVISION_COLUMNS, ROW_HASH, SOURCE_SEQUENCE
 from ..plan.scans import MergePlan, ScanTask
 from ..plan.schema import Schema, agrees
-from .frames import SPAN_ORDER
+from .frames import SPAN_ORDER, STATE, Executor, Rows
 
 #: turns the log's relative file paths into local paths (fetching them into a cache first)
 LocalFiles = Callable[[Sequence[str]], list[str]]
@@ -193,22 +193,11 @@ def _latest(rows: pl.LazyFrame, ids: Sequence[str]) -> pl.LazyFrame:
     return rows.join(best, on=[*ids, _ORDER], how="semi")
 
 
-def merge_frame(
-    local: LocalFiles,
-    plan: MergePlan,
-    *,
-    keep_deleted: bool = False,
-    with_revision: bool = False,
-    with_hash: bool = False,
-    with_sequence: bool = False,
-) -> pl.LazyFrame:
-    """The latest row per entity over a merge plan (the Spark executor's rules).
-
-    ``keep_deleted``: keep tombstone rows (flagged ``_deleted``) instead of dropping them.
-    ``with_revision``: add the name, timestamp and sequence of each row's revision.
-    ``with_sequence``: add only ``_revision_sequence``.
-    ``with_hash``: add ``_row_hash`` (null where not recorded).
-    """
+def merge_frame(local: LocalFiles, plan: MergePlan, rows_wanted: Rows = STATE) -> pl.LazyFrame:
+    """The latest row per entity over a merge plan (the Spark executor's rules), with the
+    system columns ``rows_wanted`` asks for."""
+    keep_deleted, with_revision = rows_wanted.keep_deleted, rows_wanted.with_revision
+    with_sequence, with_hash = rows_wanted.with_sequence, rows_wanted.with_hash
     ids = list(plan.id_columns)
     order = {r.sequence: n for n, r in enumerate(plan.merge)}
     scan = _Scanner(local, plan.schema, order)
@@ -263,37 +252,21 @@ def revision_columns(plan: MergePlan, sequence: pl.Expr) -> list[pl.Expr]:
     ]
 
 
-class PolarsExecutor:
+class PolarsExecutor(Executor[pl.LazyFrame]):
     """Runs plans as Polars ``LazyFrame``s over local files (``local`` fetches remote ones
     into a cache first and checks they are Parquet)."""
 
     def __init__(self, local: LocalFiles):
         self.local = local
 
-    def merge(
-        self,
-        plan: MergePlan,
-        *,
-        keep_deleted: bool = False,
-        with_revision: bool = False,
-        with_hash: bool = False,
-        with_sequence: bool = False,
-    ) -> pl.LazyFrame:
-        return merge_frame(
-            self.local,
-            plan,
-            keep_deleted=keep_deleted,
-            with_revision=with_revision,
-            with_hash=with_hash,
-            with_sequence=with_sequence,
-        )
+    def merge(self, plan: MergePlan, rows: Rows = STATE) -> pl.LazyFrame:
+        return merge_frame(self.local, plan, rows)
 
-    def empty(self, schema: Schema, *, deleted: bool, with_revision: bool) -> pl.LazyFrame:
-        """No rows, in ``schema`` (+ ``_deleted``, + the revision columns)."""
+    def empty(self, schema: Schema, rows: Rows) -> pl.LazyFrame:
         types = polars_schema(schema)
-        if deleted:
+        if rows.keep_deleted:
             types[DELETED] = pl.Boolean()
-        if with_revision:
+        if rows.with_revision:
             types.update(zip(REVISION_COLUMNS, (pl.String(), UTC_MICROS, pl.Int64()), strict=True))
         return empty_frame(types)
 
@@ -309,9 +282,6 @@ class PolarsExecutor:
             hashed = pl.when(~pl.col(DELETED)).then(hashed)
         return frame.with_columns(hashed.alias(ROW_HASH))
 
-    def broadcast(self, frame: pl.LazyFrame) -> pl.LazyFrame:
-        return frame
-
     def span_rows(
         self,
         table: str,
@@ -319,8 +289,6 @@ class PolarsExecutor:
         tasks: Sequence[ScanTask],
         columns: dict[str, tuple[Sequence[object], str]],
     ) -> pl.LazyFrame:
-        """The rows of every task, each with ``SPAN_ORDER`` (its task's index) and the values
-        ``columns`` gives per task: name -> (one value per task, "timestamp" | "string")."""
         scan = _Scanner(self.local, schema, {})
         types = {"timestamp": UTC_MICROS, "string": pl.String()}
         parts = [

@@ -35,7 +35,7 @@ from ...timeutil import to_micros
 from ..plan.scans import MergePlan, ScanTask, current_schema, major_schema
 from ..plan.schema import Schema
 from .files import check_data_files
-from .frames import SPAN_ORDER
+from .frames import SPAN_ORDER, STATE, Executor, Rows
 from .spark_scan import (
     _ORDER,
     _SEQ,
@@ -94,20 +94,13 @@ def merge_frame(
     spark: SparkSession,
     storage: Storage,
     plan: MergePlan,
-    *,
-    keep_deleted: bool = False,
-    with_revision: bool = False,
-    with_sequence: bool = False,
-    with_hash: bool = False,
+    rows_wanted: Rows = STATE,
     strategy: MergeStrategy = "auto",
 ) -> DataFrame:
-    """The latest row per entity over a merge plan.
-
-    ``keep_deleted``: keep tombstone rows (flagged ``_deleted``) instead of dropping them.
-    ``with_revision``: add the name, timestamp and sequence of each row's revision.
-    ``with_sequence``: add only ``_revision_sequence`` (what a compaction writes).
-    ``with_hash``: add ``_row_hash`` (``core/hashing.py``; null where not recorded).
-    """
+    """The latest row per entity over a merge plan, with the system columns ``rows_wanted``
+    asks for."""
+    keep_deleted, with_revision = rows_wanted.keep_deleted, rows_wanted.with_revision
+    with_sequence, with_hash = rows_wanted.with_sequence, rows_wanted.with_hash
     ids = list(plan.id_columns)
     scan = _Scanner(spark, storage, plan.schema, _about(plan))
     newer = plan.newer
@@ -164,7 +157,7 @@ def merge_frame(
     return merged.selectExpr(*map(quoted, [*scan.schema.fieldNames(), *system]))
 
 
-class SparkExecutor:
+class SparkExecutor(Executor[DataFrame]):
     """Runs plans on Spark: the session (asked for only when a read runs), where the files
     are, the merge strategy, and the data files already found to be Parquet."""
 
@@ -181,28 +174,11 @@ class SparkExecutor:
     def spark(self) -> SparkSession:
         return self._spark()
 
-    def merge(
-        self,
-        plan: MergePlan,
-        *,
-        keep_deleted: bool = False,
-        with_revision: bool = False,
-        with_hash: bool = False,
-        with_sequence: bool = False,
-    ) -> DataFrame:
+    def merge(self, plan: MergePlan, rows: Rows = STATE) -> DataFrame:
         """The rows of ``plan`` as one Spark plan; a storage failure names the files."""
         check_data_files(self.storage, plan.table, plan.files, self.checked)
         try:
-            return merge_frame(
-                self.spark,
-                self.storage,
-                plan,
-                keep_deleted=keep_deleted,
-                with_revision=with_revision,
-                with_hash=with_hash,
-                with_sequence=with_sequence,
-                strategy=self.strategy,
-            )
+            return merge_frame(self.spark, self.storage, plan, rows, self.strategy)
         except RevisionsError:
             raise
         except Exception as exc:
@@ -229,12 +205,11 @@ class SparkExecutor:
             "damaged dataset' in the docs"
         )
 
-    def empty(self, schema: Schema, *, deleted: bool, with_revision: bool) -> DataFrame:
-        """No rows, in ``schema`` (+ ``_deleted``, + the revision columns)."""
+    def empty(self, schema: Schema, rows: Rows) -> DataFrame:
         df = self.spark.createDataFrame([], spark_schema(schema))
-        if deleted:
+        if rows.keep_deleted:
             df = df.withColumn(DELETED, F.lit(False))
-        if with_revision:
+        if rows.with_revision:
             df = df.withColumns(
                 {
                     "_revision": F.lit(None).cast("string"),
@@ -245,8 +220,6 @@ class SparkExecutor:
         return df
 
     def rehash(self, frame: DataFrame, columns: Sequence[str]) -> DataFrame:
-        """``frame`` with ``_row_hash`` over ``columns`` only, computed now (null on
-        tombstones)."""
         hashed = row_hash(frame.schema, columns)
         if DELETED in frame.columns:
             hashed = F.when(~F.col(DELETED), hashed)
@@ -262,8 +235,6 @@ class SparkExecutor:
         tasks: Sequence[ScanTask],
         columns: dict[str, tuple[Sequence[object], str]],
     ) -> DataFrame:
-        """The rows of every task, each with ``SPAN_ORDER`` (its task's index) and the values
-        ``columns`` gives per task: name -> (one value per task, "timestamp" | "string")."""
         files = [(t.entry, f) for t in tasks for f in t.files]
         check_data_files(self.storage, table, files, self.checked)
         types = {"timestamp": TimestampType(), "string": StringType()}
