@@ -44,6 +44,17 @@ class Rows:
 STATE = Rows()
 
 
+@dataclass(frozen=True)
+class SpanScan:
+    """The rows of some revisions, each tagged with values of its revision: ``values``
+    maps a column to (one value per task, its kind: "timestamp" or "string")."""
+
+    table: str
+    schema: Schema
+    tasks: tuple[ScanTask, ...]
+    values: dict[str, tuple[tuple[object, ...], str]]
+
+
 class Executor(ABC, Generic[Frame]):
     """What an engine provides: scans, merges, and the few operations it does its own way."""
 
@@ -64,15 +75,9 @@ class Executor(ABC, Generic[Frame]):
         return frame
 
     @abstractmethod
-    def span_rows(
-        self,
-        table: str,
-        schema: Schema,
-        tasks: Sequence[ScanTask],
-        columns: dict[str, tuple[Sequence[object], str]],
-    ) -> Frame:
-        """Every row of every task with ``SPAN_ORDER`` (its task's index) and the values
-        ``columns`` gives per task: name -> (one value per task, "timestamp" | "string")."""
+    def span_rows(self, scan: SpanScan) -> Frame:
+        """Every row of every task of ``scan`` with ``SPAN_ORDER`` (its task's index) and the
+        task's values of ``scan.values``."""
 
 
 def lazy(native: Any) -> nw.LazyFrame:

@@ -30,7 +30,7 @@ import narwhals as nw
 from ...columns import DELETED, IS_CURRENT, IS_DELETED, REVISION, VALID_FROM, VALID_TO
 from ..plan.requests import HistoryPlan
 from ..plan.schema import Field, Schema
-from .frames import SPAN_ORDER, Executor, Rows, lazy
+from .frames import SPAN_ORDER, Executor, Rows, SpanScan, lazy
 
 #: the columns a history adds to the table's, with their types
 HISTORY_FIELDS: Schema = (
@@ -59,19 +59,13 @@ def read_history(executor: Executor[Any], plan: HistoryPlan) -> Any:
         return executor.empty((*plan.schema, *HISTORY_FIELDS), Rows())
     values = [f.name for f in plan.schema if f.name not in ids]
     spans = plan.spans
-    rows = lazy(
-        executor.span_rows(
-            plan.table,
-            plan.schema,
-            plan.tasks,
-            {
-                "__start": ([s.start for s in spans], "timestamp"),
-                "__end": ([s.end for s in spans], "timestamp"),
-                "__name": ([s.revision.name for s in spans], "string"),
-                "__ended_by": ([s.ended_by.name if s.ended_by else None for s in spans], "string"),
-            },
-        )
-    )
+    tags = {
+        "__start": (tuple(s.start for s in spans), "timestamp"),
+        "__end": (tuple(s.end for s in spans), "timestamp"),
+        "__name": (tuple(s.revision.name for s in spans), "string"),
+        "__ended_by": (tuple(s.ended_by.name if s.ended_by else None for s in spans), "string"),
+    }
+    rows = lazy(executor.span_rows(SpanScan(plan.table, plan.schema, plan.tasks, tags)))
 
     # 1. the interval each row wins: from its revision's time until the entity's next row
     #    (or until a major voids the revision); rows beaten at their own time win nothing

@@ -33,7 +33,7 @@ import polars as pl
 from ...columns import DELETED, REVISION_COLUMNS, ROW_HASH, SOURCE_SEQUENCE
 from ..plan.scans import MergePlan, ScanTask
 from ..plan.schema import Schema, agrees
-from .frames import SPAN_ORDER, STATE, Executor, Rows
+from .frames import SPAN_ORDER, STATE, Executor, Rows, SpanScan
 
 #: turns the log's relative file paths into local paths (fetching them into a cache first)
 LocalFiles = Callable[[Sequence[str]], list[str]]
@@ -282,23 +282,17 @@ class PolarsExecutor(Executor[pl.LazyFrame]):
             hashed = pl.when(~pl.col(DELETED)).then(hashed)
         return frame.with_columns(hashed.alias(ROW_HASH))
 
-    def span_rows(
-        self,
-        table: str,
-        schema: Schema,
-        tasks: Sequence[ScanTask],
-        columns: dict[str, tuple[Sequence[object], str]],
-    ) -> pl.LazyFrame:
-        scan = _Scanner(self.local, schema, {})
+    def span_rows(self, scan: SpanScan) -> pl.LazyFrame:
+        scanner = _Scanner(self.local, scan.schema, {})
         types = {"timestamp": UTC_MICROS, "string": pl.String()}
         parts = [
-            scan.stacked([task]).with_columns(
+            scanner.stacked([task]).with_columns(
                 pl.lit(n, dtype=pl.Int64).alias(SPAN_ORDER),
                 *[
                     pl.lit(values[n], dtype=types[kind]).alias(name)
-                    for name, (values, kind) in columns.items()
+                    for name, (values, kind) in scan.values.items()
                 ],
             )
-            for n, task in enumerate(tasks)
+            for n, task in enumerate(scan.tasks)
         ]
         return pl.concat(parts, how="vertical")

@@ -32,10 +32,10 @@ from ...spark_errors import storage_cause
 from ...sqltext import quoted
 from ...storage.base import Storage
 from ...timeutil import to_micros
-from ..plan.scans import MergePlan, ScanTask, current_schema, major_schema
+from ..plan.scans import MergePlan, current_schema, major_schema
 from ..plan.schema import Schema
 from .files import check_data_files
-from .frames import SPAN_ORDER, STATE, Executor, Rows
+from .frames import SPAN_ORDER, STATE, Executor, Rows, SpanScan
 from .spark_scan import (
     _ORDER,
     _SEQ,
@@ -228,18 +228,13 @@ class SparkExecutor(Executor[DataFrame]):
     def broadcast(self, frame: DataFrame) -> DataFrame:
         return F.broadcast(frame)
 
-    def span_rows(
-        self,
-        table: str,
-        schema: Schema,
-        tasks: Sequence[ScanTask],
-        columns: dict[str, tuple[Sequence[object], str]],
-    ) -> DataFrame:
+    def span_rows(self, scan: SpanScan) -> DataFrame:
+        tasks = scan.tasks
         files = [(t.entry, f) for t in tasks for f in t.files]
-        check_data_files(self.storage, table, files, self.checked)
+        check_data_files(self.storage, scan.table, files, self.checked)
         types = {"timestamp": TimestampType(), "string": StringType()}
-        rows = revision_rows(self.spark, self.storage, schema, tasks)
+        rows = revision_rows(self.spark, self.storage, scan.schema, tasks)
         rows = rows.withColumns(
-            {name: revision_value(values, types[kind]) for name, (values, kind) in columns.items()}
+            {name: revision_value(v, types[kind]) for name, (v, kind) in scan.values.items()}
         )
         return rows.withColumnRenamed(ORDER, SPAN_ORDER)
