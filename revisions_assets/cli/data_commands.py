@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ..core.columns import DELETED
 from ..core.errors import InvalidTimestampError, NoMajorRevisionError
 from ..core.log.records import Revision
 from ..core.log.view import table_history
@@ -39,7 +38,6 @@ from .common import (
     rows_limit,
 )
 from .data_output import (
-    CHANGE,
     diff_row,
     emit_diff,
     emit_history,
@@ -47,12 +45,12 @@ from .data_output import (
     id_types,
     parse_entities,
 )
+from .entity_diff import diff_stats, entity_diff
 from .output import Output, text
 
 if TYPE_CHECKING:  # polars loads when a command runs: `revisions --help` starts fast
     import polars as pl
 
-    from ..core.read.results import ChangeSet
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -246,11 +244,11 @@ def diff_command(
     else:
         changes = reader.changes(table, since=start, until=end)
     before = reader.read(table, **before_at) if before_at is not None else None
-    diff, values = diff_frame(changes, before, ids)
+    lazy_diff, values = entity_diff(changes, before, ids)
     if stats:
-        emit_stats(out, diff_stats(diff, values, changes.is_reset))
+        emit_stats(out, diff_stats(lazy_diff, values, changes.is_reset))
         return
-    diff = diff.with_columns(pl.lit(changes.is_reset).alias("_reset")).sort(ids)
+    diff = lazy_diff.with_columns(pl.lit(changes.is_reset).alias("_reset")).sort(ids).collect()
     shown = diff.head(limit) if limit else diff
     emit_diff(
         out,
@@ -260,78 +258,6 @@ def diff_command(
         limit,
         bool(limit) and diff.height > limit,
     )
-
-
-def diff_frame(
-    changes: ChangeSet[pl.DataFrame], before: pl.DataFrame | None, ids: list[str]
-) -> tuple[pl.DataFrame, list[str]]:
-    """Changed entities: ``_change`` (added/changed/deleted), ids, values after (``__a<i>``)
-    and before (``__b<i>``). Before is restricted to the changed entities unless a reset."""
-    import polars as pl
-
-    after = changes.df
-    values = [c for c in after.columns if c not in ids and c != DELETED]
-    a = after.select(
-        *ids,
-        *[pl.col(c).alias(f"__a{i}") for i, c in enumerate(values)],
-        (~pl.col(DELETED)).alias("__in_a"),
-    )
-    if before is None:
-        joined = a.with_columns(
-            *[pl.lit(None, dtype=after.schema[c]).alias(f"__b{i}") for i, c in enumerate(values)],
-            pl.lit(False).alias("__in_b"),
-        )
-    else:
-        b = before.select(
-            *ids,
-            *[
-                (
-                    pl.col(c).cast(after.schema[c])
-                    if c in before.columns
-                    else pl.lit(None, dtype=after.schema[c])
-                ).alias(f"__b{i}")
-                for i, c in enumerate(values)
-            ],
-            pl.lit(True).alias("__in_b"),
-        )
-        if not changes.is_reset:
-            b = b.join(a.select(ids), on=ids, how="semi")
-        joined = a.join(b, on=ids, how="full", coalesce=True)
-    in_a = pl.col("__in_a").fill_null(False)
-    in_b = pl.col("__in_b").fill_null(False)
-    differs = pl.any_horizontal(
-        pl.lit(False),
-        *[pl.col(f"__a{i}").ne_missing(pl.col(f"__b{i}")) for i in range(len(values))],
-    )
-    change = (
-        pl.when(in_a & ~in_b)
-        .then(pl.lit("added"))
-        .when(~in_a & in_b)
-        .then(pl.lit("deleted"))
-        .when(in_a & in_b & differs)
-        .then(pl.lit("changed"))
-    )
-    out = joined.with_columns(change.alias(CHANGE)).filter(pl.col(CHANGE).is_not_null())
-    rest = [c for c in out.columns if c not in ("__in_a", "__in_b", CHANGE)]
-    return out.select(CHANGE, *rest), values
-
-
-def diff_stats(diff: pl.DataFrame, values: list[str], is_reset: bool) -> dict[str, Any]:
-    import polars as pl
-
-    changed = diff.filter(pl.col(CHANGE) == "changed")
-    kinds = diff.get_column(CHANGE).value_counts()
-    counts = dict(zip(kinds[CHANGE].to_list(), kinds["count"].to_list(), strict=True))
-    return {
-        "reset": is_reset,
-        "added": counts.get("added", 0),
-        "changed": counts.get("changed", 0),
-        "deleted": counts.get("deleted", 0),
-        "columns": {
-            c: changed.filter(pl.col(f"__a{i}").ne_missing(pl.col(f"__b{i}"))).height
-            for i, c in enumerate(values)
-        },
-    }
 
 
 @click.command("history")

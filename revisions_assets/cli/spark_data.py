@@ -19,12 +19,12 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..core.columns import DELETED
 from ..core.dataset import RevisionedDataset
 from ..core.read.results import ChangeSet
 from ..core.timeutil import from_micros
 from .common import InputError, debugging, first_line, start_spark
-from .data_output import CHANGE, diff_row, emit_diff, emit_stats
+from .data_output import diff_row, emit_diff, emit_stats
+from .entity_diff import diff_stats, entity_diff
 from .output import Output
 
 
@@ -103,7 +103,7 @@ def diff(
     else:
         changes = ds.changes(table, since=start, until=end)
     before = ds.read(table, **before_at) if before_at is not None else None
-    diff, values = diff_frame(changes, before, ids)
+    diff, values = entity_diff(changes, before, ids)
     if stats:
         emit_stats(out, diff_stats(diff, values, changes.is_reset))
         return changes
@@ -111,72 +111,6 @@ def diff(
     rows, more = collect_rows(diff, limit, stream=out.as_json and not limit)
     emit_diff(out, (diff_row(r, ids, values) for r in rows), ids, values, limit, more)
     return changes
-
-
-def diff_frame(
-    changes: ChangeSet, before: DataFrame | None, ids: list[str]
-) -> tuple[DataFrame, list[str]]:
-    """Changed entities: ``_change`` (added/changed/deleted), ids, values after (``__a<i>``)
-    and before (``__b<i>``). Before is restricted to the changed entities unless a reset."""
-    after = changes.df
-    values = [c for c in after.columns if c not in ids and c != DELETED]
-    a = after.select(
-        *[quoted(c) for c in ids],
-        *[quoted(c).alias(f"__a{i}") for i, c in enumerate(values)],
-        (~F.col(DELETED)).alias("__in_a"),
-    )
-    types = {f.name: f.dataType for f in after.schema.fields}
-    if before is None:
-        b_values = [F.lit(None).cast(types[c]).alias(f"__b{i}") for i, c in enumerate(values)]
-        joined = a.select("*", *b_values, F.lit(False).alias("__in_b"))
-    else:
-        b = before.select(
-            *[quoted(c) for c in ids],
-            *[
-                (quoted(c) if c in before.columns else F.lit(None).cast(types[c])).alias(f"__b{i}")
-                for i, c in enumerate(values)
-            ],
-            F.lit(True).alias("__in_b"),
-        )
-        if not changes.is_reset:
-            b = b.join(a.select(*[quoted(c) for c in ids]), on=ids, how="left_semi")
-        joined = a.join(b, on=ids, how="full_outer")
-    in_a = F.coalesce(F.col("__in_a"), F.lit(False))
-    in_b = F.coalesce(F.col("__in_b"), F.lit(False))
-    differs = [~F.col(f"__a{i}").eqNullSafe(F.col(f"__b{i}")) for i in range(len(values))]
-    any_differs = F.lit(False)
-    for d in differs:
-        any_differs = any_differs | d
-    change = (
-        F.when(in_a & ~in_b, "added")
-        .when(~in_a & in_b, "deleted")
-        .when(in_a & in_b & any_differs, "changed")
-    )
-    out = joined.withColumn(CHANGE, change).where(F.col(CHANGE).isNotNull())
-    return out.select(
-        CHANGE, *[c for c in out.columns if c not in ("__in_a", "__in_b", CHANGE)]
-    ), values
-
-
-def diff_stats(diff: DataFrame, values: list[str], is_reset: bool) -> dict[str, Any]:
-    """Counts by kind of change and of changed values per column: one aggregate row."""
-    changed = F.col(CHANGE) == "changed"
-    counts = diff.agg(
-        *[F.count(F.when(F.col(CHANGE) == k, 1)).alias(k) for k in ("added", "changed", "deleted")],
-        *[
-            F.count(F.when(changed & ~F.col(f"__a{i}").eqNullSafe(F.col(f"__b{i}")), 1)).alias(
-                f"c{i}"
-            )
-            for i in range(len(values))
-        ],
-    ).collect()[0]
-    return {
-        "reset": is_reset,
-        "added": counts["added"],
-        "changed": counts["changed"],
-        "deleted": counts["deleted"],
-        "columns": {c: counts[f"c{i}"] for i, c in enumerate(values)},
-    }
 
 
 def history(
