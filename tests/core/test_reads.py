@@ -99,6 +99,7 @@ def test_positional_references(shared):
     assert shared.revision("HEAD~1").name == "r4"
     # ds.revision counts in the whole log (o3), a read's HEAD~n in the table's history (r2)
     assert shared.revision("HEAD~2").name == "o3"
+    assert shared.revision("HEAD~2", table="t").name == "r2"  # counted as reads count
     assert by_id(shared.read("t", at="HEAD~2"), "day") == by_id(shared.read("t", at="r2"), "day")
     assert shared.revision(2).name == "o1"
     for bad in ("nope", 7, "HEAD~9"):

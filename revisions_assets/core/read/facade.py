@@ -64,11 +64,13 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
         snapshot = self.snapshot()
         return list(snapshot.records) if table is None else snapshot.view.history(table)
 
-    def revision(self, ref: Position) -> Revision:
+    def revision(self, ref: Position, *, table: str | None = None) -> Revision:
         """An entry by name (or a unique prefix of one) or sequence, or a data revision by
-        ``HEAD`` or ``HEAD~n`` (n data revisions back in the whole log; maintenance entries
-        are not counted)."""
-        return find_revision(self.snapshot().records, ref)
+        ``HEAD`` or ``HEAD~n``: n data revisions back among those of ``table``, as reads
+        count them (without a table: among the data revisions of every table). Maintenance
+        entries are never counted."""
+        check_text(table, "table", optional=True)
+        return find_revision(self.snapshot().records, ref, table)
 
     def tables(self) -> dict[str, TableInfo[SchemaT]]:
         """Every table with its id columns and its current schema (latest major + additions)."""

@@ -1,9 +1,9 @@
 """References to a point of the commit order: ``HEAD``, ``HEAD~n``, a revision name, a
 sequence number. Pure functions of the log.
 
-``HEAD~n`` counts data revisions back, never maintenance entries: in the table's own
-history when a read names a table (``resolve_position``), in the whole log when a command
-looks up one entry (``find_revision``).
+``HEAD~n`` counts data revisions back, never maintenance entries, among the revisions of
+one table (as every read counts them, ``resolve_position``); a lookup of one entry without a
+table (``find_revision``) counts the data revisions of every table.
 """
 
 from __future__ import annotations
@@ -97,12 +97,14 @@ def named_by_prefix(records: Sequence[Revision], prefix: str) -> Revision:
     return found[0]
 
 
-def find_revision(records: Sequence[Revision], ref: Position) -> Revision:
+def find_revision(records: Sequence[Revision], ref: Position, table: str | None = None) -> Revision:
     """An entry by name (or a unique prefix of one) or sequence, or a data revision by
-    ``HEAD`` or ``HEAD~n`` (n data revisions back in the whole log; maintenance entries are
-    not counted; reads count in the table's history instead, which is the same when the
-    dataset has one table)."""
+    ``HEAD`` or ``HEAD~n``: n data revisions back among those of ``table`` (as reads count
+    them), or of every table when none is given (the log's data revisions; the same when
+    the dataset has one table). Maintenance entries are never counted."""
     match = HEAD_PATTERN.match(ref) if isinstance(ref, str) else None
+    if match and table is not None:
+        return records[resolve_position(records, table, ref) - 1]
     if match:
         data = [r for r in records if r.is_data]
         back = int(match.group(1) or 0)
