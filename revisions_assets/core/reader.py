@@ -233,7 +233,7 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
                     "the dataset is damaged; run `revisions verify` and see 'Recovering a "
                     "damaged dataset' in the docs"
                 )
-            with open(path, "rb") as fh:  # a file that is not Parquet: say which (data_files)
+            with open(path, "rb") as fh:  # a file that is not Parquet: say which (execute/files.py)
                 fh.seek(max(0, fh.seek(0, os.SEEK_END) - len(PARQUET_MAGIC)))
                 if fh.read() != PARQUET_MAGIC:
                     table = rel.split("/")[-2]
