@@ -17,8 +17,8 @@ and no known major ordered after it is. Hence
 it carries, so ``end`` is over the majors that do not carry it.
 
 The Spark plan reads the rows of the revisions with a non-empty span once (the one-scan
-reader of ``core/read/execute/spark_scan.py``). Per event the row of the latest revision by (timestamp,
-sequence) whose span holds the event's time wins. A later revision's span never ends
+reader of ``core/read/execute/spark_scan.py``). Per event the row of the latest revision
+by (timestamp, sequence) whose span holds the event's time wins. A later revision's span never ends
 before an earlier one's (fewer majors come after it), so the times at which a row wins are
 its span cut at the start of the entity's next later row: one window over the rows makes
 each entity's spans disjoint, and a join on the ids with the span condition then meets at
