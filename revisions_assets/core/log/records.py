@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
@@ -89,6 +89,22 @@ class TableWrite:
         """The version of one value column: recorded, else the table's version."""
         return (self.field_versions or {}).get(column, self.version)
 
+    def purged(self, files: tuple[str, ...], rows: int, tombstones: int, size: int) -> TableWrite:
+        """This write after a purge rewrote its files: only ``PURGED_FIELDS`` change.
+
+        Everything else (what it carries, its versions, what it offered and compared with)
+        is what the revision recorded: a purge removes entities, never provenance."""
+        return replace(self, files=files, rows=rows, tombstones=tombstones, bytes=size)
+
+    def with_purged_fields(self, swapped: TableWrite) -> TableWrite:
+        """This write with ``PURGED_FIELDS`` taken from ``swapped`` (a purge's record of it).
+
+        How a purge is applied. Purges of earlier releases recorded their swapped writes
+        without ``carries`` and the other provenance fields, so reads of a purged carrying
+        major lost the state it carries; taking only these fields reads such a log as if
+        the purge had kept them (docs/guides/operating/recovering.md)."""
+        return replace(self, **{name: getattr(swapped, name) for name in PURGED_FIELDS})
+
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> TableWrite:
         return cls(
@@ -106,6 +122,11 @@ class TableWrite:
             field_versions=dict(doc["field_versions"]) if doc.get("field_versions") else None,
             carries=from_ranges(doc.get("carries") or ()),
         )
+
+
+#: the fields of a ``TableWrite`` a purge rewrites (its files without the purged rows);
+#: every other field survives a purge unchanged
+PURGED_FIELDS = ("files", "rows", "tombstones", "bytes")
 
 
 @dataclass(frozen=True)
