@@ -37,7 +37,7 @@ from .maintain.purge import Purge
 from .maintain.vacuum import DEFAULT_GRACE, Vacuum, VacuumReport
 from .maintain.verify import Finding, deep_findings, verify_storage
 from .read.bitemporal import KnownAt, as_of_join_plan
-from .read.data_files import check_data_files, revision_files
+from .read.data_files import check_data_files, history_files
 from .read.history import table_history_frame
 from .read.requests import change_read, find_revision, history_read, state_read
 from .read.selection import (
@@ -297,11 +297,10 @@ class RevisionedDataset:
         """
         self.refresh()
         view = self._log.view()
-        spans, since_utc = history_read(view, self.root, table, since, until)
-        files = revision_files((s.revision for s in spans), table)
-        check_data_files(self.storage, table, files, self._reads.checked)
+        plan, since_utc = history_read(view, self.root, table, since, until)
+        check_data_files(self.storage, table, history_files(plan, table), self._reads.checked)
         return table_history_frame(
-            self.spark, self.storage, table, view.history(table), spans, since=since_utc
+            self.spark, self.storage, table, view.history(table), plan, since=since_utc
         )
 
     def as_of_join(

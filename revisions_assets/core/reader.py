@@ -224,10 +224,10 @@ class DatasetReader:
         """The SCD2 history of ``table``, as ``RevisionedDataset.history``."""
         self._refresh()
         view = self._log.view()
-        spans, since_utc = history_read(view, self.root, table, since, until)
+        plan, since_utc = history_read(view, self.root, table, since, until)
         frame_of = self._reads.history
         try:
-            return frame_of(table, view.history(table), spans, since_utc)
+            return frame_of(table, view.history(table), plan, since_utc)
         except (pl.exceptions.PolarsError, OSError) as exc:
             raise self._read_error(f"history of table {table!r}", exc) from exc
 

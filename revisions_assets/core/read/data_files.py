@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ..errors import CorruptFileError
 from ..log.records import Revision
 from ..storage.base import LocalStorage, Storage
-from .selection import ReadPlan
+from .selection import HistoryPlan, ReadPlan
 
 PARQUET_MAGIC = b"PAR1"
 _THREADS = 8  # ranged reads of the last bytes in flight on an object store
@@ -33,6 +33,14 @@ def plan_files(plan: ReadPlan) -> list[tuple[Revision, str]]:
 
 def revision_files(revisions: Iterable[Revision], table: str) -> list[tuple[Revision, str]]:
     return [(r, f) for r in revisions for f in r.tables[table].files]
+
+
+def history_files(plan: HistoryPlan, table: str) -> list[tuple[Revision, str]]:
+    """Every data file an SCD2 history scans, with the entry that wrote it."""
+    files = revision_files((s.revision for s in plan.direct), table)
+    if plan.base is not None:
+        files += [(plan.base.record, f) for f in plan.base.write.files]
+    return files
 
 
 def not_parquet(revision_name: str, table: str, path: str) -> str:

@@ -40,7 +40,7 @@ from pyspark.sql.types import (
 from ..columns import IS_CURRENT, IS_DELETED, REVISION, VALID_FROM, VALID_TO
 from ..log.records import Revision
 from ..storage.base import Storage
-from .selection import LiveSpan
+from .selection import HistoryPlan
 from .spark_merge import DELETED, ORDER, read_revisions, revision_value, table_schema
 
 
@@ -63,15 +63,17 @@ def table_history_frame(
     storage: Storage,
     table: str,
     history: Sequence[Revision],
-    spans: Sequence[LiveSpan],
+    plan: HistoryPlan,
     since: datetime | None = None,
 ) -> DataFrame:
-    """The SCD2 history of ``table`` from the live ``spans`` of its revisions (in key order).
+    """The SCD2 history of ``table`` from the live spans of its revisions (in rank order),
+    read as ``plan`` says.
 
     ``history``: every revision of the table (for the schema when no span is live).
     ``since``: keep only the versions still valid after it.
     """
     ids = list(history[-1].tables[table].id_columns)
+    spans = plan.spans
     if not spans:
         schema = history_schema(table_schema(history, table))
         return spark.createDataFrame([], schema)
@@ -80,7 +82,7 @@ def table_history_frame(
     values = [f.name for f in schema.fields if f.name not in ids]
     by_entity = Window.partitionBy(*ids)
 
-    rows = read_revisions(spark, storage, table, revisions).withColumns(
+    rows = read_revisions(spark, storage, table, revisions, plan.base).withColumns(
         {
             "__start": revision_value([s.start for s in spans], TimestampType()),
             "__end": revision_value([s.end for s in spans], TimestampType()),
@@ -119,9 +121,19 @@ def table_history_frame(
         .select(*ids, "s.*")
     )
 
+    in_time = by_entity.orderBy("__from")
+    if plan.starts_at is not None:
+        # 2b. from the state at starts_at: the segment then holding starts at it
+        start = F.lit(plan.starts_at)
+        segments = (
+            segments.withColumn("__later", F.lead("__from").over(in_time))
+            .where(F.col("__later").isNull() | (F.col("__later") > start))
+            .withColumn("__from", F.greatest(F.col("__from"), start))
+            .drop("__later")
+        )
+
     # 3. a version starts where the state changes (values compared, not revisions); leading
     #    absences (deletions of entities that did not exist yet) are no versions
-    in_time = by_entity.orderBy("__from")
     was_present = F.lag("__present").over(in_time)
     starts = segments.withColumns(
         {

@@ -33,6 +33,8 @@ LocalFiles = Callable[[Sequence[str]], list[str]]
 Schema = dict[str, pl.DataType]
 
 _SEQ, _ORDER = "__sequence", "__order"
+#: the column of ``scan_compaction`` rows naming the revision that wrote each
+SEQUENCE = _SEQ
 UTC_MICROS = pl.Datetime("us", "UTC")
 
 _SIMPLE: dict[str, pl.DataType] = {
@@ -138,6 +140,15 @@ def scan_files(local: LocalFiles, files: Sequence[str], schema: Schema) -> pl.La
     return rows.select(exprs)
 
 
+def scan_compaction(local: LocalFiles, write: TableWrite, schema: Schema) -> pl.LazyFrame:
+    """The rows of a compaction's files (``scan_files``), with ``SEQUENCE``: the sequence of
+    the revision that wrote each row."""
+    rows = scan_files(local, write.files, schema)
+    if _SEQ not in rows.collect_schema():  # a compaction without files
+        rows = rows.with_columns(pl.lit(None, dtype=pl.Int64).alias(_SEQ))
+    return rows
+
+
 class _Scanner:
     """Scans the files of a plan into rows of the read schema + the system columns + the
     producing sequence and its order in the plan's merge (-1: older than the merge)."""
@@ -159,9 +170,7 @@ class _Scanner:
     def compaction(self) -> pl.LazyFrame:
         base = self.plan.base
         assert base is not None
-        rows = scan_files(self.local, base.write.files, self.schema)
-        if _SEQ not in rows.collect_schema():  # a compaction without files
-            rows = rows.with_columns(pl.lit(None, dtype=pl.Int64).alias(_SEQ))
+        rows = scan_compaction(self.local, base.write, self.schema)
         order = pl.col(_SEQ).replace_strict(self.rank, default=-1, return_dtype=pl.Int64)
         return rows.with_columns(order.alias(_ORDER))
 

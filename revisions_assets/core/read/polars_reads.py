@@ -27,6 +27,7 @@ from ..errors import InvalidArgumentError, NoMajorRevisionError, RetentionError
 from ..log.records import Revision
 from ..log.view import LogView
 from .polars_merge import (
+    SEQUENCE,
     UTC_MICROS,
     LocalFiles,
     Schema,
@@ -34,11 +35,12 @@ from .polars_merge import (
     empty_frame,
     merge_frame,
     plan_columns,
+    scan_compaction,
     scan_files,
     table_columns,
 )
 from .requests import ChangeRead
-from .selection import LiveSpan, Selection, plan_read, state_selection
+from .selection import HistoryPlan, Selection, plan_read, state_selection
 
 
 @dataclass(frozen=True)
@@ -169,11 +171,11 @@ class PolarsReads:
         self,
         table: str,
         history: Sequence[Revision],
-        spans: Sequence[LiveSpan],
+        plan: HistoryPlan,
         since: datetime | None,
     ) -> pl.DataFrame:
         """The SCD2 history of ``table`` (``read/history.py``'s rules, in Polars)."""
-        return history_frame(self.local, table, history, spans, since).collect()
+        return history_frame(self.local, table, history, plan, since).collect()
 
 
 def check_columns(columns: Sequence[str] | None, schema: Schema, table: str) -> None:
@@ -241,16 +243,18 @@ def history_frame(
     local: LocalFiles,
     table: str,
     history: Sequence[Revision],
-    spans: Sequence[LiveSpan],
+    plan: HistoryPlan,
     since: datetime | None,
 ) -> pl.LazyFrame:
-    """The SCD2 history from the live ``spans`` of the table's revisions (in rank order).
+    """The SCD2 history from the live spans of the table's revisions (in rank order), read
+    as ``plan`` says.
 
     Per entity: the interval each row wins (from its revision's time until the entity's
     next row, or until a major voids the revision), the absences a voiding major leaves,
     then one version per change of the state (values compared, not revisions).
     """
     ids = list(history[-1].tables[table].id_columns)
+    spans = plan.spans
     system: Schema = {
         VALID_FROM: UTC_MICROS,
         VALID_TO: UTC_MICROS,
@@ -262,19 +266,34 @@ def history_frame(
         return empty_frame({**table_columns(history, table), **system})
     schema = table_columns([s.revision for s in spans], table)
     values = [c for c in schema if c not in ids]
-    rows = pl.concat(
-        [
-            scan_files(local, s.revision.tables[table].files, schema).with_columns(
-                pl.lit(order, dtype=pl.Int64).alias("__order"),
-                pl.lit(s.start, dtype=UTC_MICROS).alias("__start"),
-                pl.lit(s.end, dtype=UTC_MICROS).alias("__end"),
-                pl.lit(s.revision.name, dtype=pl.String).alias("__name"),
-                pl.lit(s.ended_by.name if s.ended_by else None, dtype=pl.String).alias(
-                    "__ended_by"
-                ),
-            )
-            for order, s in enumerate(spans)
-        ]
+    direct = [
+        scan_files(local, s.revision.tables[table].files, schema).with_columns(
+            pl.lit(order, dtype=pl.Int64).alias("__order")
+        )
+        for order, s in enumerate(spans)
+        if plan.base is None or not plan.base.contains(s.revision)
+    ]
+    if plan.base is not None:
+        # its rows stand for the revisions it contains: each at its writer's spans
+        orders: dict[int, list[int]] = {}
+        for order, s in enumerate(spans):
+            if plan.base.contains(s.revision):
+                orders.setdefault(s.revision.sequence, []).append(order)
+        at = pl.col(SEQUENCE).replace_strict(orders, default=None, return_dtype=pl.List(pl.Int64))
+        base = scan_compaction(local, plan.base.write, schema)
+        base = base.with_columns(at.alias("__order")).explode("__order").drop(SEQUENCE)
+        direct.append(base.filter(pl.col("__order").is_not_null()))
+
+    def by_order(values: list, dtype: pl.DataType) -> pl.Expr:
+        return pl.col("__order").replace_strict(dict(enumerate(values)), return_dtype=dtype)
+
+    rows = pl.concat(direct).with_columns(
+        by_order([s.start for s in spans], UTC_MICROS).alias("__start"),
+        by_order([s.end for s in spans], UTC_MICROS).alias("__end"),
+        by_order([s.revision.name for s in spans], pl.String()).alias("__name"),
+        by_order([s.ended_by.name if s.ended_by else None for s in spans], pl.String()).alias(
+            "__ended_by"
+        ),
     )
 
     # 1. the interval each row wins; rows beaten at their own time win nothing
@@ -309,9 +328,16 @@ def history_frame(
         pl.lit(1, dtype=pl.Int64).alias("__piece"),
     )
     segments = pl.concat([row_segments, absences])
+    in_time = {"partition_by": ids, "order_by": ["__from", "__piece"]}
+    if plan.starts_at is not None:
+        # 2b. from the state at starts_at: the segment then holding starts at it
+        later = pl.col("__from").shift(-1).over(**in_time)
+        start = pl.lit(plan.starts_at, dtype=UTC_MICROS)
+        segments = segments.filter(later.is_null() | (later > start)).with_columns(
+            pl.max_horizontal("__from", start).alias("__from")
+        )
 
     # 3. a version starts where the state changes; leading absences are no versions
-    in_time = {"partition_by": ids, "order_by": ["__from", "__piece"]}
     was_present = pl.col("__present").shift(1).over(**in_time)
     same_values = (
         pl.all_horizontal(pl.col(c).eq_missing(pl.col(c).shift(1).over(**in_time)) for c in values)

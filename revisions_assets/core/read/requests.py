@@ -12,20 +12,20 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..arguments import check_bool, check_sequence_number, check_text
-from ..errors import InvalidArgumentError, RetentionError, UnknownRevisionError
+from ..errors import InvalidArgumentError, UnknownRevisionError
 from ..log.records import Revision
 from ..log.view import LogView
 from ..timeutil import TimeLike, to_utc
 from .selection import (
     HEAD_PATTERN,
-    LiveSpan,
+    HistoryPlan,
     Position,
     Selection,
     changes_by_sequence,
     changes_by_time,
     live_spans,
+    plan_history,
     resolve_position,
-    retention_message,
     state_selection,
 )
 
@@ -133,22 +133,20 @@ def change_read(
 
 def history_read(
     view: LogView, root: str, table: str, since: TimeLike | None, until: TimeLike | None
-) -> tuple[list[LiveSpan], datetime | None]:
-    """The live spans an SCD2 history of ``table`` merges and its ``since`` in UTC.
+) -> tuple[HistoryPlan, datetime | None]:
+    """How an SCD2 history of ``table`` is read (``plan_history``) and its ``since`` in UTC.
 
-    Raises RetentionError when a vacuum removed the files of a revision the history needs
-    (every revision ever part of a state is).
+    Raises RetentionError when a vacuum removed files the history since ``since`` needs,
+    naming the earliest time it can start from.
     """
     check_text(table, "table")
     history = view.history(table)
     until_utc = to_utc(until, "until") if until is not None else None
+    since_utc = to_utc(since, "since") if since is not None else None
     spans = live_spans(history, table, until_utc)
-    for span in spans:
-        vacuum = view.removed_by(span.revision.sequence)
-        if vacuum is not None:
-            what = f"{root}: history of table {table!r}"
-            raise RetentionError(retention_message(what, span.revision, vacuum))
-    return spans, to_utc(since, "since") if since is not None else None
+    what = f"{root}: history of table {table!r}"
+    what += f" since {since_utc.isoformat()}" if since_utc is not None else ""
+    return plan_history(view, table, spans, since_utc, what), since_utc
 
 
 def find_revision(records: Sequence[Revision], ref: Position) -> Revision:

@@ -519,6 +519,102 @@ def live_spans(
     return tuple(carried_pieces(spans, carrying, table))
 
 
+@dataclass(frozen=True)
+class HistoryPlan:
+    """How an SCD2 history is served: the live spans it merges (in rank order), an
+    optional compaction whose rows stand for the spans of the revisions it contains, and
+    the time the history starts from.
+
+    ``starts_at`` None: the whole history, every span read from its revision's files.
+    Else a vacuum removed revisions the whole history needs: the history starts from the
+    state at ``starts_at`` (the spans live after it), and a version already open then is
+    reported from ``starts_at``: its true start is at or before it, and the revisions that
+    would tell are gone.
+    """
+
+    spans: tuple[LiveSpan, ...]
+    base: Compaction | None = None
+    starts_at: datetime | None = None
+
+    @property
+    def direct(self) -> tuple[LiveSpan, ...]:
+        """The spans read from their own revision's files."""
+        return tuple(
+            s for s in self.spans if self.base is None or not self.base.contains(s.revision)
+        )
+
+
+def plan_history(
+    view: LogView,
+    table: str,
+    spans: Sequence[LiveSpan],
+    since: datetime | None,
+    what: str,
+) -> HistoryPlan:
+    """How the history of ``spans`` (``live_spans``) since ``since`` is read.
+
+    Without a removed revision, from every span's files. Else from the earliest revision
+    time (or end of a span) K whose later states the retained files hold: the spans live
+    after K, each from its own files or, for the revisions a compaction contains, from the
+    compaction's rows (see ``_history_from``). RetentionError when K is after ``since``
+    (or there is no ``since``), naming K.
+    """
+    removed = [s.revision for s in spans if view.is_removed(s.revision.sequence)]
+    if not removed:
+        return HistoryPlan(tuple(spans))
+    times = sorted({t for s in spans for t in (s.start, s.end) if t is not None})
+    plan = next((p for t in times if (p := _history_from(view, table, spans, t)) is not None), None)
+    if plan is not None and since is not None and plan.starts_at <= since:
+        return plan
+    after = [s.revision for s in spans if since is None or s.end is None or s.end > since]
+    revision = next((r for r in after if view.is_removed(r.sequence)), removed[0])
+    vacuum = view.removed_by(revision.sequence)
+    assert vacuum is not None
+    message = retention_message(what, revision, vacuum)
+    if plan is not None:
+        message += f"; a history can start at {plan.starts_at.isoformat()} or later (since)"
+    raise RetentionError(message)
+
+
+def _history_from(
+    view: LogView, table: str, spans: Sequence[LiveSpan], start: datetime
+) -> HistoryPlan | None:
+    """The history from the state at ``start`` on, or None when the retained files do not
+    hold it.
+
+    It needs the spans live after ``start``. A compaction can stand for the revisions it
+    contains when it fits the state at ``start`` (they are all live then) and they share
+    their fate after it (voided, or carried, at the same times): then the rows it keeps,
+    the latest of each entity among them, are the only ones of theirs that can win after
+    ``start``, each at its writer's rank.
+    """
+    needed = tuple(s for s in spans if s.end is None or s.end > start)
+    gone = {s.revision.sequence for s in needed if view.is_removed(s.revision.sequence)}
+    if not gone:
+        return HistoryPlan(needed, None, start)
+    history = view.history(table)
+    try:
+        state = state_selection(history, table, start)
+    except NoMajorRevisionError:
+        return None
+    candidates = sorted(
+        (c for c in view.compactions(table) if not view.is_removed(c.sequence)),
+        key=lambda c: (c.covers.revisions, c.sequence),
+        reverse=True,
+    )
+    for compaction in candidates:
+        if not compaction.usable_for(state.major, state.head_sequence, start, history):
+            continue
+        contained = {r.sequence for r in history if compaction.contains(r)}
+        fates: dict[int, list[tuple]] = {sequence: [] for sequence in contained}
+        for span in needed:
+            if span.revision.sequence in contained:
+                fates[span.revision.sequence].append((max(span.start, start), span.end))
+        if gone <= contained and len({tuple(f) for f in fates.values()}) == 1:
+            return HistoryPlan(needed, compaction, start)
+    return None
+
+
 _S = TypeVar("_S")
 
 

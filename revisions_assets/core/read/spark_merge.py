@@ -47,7 +47,7 @@ from pyspark.sql.types import (
 from ..columns import DELETED, REVISION_COLUMNS, ROW_HASH, SOURCE_SEQUENCE
 from ..errors import NoMajorRevisionError
 from ..log.records import Revision, TableWrite
-from ..log.view import LogView
+from ..log.view import Compaction, LogView
 from ..sqltext import quoted, sql_literal
 from ..storage.base import Storage
 from ..timeutil import to_micros
@@ -352,20 +352,28 @@ class _Scanner:
 
 
 def read_revisions(
-    spark: SparkSession, storage: Storage, table: str, revisions: Sequence[Revision]
+    spark: SparkSession,
+    storage: Storage,
+    table: str,
+    revisions: Sequence[Revision],
+    base: Compaction | None = None,
 ) -> DataFrame:
     """Every row ``revisions`` wrote to ``table`` (tombstones flagged), in one scan.
 
     Rows are in the read schema of ``revisions`` plus ``_deleted`` and ``ORDER``: the index
     of the row's revision in ``revisions``, for plans that rank or window rows by revision.
     A revision named more than once (the pieces of a carried revision's span) is read once
-    and its rows repeated, once per index.
+    and its rows repeated, once per index. ``base``: a compaction that stands for the
+    revisions it contains: its rows, each at the index of the revision that wrote it.
     """
     distinct = list({r.sequence: r for r in revisions}.values())
-    plan = ReadPlan(table, merge=tuple(distinct), base=None, direct=tuple(distinct))
-    rows = _Scanner(spark, storage, plan, table_schema(distinct, table)).revisions(
-        distinct, annotate=True
-    )
+    direct = tuple(r for r in distinct if base is None or not base.contains(r))
+    plan = ReadPlan(table, merge=tuple(distinct), base=base, direct=direct)
+    scan = _Scanner(spark, storage, plan, table_schema(distinct, table))
+    parts = [scan.revisions(direct, annotate=True)] if direct else []
+    if base is not None:
+        parts.append(scan.compaction(annotate=True).where(f"{_ORDER} >= 0"))
+    rows = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
     rows = rows.drop(_SEQ, "_revision", _STAMP).withColumn(ORDER, F.col(ORDER).cast("int"))
     if len(distinct) == len(revisions):
         return rows
