@@ -42,7 +42,13 @@ def canonical_json(value: Any) -> str:
 
 @dataclass(frozen=True)
 class TableWrite:
-    """What one revision wrote to one table."""
+    """What one revision wrote to one table.
+
+    A commit writes one (``StagedTable.to_write``) and a compaction one for the state it
+    holds (new files; the provenance fields of a revision do not apply to it). Nothing
+    rebuilds one field by field from another: a purge rewrites one with ``purged``, which
+    keeps every field but ``PURGED_FIELDS``.
+    """
 
     id_columns: tuple[str, ...]
     schema_json: str  # Spark StructType as JSON, without the system columns

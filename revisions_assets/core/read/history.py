@@ -14,7 +14,11 @@ exactly ``read(as_of=T)`` for every T:
 * an entity that disappears (a tombstone, or a major that no longer contains it) gets a
   deletion row: null values, ``is_deleted``, valid until it is re-created, which opens a
   new version (resurrection);
-* an out-of-order backfill lands at its logical time.
+* an out-of-order backfill lands at its logical time;
+* after a vacuum removed revisions the whole history needs, it starts from the state at a
+  time the plan names (``selection.plan_history``): the spans live after it, a compaction's
+  rows standing for the revisions it contains, and a version already open then reported
+  from it (docs/concepts/read-semantics.md).
 
 The plan: the rows of every live revision, tagged with their revision's span (array
 literals indexed by the revision's order); then, per entity (one shuffle by the id

@@ -13,6 +13,7 @@ makes the read fail with ``RetentionError`` instead of returning partial data.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -563,7 +564,12 @@ def plan_history(
     if not removed:
         return HistoryPlan(tuple(spans))
     times = sorted({t for s in spans for t in (s.start, s.end) if t is not None})
-    plan = next((p for t in times if (p := _history_from(view, table, spans, t)) is not None), None)
+    earliest = _earliest_start(view, table, spans)
+    first = len(times) if earliest is None else bisect.bisect_left(times, earliest)
+    plan = next(
+        (p for t in times[first:] if (p := _history_from(view, table, spans, t)) is not None),
+        None,
+    )
     if plan is not None and since is not None and plan.starts_at <= since:
         return plan
     after = [s.revision for s in spans if since is None or s.end is None or s.end > since]
@@ -574,6 +580,25 @@ def plan_history(
     if plan is not None:
         message += f"; a history can start at {plan.starts_at.isoformat()} or later (since)"
     raise RetentionError(message)
+
+
+def _earliest_start(view: LogView, table: str, spans: Sequence[LiveSpan]) -> datetime | None:
+    """A time before which no history can start (None: none can): the spans of removed
+    revisions end at or before the start, except those of a compaction stamped at or before
+    it. Spares long histories a try at every revision time."""
+    options = []
+    live = [c for c in view.compactions(table) if not view.is_removed(c.sequence)]
+    for compaction in [None, *live]:
+        ends = [
+            s.end
+            for s in spans
+            if view.is_removed(s.revision.sequence)
+            and (compaction is None or not compaction.contains(s.revision))
+        ]
+        if None not in ends:
+            stamps = [] if compaction is None else [compaction.covers.timestamp]
+            options.append(max([*ends, *stamps]))  # type: ignore[type-var]
+    return min(options, default=None)
 
 
 def _history_from(
