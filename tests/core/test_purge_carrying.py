@@ -91,6 +91,8 @@ def test_a_purge_of_one_plane_removes_one_row_from_every_read(spark, root):
     assert (entry.purge.rows_removed, len(entry.purge.swaps["t"])) == (4, 4)
     head = ds.revisions("t")[-1].tables["t"]  # as reads see it: the purged write
     assert (head.carries, head.rows) == ((1, 2, 3, 4, 5, 6, 7), 10)
+    kept = [f.name for f in fields(TableWrite) if f.name not in PURGED_FIELDS]
+    assert [getattr(head, f) for f in kept] == [getattr(carrying.tables["t"], f) for f in kept]
 
     after = {"latest": spark_state(ds), "as of day 3.5": spark_state(ds, as_of=day(3.5))}
     assert after == {kind: without(rows, {TARGET}) for kind, rows in before.items()}
