@@ -430,7 +430,7 @@ def maintain(spark, engine: Engine, model, data, op: str) -> None:
 
 
 @settings(
-    max_examples=20,
+    max_examples=15,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
