@@ -3,13 +3,15 @@
 Written from the SPEC text alone (not from the engine) so the property tests compare two
 independent readings of the contract. Everything is a small loop over Python dicts: a
 revision maps each table it wrote to ``{entity key: row}``, where a row is a dict of the
-non-id column values, or ``None`` for a tombstone.
+non-id column values, or ``None`` for a tombstone. A carrying major lists, per table, the
+revisions whose state it keeps (read first in the state it governs), and a purge removes
+entities from every revision.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 Key = tuple
@@ -31,6 +33,9 @@ class ModelRevision:
     is_major: bool
     sequence: int
     tables: Mapping[str, Mapping[Key, Row | None]]  # None marks a tombstone
+    #: a carrying major: per table, the sequences of the revisions whose state it keeps
+    #: (docs/guides/versions.md); its own rows are the changes on top of that state
+    carries: Mapping[str, frozenset[int]] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[datetime, int]:
@@ -94,6 +99,78 @@ class Model:
         self.revisions.append(rev)
         return rev
 
+    def carrying_major(
+        self,
+        name: str,
+        timestamp: datetime,
+        tables: Mapping[str, Mapping[Key, Row]],
+        *,
+        complete: bool,
+        skip: bool = False,
+    ) -> ModelRevision:
+        """Append a carrying major (docs/guides/versions.md): per table, it carries the
+        state as of ``timestamp`` (the revisions merged into it) and writes the changes on
+        top of it.
+
+        ``complete`` (a major committed with skip_unchanged): the rows are the complete
+        new state; it writes those that differ from the state and a tombstone for every
+        entity of the state they lack; a table without state then is written complete.
+        Else (``carry=True``): the rows name the entities that change (None deletes), every
+        other entity keeps its row; with ``skip`` rows equal to the state's are left out;
+        a table without state is refused (ModelNoMajorError) and nothing is committed.
+        """
+        written: dict[str, dict[Key, Row | None]] = {}
+        carries: dict[str, frozenset[int]] = {}
+        for table, rows in tables.items():
+            try:
+                before = self.state(table, as_of=timestamp)
+            except ModelNoMajorError:
+                if not complete:
+                    raise
+                written[table] = dict(rows)
+                continue
+            old = {k: dict(row) for k, (row, _rev) in before.rows.items()}
+            changed = {
+                k: row
+                for k, row in rows.items()
+                if row is None or not (complete or skip) or old.get(k) != dict(row)
+            }
+            if complete:
+                changed |= {k: None for k in old if k not in rows}
+            written[table] = changed
+            carries[table] = frozenset(r.sequence for r in before.live)
+        rev = ModelRevision(name, timestamp, True, self.head + 1, written, carries)
+        self.revisions.append(rev)
+        return rev
+
+    def voids_carried(self, tables: Iterable[str], timestamp: datetime) -> bool:
+        """Whether a major stamped ``timestamp`` would void a revision that a carrying major
+        stamped after it carries (the revision would leave the state and come back)."""
+        return any(
+            major.timestamp > timestamp
+            and any(self.revisions[s - 1].timestamp <= timestamp for s in major.carries[table])
+            for major in self.revisions
+            for table in tables
+            if table in major.carries
+        )
+
+    def purge(self, table: str, keys: Iterable[Key]) -> None:
+        """Remove entities from every revision of ``table`` (docs/guides/operating/purge.md):
+        every read afterwards is the read before without them."""
+        gone = set(keys)
+        self.revisions = [
+            replace(
+                r,
+                tables={
+                    **r.tables,
+                    table: {k: v for k, v in r.tables[table].items() if k not in gone},
+                },
+            )
+            if table in r.tables
+            else r
+            for r in self.revisions
+        ]
+
     def resolve(self, table: str, at: int | str | None) -> int | None:
         """The sequence a positional reference pins a read of ``table`` to."""
         if at is None:
@@ -116,14 +193,19 @@ class Model:
     def state(
         self, table: str, as_of: datetime | None = None, at: int | str | None = None
     ) -> ModelState:
-        """SPEC §3 "State as of T", optionally over the revisions with sequence <= at."""
+        """SPEC §3 "State as of T", optionally over the revisions with sequence <= at; the
+        state governed by a carrying major merges the revisions it carries first."""
         upto = self.resolve(table, at)
         candidates = [r for r in self.history(table, upto) if as_of is None or r.timestamp <= as_of]
         majors = [r for r in candidates if r.is_major]
         if not majors:
             raise ModelNoMajorError(table)
         major = max(majors, key=lambda r: r.key)
-        live = sorted((r for r in candidates if r.key >= major.key), key=lambda r: r.key)
+        kept = major.carries.get(table, frozenset())
+        live = sorted(
+            (r for r in candidates if r.key >= major.key or r.sequence in kept),
+            key=lambda r: r.key,
+        )
         rows: dict[Key, tuple[Row, ModelRevision]] = {}
         for rev in live:
             for key, row in rev.tables[table].items():

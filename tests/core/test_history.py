@@ -10,15 +10,16 @@ from __future__ import annotations
 import tempfile
 from datetime import datetime, timedelta
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from revisions_assets import RevisionedDataset
-from revisions_assets.core.errors import NoMajorRevisionError
+from revisions_assets import DatasetReader, RevisionedDataset
+from revisions_assets.core.errors import NoMajorRevisionError, RetentionError
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.storage.backends import open_storage
 
-from .helpers import EPOCH, day, stage_revision
+from .helpers import EPOCH, day, frame, stage_revision
 from .model import Model, ModelNoMajorError, scd2_history
 
 COLUMNS = ["id", "v", "valid_from", "valid_to", "is_current", "is_deleted", "_revision"]
@@ -138,6 +139,46 @@ def test_an_unchanged_major_opens_no_version_and_nulls_compare_as_values(spark, 
         (2, 5, "m1"),
         (2, 6, "m3"),
     ]
+
+
+def test_history_since_a_time_after_compaction_and_vacuum(spark, root):
+    """The routine upkeep (compact, then vacuum) removes the minors a compaction holds: a
+    history since a time at or after the retention horizon starts from the state the
+    compaction holds; versions already open then are reported from that time."""
+    d = {n: naive(day(n)) for n in (0, 1, 2, 3)}
+    staged, _ = stage(
+        root,
+        [
+            ("m", day(0), True, {1: 10, 2: 20, 3: 30}),
+            ("n1", day(1), False, {1: 11}),
+            ("n2", day(2), False, {2: TOMB}),
+        ],
+    )
+    ds = RevisionedDataset(root, spark=spark, compact_after=None)
+    compaction = ds.compact()
+    full = versions(ds.history("t", since=day(2.5)))
+    ds.commit({"t": frame(spark, [(3, 33), (4, 40)], "id long, v long")}, day(3), False, "v1", "n3")
+    report = ds.vacuum(retain=timedelta(0), now=compaction.committed_at)
+    assert report.revisions == ("n1", "n2") and report.horizon.timestamp == day(2)
+    reader = DatasetReader(root)
+    since = versions(ds.history("t", since=day(2.5)))
+    assert since == [
+        (1, 11, d[2], None, True, False, "n1"),  # open since day 1: reported from day 2
+        (3, 30, d[2], d[3], False, False, "m"),  # open since day 0
+        (3, 33, d[3], None, True, False, "n3"),
+        (4, 40, d[3], None, True, False, "n3"),
+    ]  # 2, deleted at day 2, is absent from the state the history starts from
+    assert [v[:2] for v in full] == [(1, 11), (2, None), (3, 30)]  # before the vacuum
+    polars = reader.history("t", since=day(2.5)).select(COLUMNS).rows()
+    assert (
+        in_order((i, v, naive(f), t and naive(t), *rest) for i, v, f, t, *rest in polars) == since
+    )
+    assert versions(ds.history("t", since=day(2))) == since
+    for early in (day(1.5), None):
+        with pytest.raises(RetentionError, match=r"'n[12]'.*can start at 2020-01-03T00:00:00"):
+            ds.history("t", since=early)
+        with pytest.raises(RetentionError, match=r"can start at 2020-01-03T00:00:00"):
+            reader.history("t", since=early)
 
 
 # -- the property test ----------------------------------------------------------------------

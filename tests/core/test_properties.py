@@ -1,38 +1,52 @@
 """Property test: random revision histories, engine reads and changes against tests/core/model.py.
 
-Histories mix majors and minors over two tables sharing one dataset, a small id space (so
+Histories mix majors, minors and carrying majors (``carry=True``, and majors committed
+with ``skip_unchanged``) over two tables sharing one dataset, a small id space (so
 revisions overlap), tombstones, and timestamps drawn from a handful of instants (so
 collisions and out-of-order backfills are the norm). Each example uses a fresh dataset root.
 
-Compactions and vacuums (SPEC §8) are inserted at random points of the engine's history
-and never told to the model: every read must equal the model's read of the data revisions
-alone, except that a read the retention horizon does not cover may raise RetentionError
-instead (a read it covers never may). Maintenance entries take sequences in the engine's
-log, so positions are mapped: the model's sequence n is the engine's n-th data revision.
+Compactions, vacuums (SPEC §8) and purges are inserted at random points of the engine's
+history. Compactions and vacuums are never told to the model: every read must equal the
+model's read of the data revisions alone, except that a read the retention horizon does not
+cover may raise RetentionError instead (a read it covers never may). A purge removes the
+entities from every revision of the model, so each read after it must be the read before
+it without them: the latest read is compared so at the purge, every read kind (latest, as
+of, ``HEAD~n``, changes, SCD2 history) against the model at the end, by the engine and by
+``DatasetReader``. Maintenance entries take sequences in the engine's log, so positions
+are mapped: the model's sequence n is the engine's n-th data revision.
 """
 
 from __future__ import annotations
 
 import bisect
+import copy
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from revisions_assets import RevisionedDataset
+from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.core.errors import (
+    CarriedStateError,
     NoMajorRevisionError,
     RetentionError,
     UnknownRevisionError,
     UnknownTableError,
 )
 from revisions_assets.core.read.plan.refs import resolve_position
+from revisions_assets.core.read.plan.requests import plan_history
 
 from .helpers import EPOCH, frame, micros
-from .model import Model, ModelChanges, ModelNoMajorError, ModelUnknownRevisionError
+from .model import (
+    Model,
+    ModelChanges,
+    ModelNoMajorError,
+    ModelUnknownRevisionError,
+    scd2_history,
+)
 
 TABLES = ("a", "b")
 SCHEMA = "id long, v long, _deleted boolean"
@@ -48,22 +62,29 @@ ids = st.integers(min_value=0, max_value=15)
 values = st.integers(min_value=0, max_value=3)
 
 
-@st.composite
-def revision_specs(draw, is_major=None, allow_empty=True):
-    """(is_major, timestamp step, {table: {id: value or TOMB}}) with tombstones in minors only.
+#: kinds of commit: a complete major, a minor, a carrying major written with carry=True
+#: (rows name what changes) or with skip_unchanged (rows are the complete new state)
+KINDS = st.sampled_from(["major"] * 3 + ["minor"] * 4 + ["carry"] * 2 + ["skip"] * 2)
+MAJORS = ("major", "carry", "skip")
 
-    Any table may be empty (unless ``allow_empty`` is false): an empty table of a two-table
-    major empties it, of a minor is left out, and all tables empty commit nothing."""
-    is_major = draw(st.booleans() if is_major is None else is_major)
-    cell = values if is_major else st.one_of(values, values, st.just(TOMB))
+
+@st.composite
+def revision_specs(draw, kind=KINDS, allow_empty=True):
+    """(kind, timestamp step, {table: {id: value or TOMB}}) with tombstones in minors and
+    carry=True majors only.
+
+    Any table of a major or minor may be empty (unless ``allow_empty`` is false): an empty
+    table of a two-table major empties it, of a minor is left out, and all tables empty
+    commit nothing. Carrying majors have rows in every table."""
+    kind = draw(kind)
+    cell = values if kind in ("major", "skip") else st.one_of(values, values, st.just(TOMB))
     written = draw(st.sets(st.sampled_from(TABLES), min_size=1, max_size=2))
-    rows = st.dictionaries(ids, cell, min_size=int(not allow_empty), max_size=5)
-    tables = {
-        t: draw(st.one_of(st.just({}), rows) if allow_empty else rows) for t in sorted(written)
-    }
+    empty = allow_empty and kind in ("major", "minor")
+    rows = st.dictionaries(ids, cell, min_size=int(not empty), max_size=5)
+    tables = {t: draw(st.one_of(st.just({}), rows) if empty else rows) for t in sorted(written)}
     if len(tables) > 1 and any(not r for r in tables.values()):
-        event(f"two tables, one or both empty, in a {'major' if is_major else 'minor'}")
-    return is_major, 2 * draw(st.integers(min_value=0, max_value=4)), tables
+        event(f"two tables, one or both empty, in a {kind}")
+    return kind, 2 * draw(st.integers(min_value=0, max_value=4)), tables
 
 
 def engine_frame(spark, rows: dict):
@@ -135,6 +156,7 @@ def retained(engine: Engine, covered: bool, check, *args, **kwargs) -> None:
 
 
 def check_read(engine: Engine, model, table, model_where: dict, **where):
+    """The engine's read and the reader's equal the model's (rows, and each row's revision)."""
     expected, df = expect_same_outcome(
         model,
         table,
@@ -154,6 +176,49 @@ def check_read(engine: Engine, model, table, model_where: dict, **where):
         for k, (row, rev) in expected.rows.items()
     }
     assert got == want, f"read({table!r}, {where}) differs from SPEC §3"
+    polars = DatasetReader(engine.ds.root).read(table, with_revision=True, **where)
+    stamps = polars["_revision_timestamp"].dt.epoch("us")
+    columns = [polars[c] for c in ("id", "v", "_revision", "_revision_sequence")]
+    rows = [(*r[:4], s) for r, s in zip(zip(*columns, strict=True), stamps, strict=True)]
+    assert {r[0]: tuple(r[1:]) for r in rows} == want, f"reader: read({table!r}, {where})"
+
+
+def check_history(engine: Engine, model, table: str, since: datetime | None) -> None:
+    """The SCD2 history since ``since``, by the engine and the reader, against the model's.
+
+    After a vacuum, a history starts from the state at the time its plan names
+    (``starts_at``, at or before ``since``): a version open then is reported from it, with
+    the revision whose row holds then, and a deletion open then (even one made then) is
+    left out: the state before it is not retained."""
+    ds = engine.ds
+    if not model.history(table):
+        with pytest.raises(UnknownTableError):
+            ds.history(table, since=since)
+        return
+    expected, df = scd2_history(model, table), ds.history(table, since=since)
+    plan = plan_history(ds.snapshot(), table, since=since)
+    start = plan.starts_at
+    assert start is None or (since is not None and start <= since)
+    event(f"history: {'from a start' if start else 'whole'}")
+    want = set()
+    for v in expected:
+        if v.valid_to is not None and since is not None and v.valid_to <= since:
+            continue
+        opened, revision = v.valid_from, v.revision
+        if start is not None and opened <= start:
+            if v.row is None:
+                continue
+            opened, revision = start, model.state(table, as_of=start).rows[v.key][1].name
+        value = None if v.row is None else v.row["v"]
+        want.add((v.key[0], value, micros(opened), v.valid_to and micros(v.valid_to), revision))
+    columns = "id", "v", "unix_micros(valid_from)", "unix_micros(valid_to)", "_revision"
+    got = [tuple(r) for r in df.selectExpr(*columns).collect()]
+    assert len(got) == len(set(got)) and set(got) == want, f"history({table!r}, since={since})"
+    polars = DatasetReader(ds.root).history(table, since=since)
+    polars = polars.with_columns(
+        polars["valid_from"].dt.epoch("us"), polars["valid_to"].dt.epoch("us")
+    )
+    assert set(polars.select("id", "v", "valid_from", "valid_to", "_revision").rows()) == want
 
 
 def check_changes(ds, model, table, model_call, engine_call, what):
@@ -192,29 +257,42 @@ def refused_by_retention(ds, tables, timestamp, is_major) -> bool:
     )
 
 
-def commit_one(spark, ds, model, name, timestamp, is_major, tables):
+def commit_one(spark, engine: Engine, model, name, timestamp, kind, tables):
     """Commit to both; the engine must return the model's revision, None, or the same refusal."""
+    ds = engine.ds
 
     def engine_commit():
         return ds.commit(
             {t: engine_frame(spark, rows) for t, rows in tables.items()},
             timestamp=timestamp,
-            is_major=is_major,
+            is_major=kind in MAJORS,
             version="v",
             name=name,
+            carry=kind == "carry",
+            skip_unchanged=kind == "skip",
         )
 
-    if any(tables.values()) and refused_by_retention(ds, tables, timestamp, is_major):
-        event("commit refused: major before removed data")
-        with pytest.raises(RetentionError):
+    head = ds.head_sequence
+    refusals = []
+    if any(tables.values()) and refused_by_retention(ds, tables, timestamp, kind in MAJORS):
+        refusals.append(RetentionError)
+    if kind in MAJORS and model.voids_carried(tables, timestamp):
+        refusals.append(CarriedStateError)
+    if refusals:
+        event(f"commit refused: {refusals[0].__name__}")
+        with pytest.raises(tuple(refusals)):
             engine_commit()
+        assert ds.head_sequence == head
         return
     model_tables = {
         t: {(i,): None if v is TOMB else {"v": v} for i, v in rows.items()}
         for t, rows in tables.items()
     }
+    if kind in ("carry", "skip"):
+        commit_carrying(engine, model, name, timestamp, kind, model_tables, engine_commit)
+        return
     try:
-        want = model.commit(name, timestamp, is_major, model_tables)
+        want = model.commit(name, timestamp, kind == "major", model_tables)
     except ModelNoMajorError:
         with pytest.raises(NoMajorRevisionError):
             engine_commit()
@@ -225,20 +303,97 @@ def commit_one(spark, ds, model, name, timestamp, is_major, tables):
         try:
             assert engine_commit() is None
         except NoMajorRevisionError:
-            assert not is_major
+            assert kind == "minor"
         return
     got = engine_commit()
-    assert (got.name, got.is_major) == (name, is_major)
+    assert (got.name, got.is_major) == (name, kind == "major")
     assert set(got.tables) == set(want.tables)
 
 
-#: what happens after a commit: mostly nothing, sometimes a compaction or a vacuum
-MAINTENANCE = st.sampled_from(["none", "none", "compact", "compact", "vacuum", "vacuum"])
+def commit_carrying(engine: Engine, model, name, timestamp, kind, tables, engine_commit) -> None:
+    """A carrying major: the engine must carry what the model carries. Where a vacuum
+    removed carried files, carry=True may be refused and a skip_unchanged major is written
+    complete (docs/guides/versions.md), which the model then mirrors."""
+    engine.sync()
+    removed = set(engine.ds.log().query("vacuumed")["sequence"])
+    probe = copy.deepcopy(model)
+    try:
+        want = probe.carrying_major(name, timestamp, tables, complete=kind == "skip")
+    except ModelNoMajorError:
+        event("commit refused: nothing to carry")
+        with pytest.raises(NoMajorRevisionError):
+            engine_commit()
+        return
+    carried = {t: {engine.engine_sequence(s) for s in c} for t, c in want.carries.items()}
+    try:
+        got = engine_commit()
+    except RetentionError:
+        assert kind == "carry" and removed & set().union(*carried.values())
+        event("commit refused: carried files removed")
+        return
+    event(f"carrying major: {kind}")
+    complete = {t for t, c in carried.items() if not got.tables[t].carries}
+    assert all(not got.tables[t].carries for t in set(tables) - set(carried)), f"{name}: carries"
+    for table, sequences in carried.items():
+        if table in complete:  # written complete: its carried files are gone
+            assert kind == "skip" and removed & sequences, f"{name}: {table} not carried"
+        else:
+            assert set(got.tables[table].carries) == sequences, f"{name}: {table} carries"
+    if complete:
+        event("skip_unchanged major written complete")
+        model.revisions.append(
+            replace(
+                want,
+                tables={**want.tables, **{t: tables[t] for t in complete}},
+                carries={t: c for t, c in want.carries.items() if t not in complete},
+            )
+        )
+    else:
+        model.revisions.append(want)
+    assert got.name == name and got.is_major
 
 
-def maintain(engine: Engine, data, op: str) -> None:
+def purge_one(spark, engine: Engine, model, data) -> None:
+    """Purge a few entities from a table: the latest reads of the engine and the reader are
+    the reads before without them, and the model drops them from every revision."""
     ds = engine.ds
-    if op == "compact":
+    table = data.draw(st.sampled_from(TABLES), label="purge table")
+    purged = data.draw(st.sets(ids, min_size=1, max_size=3), label="purged ids")
+    if table not in {t for r in ds.revisions() if r.is_data for t in r.tables}:
+        with pytest.raises(UnknownTableError):
+            ds.purge(table, engine_frame(spark, dict.fromkeys(purged, 0)).select("id"), reason="x")
+        return
+
+    def latest():
+        try:
+            spark_rows = ds.read(table, with_revision=True).select("id", "v", "_revision")
+            reader_rows = DatasetReader(ds.root).read(table, with_revision=True)
+            reader_rows = reader_rows.select("id", "v", "_revision").rows()
+            return {tuple(r) for r in spark_rows.collect()}, set(reader_rows)
+        except (NoMajorRevisionError, RetentionError):
+            return None
+
+    before = latest()
+    entry = ds.purge(table, engine_frame(spark, dict.fromkeys(purged, 0)).select("id"), reason="x")
+    # no live file holds the ids: nothing is committed (the model drops them from removed
+    # revisions only, which no read may use)
+    assert entry is None or (entry.kind == "purge" and entry.purge.entities == len(purged))
+    model.purge(table, [(i,) for i in purged])
+    after = latest()
+    if before is not None:
+        assert after == tuple({r for r in rows if r[0] not in purged} for rows in before)
+    event(f"purge: {'nothing held them' if entry is None else 'rows removed'}")
+
+
+#: what happens after a commit: mostly nothing, sometimes a compaction, a vacuum or a purge
+MAINTENANCE = st.sampled_from(["none", "none", "compact", "compact", "vacuum", "vacuum", "purge"])
+
+
+def maintain(spark, engine: Engine, model, data, op: str) -> None:
+    ds = engine.ds
+    if op == "purge":
+        purge_one(spark, engine, model, data)
+    elif op == "compact":
         table = data.draw(st.sampled_from([None, *TABLES]), label="compact table")
         try:
             compaction = ds.compact(table)
@@ -277,34 +432,37 @@ def maintain(engine: Engine, data, op: str) -> None:
 
 
 @settings(
-    max_examples=20,
+    max_examples=15,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
     # mostly a major first (else every minor is refused), then a few of anything
-    first=revision_specs(is_major=st.sampled_from([True, True, True, False]), allow_empty=False),
+    first=revision_specs(
+        kind=st.sampled_from(["major", "major", "major", "minor"]), allow_empty=False
+    ),
     rest=st.lists(revision_specs(), min_size=2, max_size=5),
     data=st.data(),
 )
 def test_engine_matches_model(spark, first, rest, data):
     # after the first revision (which may be refused), a table's first write is a major
     # when a coin says so: histories long enough to compact and vacuum, refusals still seen
-    seen = set(first[2]) if first[0] else set()
+    seen = set(first[2]) if first[0] == "major" else set()
     specs = [first]
-    for is_major, step, tables in rest:
-        if not is_major and not set(tables) <= seen and data.draw(st.booleans(), label="fix"):
-            is_major = True
-        seen |= set(tables) if is_major else set()
-        specs.append((is_major, step, tables))
+    for kind, step, tables in rest:
+        unseen = not set(tables) <= seen
+        if kind in ("minor", "carry") and unseen and data.draw(st.booleans(), label="fix"):
+            kind = "major"
+        seen |= set(tables) if kind in MAJORS else set()
+        specs.append((kind, step, tables))
     with tempfile.TemporaryDirectory() as tmp:
         ds = RevisionedDataset(f"{tmp}/ds", spark=spark, id_columns=["id"], compact_after=None)
         engine = Engine(ds)
         model = Model()
-        for n, (is_major, step, tables) in enumerate(specs):
+        for n, (kind, step, tables) in enumerate(specs):
             # a drift of n half-days: later commits are mostly, not always, later in time
-            commit_one(spark, ds, model, f"rev{n}", instant(step + n), is_major, tables)
-            maintain(engine, data, data.draw(MAINTENANCE, label="maintenance"))
+            commit_one(spark, engine, model, f"rev{n}", instant(step + n), kind, tables)
+            maintain(spark, engine, model, data, data.draw(MAINTENANCE, label="maintenance"))
         engine.sync()
         assert [ds.revisions()[s - 1].name for s in engine.data] == [
             r.name for r in model.revisions
@@ -365,6 +523,21 @@ def test_engine_matches_model(spark, first, rest, data):
 
         bounds = st.one_of(st.none(), steps.map(instant))
         since, until = data.draw(bounds, label="since"), data.draw(bounds, label="until")
+        # the history since the retention horizon's time, where a vacuum set one, else since
+        start = (
+            engine.horizon_time
+            if engine.horizon_time and data.draw(st.booleans(), label="since the horizon")
+            else since
+        )
+        retained(
+            engine,
+            engine.horizon_time is None if start is None else engine.covers(time=start),
+            check_history,
+            engine,
+            model,
+            table,
+            start,
+        )
         if since is not None and until is not None and since > until:
             since, until = until, since
         retained(

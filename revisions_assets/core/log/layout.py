@@ -18,6 +18,7 @@ the marker, no entry yet) from "the log was lost" (revision folders, no marker).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 LOG_DIR = "_log"
 DESCRIPTION = "description.parquet"
@@ -47,6 +48,14 @@ def entry_sequence(name: str) -> int | None:
     """The sequence of a log entry's file name (``…0042.json`` → 42); None for other names."""
     match = _ENTRY_NAME.match(name)
     return int(match.group(1)) if match else None
+
+
+def holds_log(folder: str, paths: Iterable[str]) -> bool:
+    """Whether ``paths`` (relative to a root) hold a log in ``folder``: a dataset of its
+    own inside another dataset's root, which no check or maintenance of that root may
+    treat as a leftover."""
+    prefix = f"{folder}/{LOG_DIR}/"
+    return any(p.startswith(prefix) for p in paths)
 
 
 def is_temp_name(name: str) -> bool:

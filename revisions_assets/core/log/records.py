@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
@@ -43,7 +43,13 @@ def canonical_json(value: Any) -> str:
 
 @dataclass(frozen=True)
 class TableWrite:
-    """What one revision wrote to one table."""
+    """What one revision wrote to one table.
+
+    A commit writes one (``StagedTable.to_write``) and a compaction one for the state it
+    holds (new files; the provenance fields of a revision do not apply to it). Nothing
+    rebuilds one field by field from another: a purge rewrites one with ``purged``, which
+    keeps every field but ``PURGED_FIELDS``.
+    """
 
     id_columns: tuple[str, ...]
     schema_json: str  # Spark StructType as JSON, without the system columns
@@ -90,6 +96,22 @@ class TableWrite:
         """The version of one value column: recorded, else the table's version."""
         return (self.field_versions or {}).get(column, self.version)
 
+    def purged(self, files: tuple[str, ...], rows: int, tombstones: int, size: int) -> TableWrite:
+        """This write after a purge rewrote its files: only ``PURGED_FIELDS`` change.
+
+        Everything else (what it carries, its versions, what it offered and compared with)
+        is what the revision recorded: a purge removes entities, never provenance."""
+        return replace(self, files=files, rows=rows, tombstones=tombstones, bytes=size)
+
+    def with_purged_fields(self, swapped: TableWrite) -> TableWrite:
+        """This write with ``PURGED_FIELDS`` taken from ``swapped`` (a purge's record of it).
+
+        How a purge is applied. Purges of earlier releases recorded their swapped writes
+        without ``carries`` and the other provenance fields, so reads of a purged carrying
+        major lost the state it carries; taking only these fields reads such a log as if
+        the purge had kept them (docs/guides/operating/recovering.md)."""
+        return replace(self, **{name: getattr(swapped, name) for name in PURGED_FIELDS})
+
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> TableWrite:
         return cls(
@@ -107,6 +129,11 @@ class TableWrite:
             field_versions=dict(doc["field_versions"]) if doc.get("field_versions") else None,
             carries=from_ranges(doc.get("carries") or ()),
         )
+
+
+#: the fields of a ``TableWrite`` a purge rewrites (its files without the purged rows);
+#: every other field survives a purge unchanged
+PURGED_FIELDS = ("files", "rows", "tombstones", "bytes")
 
 
 @dataclass(frozen=True)

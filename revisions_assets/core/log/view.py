@@ -9,7 +9,8 @@ This is the one place where maintenance entries are applied. Data revisions (``m
 
 * ``purge``: swaps the files of earlier entries (data revisions and compactions) of a
   table for rewritten ones without the purged entities. The *effective* records below
-  carry the new files (a purged entry keeps its sequence, key and name), so every read
+  carry the new files and counts (a purged entry keeps its sequence, key, name and
+  everything else its write records: ``records.PURGED_FIELDS``), so every read
   (state, as of, positional, change reads, history, compaction bases) and vacuum see only
   the purged files; the swapped-out files are ``superseded`` until a vacuum deletes them.
 
@@ -45,6 +46,10 @@ class Compaction:
     covers: CompactedRange
     major_key: tuple[datetime, int]  # key of the major its state starts from
     carried: frozenset[int] = frozenset()  # the revisions that major carries
+    #: built while a purge of an earlier release hid its major's carries: it holds the
+    #: state of the revisions from its major on only (``carried`` is empty), so reads that
+    #: use it take the carried revisions from their own files
+    partial: bool = False
 
     @property
     def write(self) -> TableWrite:
@@ -59,6 +64,10 @@ class Compaction:
         if revision.sequence in self.carried:
             return True
         return revision.sequence <= self.covers.through and revision.key >= self.major_key
+
+    def held(self, history: Sequence[Revision]) -> int:
+        """How many revisions of ``history`` (the table's) it replaces."""
+        return sum(1 for r in history if self.contains(r))
 
     def usable_for(
         self,
@@ -103,8 +112,10 @@ class LogView:
     """Every entry of a log, with the maintenance entries applied (see the module doc)."""
 
     def __init__(self, records: Sequence[Revision]):
+        self._logged = tuple(records)
         self.records, self._superseded = _apply_purges(records)
         self._histories: dict[str, list[Revision]] = {}
+        self._compaction_records: dict[str, list[Revision]] = {}
         self._compactions: dict[str, list[Compaction]] = {}
         self._removed_by: dict[int, Revision] = {}
         self._memo: dict[Hashable, Any] = {}
@@ -113,16 +124,8 @@ class LogView:
                 for table in record.tables:
                     self._histories.setdefault(table, []).append(record)
             elif record.kind == COMPACTION:
-                for table, covers in record.replaces.items():
-                    major = self.records[covers.major - 1]
-                    carried = (
-                        frozenset(major.tables[table].carries)
-                        if table in major.tables
-                        else frozenset()
-                    )
-                    self._compactions.setdefault(table, []).append(
-                        Compaction(record, table, covers, major.key, carried)
-                    )
+                for table in record.replaces:
+                    self._compaction_records.setdefault(table, []).append(record)
             elif record.kind == VACUUM:
                 assert record.vacuum is not None
                 for sequence in record.vacuum.removed:
@@ -136,6 +139,10 @@ class LogView:
     @property
     def head(self) -> int:
         return len(self.records)
+
+    def before(self, sequence: int) -> LogView:
+        """The view of the log as it was before entry ``sequence`` was committed."""
+        return LogView(self._logged[: sequence - 1])
 
     def memo(self, key: Hashable, compute: Callable[[], _T]) -> _T:
         """A value derived from this view alone, computed once: a view never changes, and a
@@ -160,7 +167,32 @@ class LogView:
 
     def compactions(self, table: str) -> list[Compaction]:
         """The compactions of ``table``, in sequence order (removed ones included)."""
-        return self._compactions.get(table, [])
+        if table not in self._compactions:
+            history = self._histories.get(table, [])
+            self._compactions[table] = [
+                self._compaction(record, table, history)
+                for record in self._compaction_records.get(table, [])
+            ]
+        return self._compactions[table]
+
+    def _compaction(self, record: Revision, table: str, history: Sequence[Revision]) -> Compaction:
+        """A compaction entry of ``table``, with what it holds.
+
+        It holds the merge of its major's state at ``through``: the revisions its major
+        carries and those from the major on; ``covers.revisions`` counts them. A purge of
+        an earlier release dropped a carrying major's carries from the log view, so a
+        compaction built after such a purge holds and counts only those from the major on:
+        the count tells the two apart.
+        """
+        covers = record.replaces[table]
+        major = self.records[covers.major - 1]
+        carried = frozenset(major.tables[table].carries) if table in major.tables else frozenset()
+        compaction = Compaction(record, table, covers, major.key, carried)
+        if carried and compaction.held(history) != covers.revisions:
+            partial = replace(compaction, carried=frozenset(), partial=True)
+            if partial.held(history) == covers.revisions:
+                return partial
+        return compaction
 
     def removed_by(self, sequence: int) -> Revision | None:
         """The vacuum entry that removed the files of entry ``sequence``, if any."""
@@ -215,7 +247,8 @@ def _apply_purges(records: Sequence[Revision]) -> tuple[tuple[Revision, ...], di
                         f"{table!r} of entry {swap.sequence}, which did not write it"
                     )
                 gone |= set(current.files) - set(swap.write.files)
-                writes.setdefault(swap.sequence, {})[table] = swap.write
+                # only the purged fields: what the entry recorded otherwise stays
+                writes.setdefault(swap.sequence, {})[table] = current.with_purged_fields(swap.write)
     if not writes:
         return tuple(records), superseded
     effective = tuple(

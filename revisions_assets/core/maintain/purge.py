@@ -28,7 +28,7 @@ from pyspark.sql.types import BooleanType, StructField, StructType
 
 from ..columns import DELETED
 from ..errors import CommitConflictError, IdColumnsError
-from ..log.records import PURGE, PurgedWrite, PurgeMark, Revision, TableWrite
+from ..log.records import PURGE, PurgedWrite, PurgeMark, Revision
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
 from ..read.execute.files import check_data_files
@@ -226,15 +226,8 @@ def _swap(
     """``entry``'s write of ``table`` without the rows of ``hits``, now in ``files``."""
     old = entry.tables[table]
     removed = sum(h.rows for h in hits)
-    write = TableWrite(
-        id_columns=old.id_columns,
-        schema_json=old.schema_json,
-        version=old.version,
-        rows=old.rows - removed,
-        tombstones=old.tombstones - sum(h.tombstones for h in hits),
-        files=files,
-        bytes=size,
-    )
+    tombstones = old.tombstones - sum(h.tombstones for h in hits)
+    write = old.purged(files, old.rows - removed, tombstones, size)
     return PurgedWrite(entry.sequence, write, removed)
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ..log.consumers import consumer_position
-from ..log.layout import CLAIM_FILE, LOG_DIR, is_temp_name
+from ..log.layout import CLAIM_FILE, LOG_DIR, holds_log, is_temp_name
 from ..log.records import (
     VACUUM,
     Revision,
@@ -240,7 +240,7 @@ class Vacuum:
         referenced |= {folder for r in view.records for folder in _folders_of(r)}
         out = []
         for folder, infos in sorted(listing.by_folder.items()):
-            if folder in referenced:
+            if folder in referenced or holds_log(folder, (f.path for f in infos)):
                 continue
             names = {f.path.rsplit("/", 1)[-1] for f in infos}
             written = any(

@@ -10,7 +10,7 @@ entry and lists every file, so it is meant for operators (``revisions verify``),
 for each run. It works on a dataset that cannot be opened.
 
 ``deep_findings`` (``verify --deep``) also reads the data, with Spark: per table, one
-job over all its live data revisions (the one-scan reader ``merge.read_revisions``)
+job over all its live data revisions (one scan: ``execute/spark_scan.revision_rows``)
 counts per revision the rows, tombstones, null ids and duplicated ids, and compares the
 counts with the log.
 """
@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import CorruptLogError, PathEscapeError, StorageError
+from ..errors import (
+    CorruptLogError,
+    DatasetNotFoundError,
+    NoMajorRevisionError,
+    PathEscapeError,
+    RetentionError,
+    StorageError,
+)
 from ..log.health import lost_log_evidence, parse_entry
 from ..log.layout import (
     DESCRIPTION,
@@ -36,11 +43,14 @@ from ..log.layout import (
     checkpoint_path,
     entry_path,
     entry_sequence,
+    holds_log,
     is_temp_name,
 )
 from ..log.records import Revision
 from ..log.view import LogView
 from ..read.execute.files import PARQUET_MAGIC, not_parquet
+from ..read.plan.scans import plan_merge
+from ..read.plan.selection import carried_by, head_state
 from ..storage.backends import open_storage
 from ..storage.base import Storage
 
@@ -122,6 +132,36 @@ KINDS: dict[str, tuple[Severity, str]] = {
         "a writer failed or died between writing a temporary file and renaming it: nothing "
         "reads it; vacuum reclaims it, or delete it",
     ),
+    "nested_dataset": (
+        "warning",
+        "a dataset of its own (it has a _log/) lies inside this dataset's root: nothing of "
+        "this dataset reads or removes it; move it out of the root",
+    ),
+    "state_removed": (
+        "error",
+        "the rows of those revisions are gone: recompute the table and commit it as a "
+        "complete major (a skip_unchanged major is written complete here; carry=True is "
+        "refused), so that default reads no longer need them",
+    ),
+    "carried_state_incomplete": (
+        "error",
+        "the entities only the missing revisions hold are absent from every read of the "
+        "major's state: recompute the table and commit it as a complete major (not "
+        "carry=True), then check what consumers read from it",
+    ),
+    "compaction_partial": (
+        "warning",
+        "harmless: reads use it for what it holds and read the carried revisions from their "
+        "own files; compact the table to write a complete compaction, and a vacuum past "
+        "the retention horizon removes this one",
+    ),
+    "purge_lost_rows": (
+        "error",
+        "reads after the purge lack rows of entities it was not asked to remove, or differ "
+        "from the rows before it: do not vacuum (the files the purge swapped out still hold "
+        "the state before it); report it, then commit the state before the purge, without "
+        "the purged entities, as a complete major",
+    ),
 }
 
 
@@ -148,18 +188,24 @@ def verify(root: str | os.PathLike[str] | Storage, **storage_options: object) ->
 
 
 def verify_storage(storage: Storage) -> list[Finding]:
+    """The findings of ``verify``; DatasetNotFoundError for a root that holds no dataset
+    (no ``_log/`` and no sign of a lost one): its folders are no leftovers."""
+    top = [n.rstrip("/") for n in storage.list_names("")]
+    if LOG_DIR not in top and not lost_log_evidence(storage):
+        raise DatasetNotFoundError(f"{storage.uri} is not a revisioned dataset (no {LOG_DIR}/)")
     findings: list[Finding] = []
     records, head = _check_log(storage, findings)
     removed: set[int] = set()
     try:  # what entries reference now (purges swapped some files), and what vacuum removed
         view = LogView(records)
         records, removed = list(view.records), set(view.removed)
+        _check_states(view, findings)
     except CorruptLogError as exc:
         findings.append(Finding.of("log_entry_corrupt", LOG_DIR, str(exc)))
     files = storage.list_files("")
     _check_files(storage, records, removed, {f.path for f in files}, findings)
     _check_description(storage, head, findings)
-    _check_leftovers(storage, records, (f.path for f in files), findings)
+    _check_leftovers(storage, records, [f.path for f in files], findings)
     order = {"error": 0, "warning": 1}
     return sorted(findings, key=lambda f: (order[f.severity], f.path, f.kind))
 
@@ -283,6 +329,52 @@ def _check_files(
                 )
 
 
+def _check_states(view: LogView, findings: list[Finding]) -> None:
+    """What a purge of an earlier release left behind. It dropped what a carrying major
+    carries from the log view until reads applied purges field by field
+    (``TableWrite.with_purged_fields``); meanwhile a vacuum may have removed the carried
+    revisions, a compaction may have been built without them and a later carrying major
+    may have carried the state without them."""
+    for table in view.tables():
+        history = view.history(table)
+        for major in history:
+            carried = carried_by(major, table)
+            for sequence in sorted(carried):
+                inner = view.records[sequence - 1]
+                missing = sorted(carried_by(inner, table) - carried)
+                if missing:
+                    findings.append(
+                        Finding.of(
+                            "carried_state_incomplete",
+                            major.name,
+                            f"major {major.name!r} (sequence {major.sequence}) of table "
+                            f"{table!r} carries major {inner.name!r} (sequence "
+                            f"{inner.sequence}) but not the revisions that major carries "
+                            f"(sequences {missing}): it was committed while a purge hid them",
+                        )
+                    )
+        for compaction in view.compactions(table):
+            if compaction.partial and not view.is_removed(compaction.sequence):
+                major = view.records[compaction.covers.major - 1]
+                findings.append(
+                    Finding.of(
+                        "compaction_partial",
+                        compaction.record.name,
+                        f"compaction {compaction.record.name!r} (sequence "
+                        f"{compaction.sequence}) of table {table!r} was built while a purge "
+                        f"hid the revisions major {major.name!r} carries: it holds the "
+                        "state from that major on only",
+                    )
+                )
+        try:
+            state = head_state(view, table)
+            plan_merge(view, state, f"the default read of table {table!r}")
+        except NoMajorRevisionError:
+            continue
+        except RetentionError as exc:
+            findings.append(Finding.of("state_removed", state.major.name, str(exc)))
+
+
 def _check_description(storage: Storage, head: int, findings: list[Finding]) -> None:
     raw = storage.read(DESCRIPTION)
     if raw is None:
@@ -302,6 +394,7 @@ def _check_leftovers(
 ) -> None:
     used = {r.name for r in records}
     used |= {f.split("/", 1)[0] for r in records for w in r.tables.values() for f in w.files}
+    paths = list(paths)
     for path in paths:
         if is_temp_name(path.rsplit("/", 1)[-1]):
             findings.append(
@@ -315,6 +408,10 @@ def _check_leftovers(
             findings.append(Finding.of("path_escape", folder, str(exc)))
             continue
         if name.endswith("/") and folder[0] not in "_." and folder not in used:
+            if holds_log(folder, paths):
+                message = f"folder {folder!r} holds a dataset of its own"
+                findings.append(Finding.of("nested_dataset", folder, message))
+                continue
             findings.append(
                 Finding.of(
                     "orphan_folder",
@@ -326,7 +423,8 @@ def _check_leftovers(
 
 def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[Finding]:
     """Null and duplicated ids, and row counts against the log, per live data revision:
-    one Spark job per table over all its revisions not removed by a vacuum."""
+    one Spark job per table over all its revisions not removed by a vacuum; then what each
+    purge removed from reads (``purge_findings``)."""
     from pyspark.sql import functions as F
 
     from ..columns import DELETED
@@ -334,7 +432,7 @@ def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[
     from ..read.plan.scans import scan_task
     from ..read.plan.schema import table_schema
 
-    findings = []
+    findings = purge_findings(spark, storage, view)
     for table in view.tables():
         revisions = [r for r in view.history(table) if not view.is_removed(r.sequence)]
         if not revisions:
@@ -387,6 +485,79 @@ def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[
                         "duplicate_id",
                         path,
                         f"{where}: {row['duplicates']} ids occur more than once",
+                    )
+                )
+    return findings
+
+
+def purge_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[Finding]:
+    """Per purge entry and table, while the files it swapped out are still there: the
+    table's state at the entry must be its state just before it, without at most as many
+    entities as the purge was asked for and with every other row unchanged (same values,
+    written by the same revision). The log holds no purged id (an audit without values),
+    so the check counts, in one Spark job per entry: the rows of each state, and the rows
+    at the entry that are no row before it."""
+    from pyspark.sql import functions as F
+
+    from ..columns import SOURCE_SEQUENCE
+    from ..hashing import row_hash
+    from ..read.execute.frames import Rows
+    from ..read.execute.spark import SparkExecutor
+    from ..read.execute.spark_scan import spark_schema
+    from ..read.plan.schema import value_columns
+
+    present = {f.path for f in storage.list_files("")}
+    executor = SparkExecutor(storage, lambda: spark, "auto")
+    findings = []
+    for record in view.records:
+        if record.purge is None:
+            continue
+        for table in record.purge.swaps:
+            what = f"the read of table {table!r} around purge {record.name!r}"
+            try:
+                plans = [
+                    plan_merge(v, head_state(v, table), what)
+                    for v in (view.before(record.sequence), view.before(record.sequence + 1))
+                ]
+            except (NoMajorRevisionError, RetentionError):
+                continue  # no state to compare, or a vacuum removed part of one
+            if any(f not in present for plan in plans for _, f in plan.files):
+                continue  # a vacuum deleted the files the purge swapped out
+            keyed = []
+            for side, plan in enumerate(plans):
+                schema = spark_schema(plan.schema)
+                ids = list(plan.id_columns)
+                rows = executor.merge(plan, Rows(with_sequence=True))
+                keyed.append(
+                    rows.select(
+                        *ids,
+                        row_hash(schema, value_columns(schema, ids)).alias("__hash"),
+                        SOURCE_SEQUENCE,
+                        F.lit(side).alias("__side"),
+                    )
+                )
+            per_row = (
+                keyed[0]
+                .unionByName(keyed[1])
+                .groupBy(*[c for c in keyed[0].columns if c != "__side"])
+                .agg(F.min("__side").alias("__first"), F.max("__side").alias("__last"))
+            )
+            counts = per_row.agg(
+                F.sum((F.col("__first") == 0).cast("long")).alias("before"),
+                F.sum((F.col("__last") == 1).cast("long")).alias("after"),
+                F.sum((F.col("__first") == 1).cast("long")).alias("new"),
+            ).first()  # one row of three counts
+            before, after, new = (int(counts[c] or 0) for c in ("before", "after", "new"))
+            lost = before - (after - new)
+            if new or lost > record.purge.entities:
+                findings.append(
+                    Finding.of(
+                        "purge_lost_rows",
+                        record.name,
+                        f"purge {record.name!r} (sequence {record.sequence}) of table "
+                        f"{table!r} was asked for {record.purge.entities} entities, but "
+                        f"{lost} rows of the state before it are missing after it and "
+                        f"{new} rows after it differ from every row before it",
                     )
                 )
     return findings

@@ -53,6 +53,14 @@ class SpanScan:
     schema: Schema
     tasks: tuple[ScanTask, ...]
     values: dict[str, tuple[tuple[object, ...], str]]
+    #: a compaction whose rows stand for tasks: the sequence that wrote a row -> its indexes
+    base: ScanTask | None = None
+    base_orders: tuple[tuple[int, tuple[int, ...]], ...] = ()
+
+    @property
+    def files(self) -> list[tuple[str, str]]:
+        tasks = [*self.tasks, *([self.base] if self.base else [])]
+        return [(t.entry, f) for t in tasks for f in t.files]
 
 
 class Executor(ABC, Generic[Frame]):
@@ -76,8 +84,9 @@ class Executor(ABC, Generic[Frame]):
 
     @abstractmethod
     def span_rows(self, scan: SpanScan) -> Frame:
-        """Every row of every task of ``scan`` with ``SPAN_ORDER`` (its task's index) and the
-        task's values of ``scan.values``."""
+        """Every row of every task of ``scan`` with ``SPAN_ORDER`` (its task's ``order``),
+        and the rows of ``scan.base`` once per index its writer maps to, each with the
+        values of ``scan.values`` at its index."""
 
 
 def lazy(native: Any) -> nw.LazyFrame:

@@ -14,7 +14,11 @@ written as intervals, so the rows with ``valid_from <= T < valid_to`` (and not
 * an entity that disappears (a tombstone, or a major that no longer contains it) gets a
   deletion row: null values, ``is_deleted``, valid until it is re-created, which opens a
   new version (resurrection);
-* an out-of-order backfill lands at its logical time.
+* an out-of-order backfill lands at its logical time;
+* after a vacuum removed revisions the whole history needs, it starts from the state at a
+  time the plan names (``plan_history``): the spans live after it, a compaction's rows
+  standing for the revisions it contains, and a version already open then reported from
+  it (docs/concepts/read-semantics.md).
 
 The query: the rows of every live span, tagged with the span's start, end and revision;
 then, per entity (windows partitioned by the id columns), the interval each row wins, the
@@ -65,7 +69,8 @@ def read_history(executor: Executor[Any], plan: HistoryPlan) -> Any:
         "__name": (tuple(s.revision.name for s in spans), "string"),
         "__ended_by": (tuple(s.ended_by.name if s.ended_by else None for s in spans), "string"),
     }
-    rows = lazy(executor.span_rows(SpanScan(plan.table, plan.schema, plan.tasks, tags)))
+    scan = SpanScan(plan.table, plan.schema, plan.tasks, tags, plan.base, plan.base_orders)
+    rows = lazy(executor.span_rows(scan))
 
     # 1. the interval each row wins: from its revision's time until the entity's next row
     #    (or until a major voids the revision); rows beaten at their own time win nothing
@@ -100,6 +105,13 @@ def read_history(executor: Executor[Any], plan: HistoryPlan) -> Any:
         nw.lit(1, dtype=nw.Int64()).alias("__piece"),
     )
     segments = nw.concat([row_segments, absences], how="vertical")
+    if plan.starts_at is not None:
+        # 2b. from the state at starts_at: the segment then holding starts at it
+        later = nw.col("__from").shift(-1).over(*ids, order_by=_IN_TIME)
+        start = nw.lit(plan.starts_at)
+        segments = segments.filter(later.is_null() | (later > start)).with_columns(
+            nw.max_horizontal(nw.col("__from"), start).alias("__from")
+        )
 
     # 3. a version starts where the state changes (values compared, not revisions); leading
     #    absences (deletions of entities that did not exist yet) are no versions

@@ -284,15 +284,24 @@ class PolarsExecutor(Executor[pl.LazyFrame]):
 
     def span_rows(self, scan: SpanScan) -> pl.LazyFrame:
         scanner = _Scanner(self.local, scan.schema, {})
-        types = {"timestamp": UTC_MICROS, "string": pl.String()}
         parts = [
             scanner.stacked([task]).with_columns(
-                pl.lit(n, dtype=pl.Int64).alias(SPAN_ORDER),
-                *[
-                    pl.lit(values[n], dtype=types[kind]).alias(name)
-                    for name, (values, kind) in scan.values.items()
-                ],
+                pl.lit(task.order, dtype=pl.Int64).alias(SPAN_ORDER)
             )
-            for n, task in enumerate(scan.tasks)
+            for task in scan.tasks
         ]
-        return pl.concat(parts, how="vertical")
+        if scan.base is not None:
+            orders = {q: list(o) for q, o in scan.base_orders}
+            at = pl.col(_SEQ).replace_strict(orders, default=None, return_dtype=pl.List(pl.Int64))
+            base = scanner.stacked([scan.base], {SOURCE_SEQUENCE: pl.Int64()})
+            base = base.rename({SOURCE_SEQUENCE: _SEQ}).with_columns(at.alias(SPAN_ORDER))
+            base = base.explode(SPAN_ORDER).drop(_SEQ).filter(pl.col(SPAN_ORDER).is_not_null())
+            parts.append(base)
+        rows = pl.concat(parts, how="vertical")
+        types = {"timestamp": UTC_MICROS, "string": pl.String()}
+        return rows.with_columns(
+            pl.col(SPAN_ORDER)
+            .replace_strict(dict(enumerate(values)), return_dtype=types[kind])
+            .alias(name)
+            for name, (values, kind) in scan.values.items()
+        )

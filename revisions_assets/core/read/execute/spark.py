@@ -229,11 +229,11 @@ class SparkExecutor(Executor[DataFrame]):
         return F.broadcast(frame)
 
     def span_rows(self, scan: SpanScan) -> DataFrame:
-        tasks = scan.tasks
-        files = [(t.entry, f) for t in tasks for f in t.files]
-        check_data_files(self.storage, scan.table, files, self.checked)
+        check_data_files(self.storage, scan.table, scan.files, self.checked)
         types = {"timestamp": TimestampType(), "string": StringType()}
-        rows = revision_rows(self.spark, self.storage, scan.schema, tasks)
+        rows = revision_rows(
+            self.spark, self.storage, scan.schema, scan.tasks, scan.base, scan.base_orders
+        )
         rows = rows.withColumns(
             {name: revision_value(v, types[kind]) for name, (v, kind) in scan.values.items()}
         )

@@ -280,28 +280,47 @@ class _Scanner:
 
 
 def revision_rows(
-    spark: SparkSession, storage: Storage, schema: Schema, tasks: Sequence[ScanTask]
+    spark: SparkSession,
+    storage: Storage,
+    schema: Schema,
+    tasks: Sequence[ScanTask],
+    base: ScanTask | None = None,
+    base_orders: Sequence[tuple[int, Sequence[int]]] = (),
 ) -> DataFrame:
     """Every row the ``tasks`` wrote (tombstones flagged), in one scan.
 
-    Rows are in ``schema`` plus ``_deleted``, ``_row_hash`` and ``ORDER``: the index of the
-    row's task in ``tasks``, for plans that rank or window rows by revision. A revision
-    named more than once (the pieces of a carried revision's span) is read once and its
-    rows repeated, once per index.
+    Rows are in ``schema`` plus ``_deleted``, ``_row_hash`` and ``ORDER``: the ``order`` of
+    the row's task, for plans that rank or window rows by revision. A revision named more
+    than once (the pieces of a carried revision's span) is read once and its rows repeated,
+    once per order. ``base``: a compaction whose rows stand for revisions, each row once
+    per order ``base_orders`` gives the sequence that wrote it (none: left out).
     """
     distinct = list({t.sequence: t for t in tasks}.values())
     about = {
         t.sequence: (t.sequence, n, t.entry, to_micros(t.timestamp)) for n, t in enumerate(distinct)
     }
-    rows = _Scanner(spark, storage, schema, about).revisions(distinct, annotate=True)
-    rows = rows.drop(_SEQ, "_revision", _STAMP).withColumn(ORDER, F.col(ORDER).cast("int"))
-    if len(distinct) == len(tasks):
-        return rows
-    indexes = [
-        F.array(*[F.lit(i) for i, t in enumerate(tasks) if t.sequence == d.sequence])
-        for d in distinct
-    ]
-    return rows.withColumn(ORDER, F.explode(F.element_at(F.array(*indexes), F.col(ORDER) + 1)))
+    scanner = _Scanner(spark, storage, schema, about)
+    parts = []
+    if distinct:
+        rows = scanner.revisions(distinct, annotate=True)
+        rows = rows.drop(_SEQ, "_revision", _STAMP).withColumn(ORDER, F.col(ORDER).cast("int"))
+        orders = [[t.order for t in tasks if t.sequence == d.sequence] for d in distinct]
+        if any(o != [n] for n, o in enumerate(orders)):
+            arrays = [F.array(*map(F.lit, o)) for o in orders]
+            rows = rows.withColumn(
+                ORDER, F.explode(F.element_at(F.array(*arrays), F.col(ORDER) + 1))
+            )
+        parts.append(rows)
+    if base is not None:
+        keyed = ", ".join(f"{q}L, array({', '.join(map(str, o))})" for q, o in base_orders)
+        rows = scanner.compaction(base, annotate=False)
+        columns = [*map(quoted, scanner.schema.fieldNames()), DELETED, quoted(ROW_HASH)]
+        order = f"explode(element_at(map({keyed}), {_SEQ})) AS {ORDER}"
+        parts.append(rows.selectExpr(*columns, order))
+    if not parts:
+        empty = StructType([*scanner.schema.fields, *_SYSTEM_FIELDS])
+        return spark.createDataFrame([], empty).withColumn(ORDER, F.lit(None).cast("int"))
+    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
 
 
 def revision_value(values: Sequence[object], data_type: DataType) -> Column:

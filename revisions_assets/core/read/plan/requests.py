@@ -8,6 +8,7 @@ A read takes one ``Snapshot`` of the log when it starts; nothing below refreshes
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -15,10 +16,17 @@ from datetime import datetime
 from ...arguments import check_bool, check_sequence_number, check_text
 from ...errors import InvalidArgumentError, NoMajorRevisionError, RetentionError
 from ...log.records import Revision
-from ...log.view import LogView
+from ...log.view import Compaction, LogView
 from ...timeutil import TimeLike, to_utc
 from .refs import Position, resolve_position
-from .scans import MergePlan, ScanTask, plan_merge, retention_message, scan_task
+from .scans import (
+    MergePlan,
+    ScanTask,
+    compaction_task,
+    plan_merge,
+    retention_message,
+    scan_task,
+)
 from .schema import Schema, names, table_schema, value_columns
 from .selection import (
     Selection,
@@ -365,16 +373,44 @@ def _holds_only_real_changes(history: Sequence[Revision], selection: Selection) 
 
 @dataclass(frozen=True)
 class HistoryPlan:
-    """An SCD2 history: the live spans of the table's revisions (in rank order) with the
-    files of each, and the versions to keep (those still valid after ``since``)."""
+    """An SCD2 history: the live spans of the table's revisions (in rank order), the files
+    to scan for them, and the versions to keep (those still valid after ``since``).
+
+    ``tasks``: the spans read from their own revision's files (``order`` = the span's
+    index). ``base``: a compaction whose rows stand for the spans of the revisions it
+    contains; ``base_orders`` maps the sequence that wrote a row to those spans' indexes.
+    ``starts_at`` None: the whole history. Else a vacuum removed revisions the whole history
+    needs: it starts from the state at ``starts_at`` (the spans live after it), and a
+    version already open then is reported from ``starts_at``: its true start is at or
+    before it, and the revisions that would tell are gone.
+    """
 
     table: str
     what: str
     id_columns: tuple[str, ...]
     schema: Schema
     spans: tuple[LiveSpan, ...]
-    tasks: tuple[ScanTask, ...]  # one per span, ``order`` = the span's index
+    tasks: tuple[ScanTask, ...]
     since: datetime | None
+    base: ScanTask | None = None
+    base_orders: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    starts_at: datetime | None = None
+
+    @property
+    def files(self) -> list[tuple[str, str]]:
+        """Every data file the history scans, with the entry that wrote it."""
+        tasks = [*self.tasks, *([self.base] if self.base else [])]
+        return [(t.entry, f) for t in tasks for f in t.files]
+
+
+@dataclass(frozen=True)
+class _HistoryStart:
+    """Where a history after a vacuum starts, and the compaction standing for the removed
+    revisions it needs."""
+
+    spans: tuple[LiveSpan, ...]
+    compaction: Compaction | None
+    at: datetime
 
 
 def plan_history(
@@ -387,25 +423,151 @@ def plan_history(
     columns: Sequence[str] | None = None,
 ) -> HistoryPlan:
     """The SCD2 history of ``table`` (as known at ``known_at``: from the revisions committed
-    by then); RetentionError when a vacuum removed the files of a revision the history
-    needs (every revision ever part of a state is)."""
+    by then).
+
+    Without a revision removed by a vacuum, from every live span's files. Else from the
+    earliest time K whose later states the retained files hold (``_history_start``);
+    RetentionError when K is after ``since`` (or there is no ``since``), naming K.
+    """
     check_text(table, "table")
     view = snapshot.view
     history = view.history(table)
     until_utc = to_utc(until, "until") if until is not None else None
     since_utc = to_utc(since, "since") if since is not None else None
+    compactions = [c for c in view.compactions(table) if not view.is_removed(c.sequence)]
     if known_at is not None:
         known_utc = to_utc(known_at, "known_at")
         history = [r for r in history if r.committed_at <= known_utc]
+        compactions = [c for c in compactions if c.known_by(history, known_utc)]
     spans = live_spans(history, table, until_utc)
     what = f"{snapshot.root}: history of table {table!r}"
-    for span in spans:
-        vacuum = view.removed_by(span.revision.sequence)
-        if vacuum is not None:
-            raise RetentionError(retention_message(what, span.revision, vacuum))
+    what += f" since {since_utc.isoformat()}" if since_utc is not None else ""
+    start = None
+    if any(view.is_removed(s.revision.sequence) for s in spans):
+        start = _history_start(view, history, compactions, table, spans, since_utc, what)
+        spans = list(start.spans)
     ids = tuple(history[-1].tables[table].id_columns)
     schema = table_schema([s.revision for s in spans] or history, table)
-    tasks = tuple(scan_task(s.revision, table, n) for n, s in enumerate(spans))
     if columns is not None:  # the history of a projection: versions open where it changes
         schema = projected(schema, ids, columns, table, "history")
-    return HistoryPlan(table, what, ids, schema, tuple(spans), tasks, since_utc)
+    compaction = start.compaction if start is not None else None
+    tasks = tuple(
+        scan_task(s.revision, table, n)
+        for n, s in enumerate(spans)
+        if compaction is None or not compaction.contains(s.revision)
+    )
+    base, base_orders = None, ()
+    if compaction is not None:
+        orders: dict[int, list[int]] = {}
+        for n, s in enumerate(spans):
+            if compaction.contains(s.revision):
+                orders.setdefault(s.revision.sequence, []).append(n)
+        base = compaction_task(compaction)
+        base_orders = tuple((q, tuple(o)) for q, o in orders.items())
+    return HistoryPlan(
+        table,
+        what,
+        ids,
+        schema,
+        tuple(spans),
+        tasks,
+        since_utc,
+        base,
+        base_orders,
+        start.at if start is not None else None,
+    )
+
+
+def _history_start(
+    view: LogView,
+    history: Sequence[Revision],
+    compactions: Sequence[Compaction],
+    table: str,
+    spans: Sequence[LiveSpan],
+    since: datetime | None,
+    what: str,
+) -> _HistoryStart:
+    """Where a history whose spans a vacuum partly removed starts: the earliest revision
+    time (or end of a span) K whose later states the retained files hold, when K is at or
+    before ``since``; else RetentionError naming K."""
+    removed = [s.revision for s in spans if view.is_removed(s.revision.sequence)]
+    times = sorted({t for s in spans for t in (s.start, s.end) if t is not None})
+    earliest = _earliest_start(view, compactions, spans)
+    first = len(times) if earliest is None else bisect.bisect_left(times, earliest)
+    start = next(
+        (
+            found
+            for t in times[first:]
+            if (found := _start_at(view, history, compactions, table, spans, t)) is not None
+        ),
+        None,
+    )
+    if start is not None and since is not None and start.at <= since:
+        return start
+    after = [s.revision for s in spans if since is None or s.end is None or s.end > since]
+    revision = next((r for r in after if view.is_removed(r.sequence)), removed[0])
+    vacuum = view.removed_by(revision.sequence)
+    assert vacuum is not None
+    message = retention_message(what, revision, vacuum)
+    if start is not None:
+        message += f"; a history can start at {start.at.isoformat()} or later (since)"
+    raise RetentionError(message)
+
+
+def _earliest_start(
+    view: LogView, compactions: Sequence[Compaction], spans: Sequence[LiveSpan]
+) -> datetime | None:
+    """A time before which no history can start (None: none can): the spans of removed
+    revisions end at or before the start, except those of a compaction stamped at or before
+    it. Spares long histories a try at every revision time."""
+    options = []
+    for compaction in [None, *compactions]:
+        ends = [
+            s.end
+            for s in spans
+            if view.is_removed(s.revision.sequence)
+            and (compaction is None or not compaction.contains(s.revision))
+        ]
+        if None not in ends:
+            stamps = [] if compaction is None else [compaction.covers.timestamp]
+            options.append(max([*ends, *stamps]))  # type: ignore[type-var]
+    return min(options, default=None)
+
+
+def _start_at(
+    view: LogView,
+    history: Sequence[Revision],
+    compactions: Sequence[Compaction],
+    table: str,
+    spans: Sequence[LiveSpan],
+    start: datetime,
+) -> _HistoryStart | None:
+    """The history from the state at ``start`` on, or None when the retained files do not
+    hold it.
+
+    It needs the spans live after ``start``. A compaction can stand for the revisions it
+    contains when it fits the state at ``start`` (they are all live then) and they share
+    their fate after it (voided, or carried, at the same times): then the rows it keeps,
+    the latest of each entity among them, are the only ones of theirs that can win after
+    ``start``, each at its writer's rank.
+    """
+    needed = tuple(s for s in spans if s.end is None or s.end > start)
+    gone = {s.revision.sequence for s in needed if view.is_removed(s.revision.sequence)}
+    if not gone:
+        return _HistoryStart(needed, None, start)
+    try:
+        state = state_selection(history, table, start)
+    except NoMajorRevisionError:
+        return None
+    candidates = sorted(compactions, key=lambda c: (c.covers.revisions, c.sequence), reverse=True)
+    for compaction in candidates:
+        if not compaction.usable_for(state.major, state.head_sequence, start, history):
+            continue
+        contained = {r.sequence for r in history if compaction.contains(r)}
+        fates: dict[int, list[tuple]] = {sequence: [] for sequence in contained}
+        for span in needed:
+            if span.revision.sequence in contained:
+                fates[span.revision.sequence].append((max(span.start, start), span.end))
+        if gone <= contained and len({tuple(f) for f in fates.values()}) == 1:
+            return _HistoryStart(needed, compaction, start)
+    return None

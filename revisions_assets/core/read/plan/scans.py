@@ -97,6 +97,11 @@ def scan_task(revision: Revision, table: str, order: int) -> ScanTask:
     return _task(revision, write, order, is_compaction=False)
 
 
+def compaction_task(compaction: Compaction) -> ScanTask:
+    """The files of a compaction: its rows carry the sequence that wrote each (order -1)."""
+    return _task(compaction.record, compaction.write, -1, is_compaction=True)
+
+
 def _task(record: Revision, write: TableWrite, order: int, *, is_compaction: bool) -> ScanTask:
     return ScanTask(
         entry=record.name,
@@ -183,7 +188,7 @@ def _plan(
     order = {r.sequence: n for n, r in enumerate(selection.merge)}
     tasks = [scan_task(r, table, order[r.sequence]) for r in direct]
     if base is not None:
-        first = _task(base.record, base.write, -1, is_compaction=True)
+        first = compaction_task(base)
         newer = tasks
         writes = [base.write, *(r.tables[table] for r in direct)]
         prefix = all(r.timestamp >= base.covers.timestamp for r in direct)
