@@ -2,8 +2,10 @@
 
 Whole-table checks (unpartitioned):
 
-- ``ids_unique_non_null``: in the data files of every revision a default read sees;
-- ``log_integrity``: every data file the log references exists (but those a vacuum removed);
+- ``ids_unique_non_null``: in the data files of every revision a default read sees (``verify
+  --deep``'s counts);
+- ``log_integrity``: every data file the log references (but those a vacuum removed) exists
+  and is a Parquet file: ``revisions verify``'s file checks;
 - ``code_version``: the head revision was written by the asset's current code and field
   versions (WARN if stale);
 - ``compaction_due``: no more revisions on top of the table's base than the location's
@@ -30,6 +32,7 @@ them (``ids_unique_non_null`` reads the carried revisions too: a default read me
 
 import warnings
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from functools import reduce
 from typing import Any
 
@@ -46,8 +49,10 @@ from pyspark.sql.types import BooleanType, StructField, StructType
 from revisions_assets.core.columns import DELETED, REVISION
 from revisions_assets.core.errors import NoMajorRevisionError
 from revisions_assets.core.log.records import Revision
+from revisions_assets.core.maintain.verify import RevisionCounts, file_findings, revision_counts
 from revisions_assets.core.read.execute.spark_scan import spark_schema
 from revisions_assets.core.read.plan.scans import MergePlan, ScanTask, head_plan, scan_task
+from revisions_assets.core.read.plan.schema import Schema
 from revisions_assets.core.storage.backends import open_storage
 from revisions_assets.core.timeutil import now_utc
 
@@ -60,22 +65,13 @@ from .resources.slice import describe, keys_of, revision_partitions, version_cha
 _RESOURCES = {LOCATION_KEY, SPARK_KEY}
 
 
-def files_frame(
-    spark: SparkSession,
-    root: str,
-    tasks: Sequence[ScanTask],
-    columns: Sequence[str] | None = None,
-) -> DataFrame | None:
-    """The rows of the data files of ``tasks`` (given columns, or all and ``_deleted``),
-    tagged with the revision name; None when they wrote no file."""
+def files_frame(spark: SparkSession, root: str, tasks: Sequence[ScanTask]) -> DataFrame | None:
+    """The rows of the data files of ``tasks`` and ``_deleted``, tagged with the revision
+    name; None when they wrote no file."""
     storage = open_storage(root)
     frames = []
     for task in tasks:
-        fields = list(spark_schema(task.schema).fields)
-        if columns is None:
-            fields.append(StructField(DELETED, BooleanType(), True))
-        else:
-            fields = [f for f in fields if f.name in columns]
+        fields = [*spark_schema(task.schema).fields, StructField(DELETED, BooleanType(), True)]
         files = [storage.spark_uri(f) for f in task.files]
         if files:  # the schema is given: no footer-reading job per read
             df = spark.read.schema(StructType(fields)).parquet(*files)
@@ -83,16 +79,6 @@ def files_frame(
     if not frames:
         return None
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
-
-
-def id_problems(rows: DataFrame | None, ids: Sequence[str]) -> tuple[int, int]:
-    """(null ids, ids repeated within one revision) of the given data-file rows."""
-    if rows is None:
-        return 0, 0
-    null_filter = reduce(lambda a, b: a | b, [F.col(c).isNull() for c in ids])
-    nulls = rows.filter(null_filter).count()
-    duplicates = rows.groupBy(REVISION, *ids).count().filter(F.col("count") > 1).count()
-    return nulls, duplicates
 
 
 def written_revision(
@@ -129,6 +115,16 @@ class _Reader:
         return [
             r for r in self.location.read_log(self.address.dataset) if r.wrote(self.address.table)
         ]
+
+    def counts(
+        self, spark: SparkSession, schema: Schema, tasks: Sequence[ScanTask]
+    ) -> list[RevisionCounts]:
+        """verify --deep's counts (rows, null and repeated ids) of the revisions ``tasks``
+        read, in one Spark job."""
+        storage = open_storage(self.root)
+        ids = list(self.address.id_columns)
+        tasks = [replace(t, order=n) for n, t in enumerate(tasks)]
+        return revision_counts(spark, storage, schema, ids, tasks)
 
     def default_plan(self) -> MergePlan:
         """How a default read of the table reads it now: a base (major or compaction) and the
@@ -179,8 +175,9 @@ def revision_checks(
             return dg.AssetCheckResult(passed=False, metadata={"error": "no major revision yet"})
         # the revisions read from their own files; a compaction's ids are unique by construction
         direct = [t for t in plan.tasks if not t.is_compaction]
-        rows = files_frame(spark(context), read.root, direct, ids)
-        nulls, duplicates = id_problems(rows, ids)
+        counts = read.counts(spark(context), plan.schema, direct)
+        nulls = sum(c.null_ids for c in counts)
+        duplicates = sum(c.duplicates for c in counts)
         return dg.AssetCheckResult(
             passed=nulls == 0 and duplicates == 0,
             metadata={
@@ -197,28 +194,31 @@ def revision_checks(
         asset=key,
         name="log_integrity",
         required_resource_keys=_RESOURCES,
-        description="Every data file referenced by the dataset's log exists.",
+        description="Every data file referenced by the dataset's log exists and is a Parquet "
+        "file (the file checks of `revisions verify`).",
     )
     def log_integrity(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         read = _Reader(context, address)
         view = read.location.read_view(address.dataset)
-        records = view.records
+        storage = open_storage(read.root)
+        listed = {info.path for info in storage.list_files("")}
+        # verify's file checks: present, inside the root, ending as Parquet files do
+        findings = file_findings(storage, view.records, view.removed, listed)
         referenced = {
             f
-            for r in records
+            for r in view.records
             if not view.is_removed(r.sequence)
             for t in r.tables.values()
             for f in t.files
         }
-        present = {info.path for info in open_storage(read.root).list_files("")}
-        missing = sorted(referenced - present)
         return dg.AssetCheckResult(
-            passed=not missing,
+            passed=not findings,
             metadata={
-                "revisions": len(records),
+                "revisions": len(view.records),
                 "files_referenced": len(referenced),
-                "files_missing": len(missing),
-                "missing_sample": dg.MetadataValue.json(missing[:10]),
+                "files_missing": sum(f.kind == "missing_file" for f in findings),
+                "files_damaged": sum(f.kind != "missing_file" for f in findings),
+                "findings_sample": dg.MetadataValue.json([f.message for f in findings[:10]]),
             },
         )
 
@@ -396,16 +396,18 @@ def _partition_checks(
         rev = written_revision(read.history(), pdef, keys, context.run.run_id)
         spark = getattr(context.resources, SPARK_KEY).spark_session
         task = scan_task(rev, address.table, 0) if rev else None
-        rows = files_frame(spark, read.root, [task]) if task else None
         results: dict[str, tuple[bool, dict[str, Any]]] = {}
-        if rows is None:
+        if task is None or not task.files:
             nothing = {"revision": "none: no rows written for these partitions"}
             results = {spec.name: (True, nothing) for spec in specs}
         else:
-            nulls, duplicates = id_problems(rows, ids)
+            (counts,) = read.counts(spark, task.schema, [task])
+            nulls, duplicates = counts.null_ids, counts.duplicates
             found = {"revision": rev.name, "null_ids": nulls, "duplicate_ids": duplicates}
             results[specs[0].name] = (nulls == 0 and duplicates == 0, found)
             if schema is not None:
+                rows = files_frame(spark, read.root, [task])
+                assert rows is not None  # the task wrote files
                 live = rows.filter(~F.coalesce(F.col(DELETED), F.lit(False)))
                 errors = dict(schema.validate(live.drop(DELETED, REVISION)).pandera.errors)
                 results["partition_schema"] = (

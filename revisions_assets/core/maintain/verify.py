@@ -20,7 +20,7 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -49,7 +49,8 @@ from ..log.layout import (
 from ..log.records import Revision
 from ..log.view import LogView
 from ..read.execute.files import PARQUET_MAGIC, not_parquet
-from ..read.plan.scans import plan_merge
+from ..read.plan.scans import ScanTask, plan_merge, scan_task
+from ..read.plan.schema import Schema, table_schema
 from ..read.plan.selection import carried_by, head_state
 from ..storage.backends import open_storage
 from ..storage.base import Storage
@@ -203,7 +204,7 @@ def verify_storage(storage: Storage) -> list[Finding]:
     except CorruptLogError as exc:
         findings.append(Finding.of("log_entry_corrupt", LOG_DIR, str(exc)))
     files = storage.list_files("")
-    _check_files(storage, records, removed, {f.path for f in files}, findings)
+    findings += file_findings(storage, records, removed, {f.path for f in files})
     _check_description(storage, head, findings)
     _check_leftovers(storage, records, [f.path for f in files], findings)
     order = {"error": 0, "warning": 1}
@@ -290,15 +291,16 @@ def _check_log(storage: Storage, findings: list[Finding]) -> tuple[list[Revision
     return records, head
 
 
-def _check_files(
+def file_findings(
     storage: Storage,
-    records: list[Revision],
-    removed: set[int],
-    listed: set[str],
-    findings: list[Finding],
-) -> None:
+    records: Sequence[Revision],
+    removed: Collection[int],
+    listed: Collection[str],
+) -> list[Finding]:
     """Every file a not-removed entry references is inside the root, present and ends as a
-    Parquet file does (each distinct path checked once)."""
+    Parquet file does (each distinct path checked once). ``listed``: the files a listing
+    found (others are looked up one by one)."""
+    findings: list[Finding] = []
     checked: set[str] = set()
     for record in records:
         if record.sequence in removed:  # a vacuum removed their files on purpose
@@ -327,6 +329,7 @@ def _check_files(
                         f"{record.sequence}), table {table!r}, is missing",
                     )
                 )
+    return findings
 
 
 def _check_states(view: LogView, findings: list[Finding]) -> None:
@@ -421,17 +424,66 @@ def _check_leftovers(
             )
 
 
-def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[Finding]:
-    """Null and duplicated ids, and row counts against the log, per live data revision:
-    one Spark job per table over all its revisions not removed by a vacuum; then what each
-    purge removed from reads (``purge_findings``)."""
+@dataclass(frozen=True)
+class RevisionCounts:
+    """What the files one revision wrote to a table hold (``revision_counts``)."""
+
+    task: ScanTask
+    rows: int
+    tombstones: int
+    null_ids: int
+    duplicates: int  #: ids that occur more than once
+
+
+def revision_counts(
+    spark: SparkSession,
+    storage: Storage,
+    schema: Schema,
+    ids: Sequence[str],
+    tasks: Sequence[ScanTask],
+) -> list[RevisionCounts]:
+    """Rows, tombstones, null ids and repeated ids per task (``order`` = its index): one
+    Spark job over the files of every task; only the counts reach the driver."""
     from pyspark.sql import functions as F
 
     from ..columns import DELETED
     from ..read.execute.spark_scan import ORDER, revision_rows
-    from ..read.plan.scans import scan_task
-    from ..read.plan.schema import table_schema
 
+    rows = revision_rows(spark, storage, schema, tasks)
+    per_id = rows.groupBy(ORDER, *ids).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.sum(F.col(DELETED).cast("long")).alias("tombstones"),
+    )
+    null_id = (
+        F.greatest(*[F.col(c).isNull() for c in ids]) if len(ids) > 1 else F.col(ids[0]).isNull()
+    )
+    counts = {
+        row[ORDER]: row
+        for row in per_id.groupBy(ORDER)
+        .agg(
+            F.sum("n").alias("rows"),
+            F.sum("tombstones").alias("tombstones"),
+            F.sum(F.when(null_id, F.col("n")).otherwise(0)).alias("null_ids"),
+            F.sum(F.when(~null_id & (F.col("n") > 1), 1).otherwise(0)).alias("duplicates"),
+        )
+        .collect()  # one row per revision
+    }
+    found = []
+    for task in tasks:
+        row = counts.get(task.order)
+        values = (
+            (row["rows"], row["tombstones"], row["null_ids"], row["duplicates"])
+            if row
+            else (0, 0, 0, 0)
+        )
+        found.append(RevisionCounts(task, *values))
+    return found
+
+
+def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[Finding]:
+    """Null and duplicated ids, and row counts against the log, per live data revision:
+    one Spark job per table over all its revisions not removed by a vacuum
+    (``revision_counts``); then what each purge removed from reads (``purge_findings``)."""
     findings = purge_findings(spark, storage, view)
     for table in view.tables():
         revisions = [r for r in view.history(table) if not view.is_removed(r.sequence)]
@@ -439,52 +491,32 @@ def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[
             continue
         ids = list(revisions[-1].tables[table].id_columns)
         tasks = [scan_task(r, table, n) for n, r in enumerate(revisions)]
-        rows = revision_rows(spark, storage, table_schema(revisions, table), tasks)
-        per_id = rows.groupBy(ORDER, *ids).agg(
-            F.count(F.lit(1)).alias("n"),
-            F.sum(F.col(DELETED).cast("long")).alias("tombstones"),
-        )
-        null_id = (
-            F.greatest(*[F.col(c).isNull() for c in ids])
-            if len(ids) > 1
-            else (F.col(ids[0]).isNull())
-        )
-        counts = {
-            row[ORDER]: row
-            for row in per_id.groupBy(ORDER)
-            .agg(
-                F.sum("n").alias("rows"),
-                F.sum("tombstones").alias("tombstones"),
-                F.sum(F.when(null_id, F.col("n")).otherwise(0)).alias("null_ids"),
-                F.sum(F.when(~null_id & (F.col("n") > 1), 1).otherwise(0)).alias("duplicates"),
-            )
-            .collect()  # one row per revision
-        }
-        for order, revision in enumerate(revisions):
+        schema = table_schema(revisions, table)
+        for counts, revision in zip(
+            revision_counts(spark, storage, schema, ids, tasks), revisions, strict=True
+        ):
             write = revision.tables[table]
-            row = counts.get(order)
-            found = (row["rows"], row["tombstones"]) if row else (0, 0)
             where = f"revision {revision.name!r} (sequence {revision.sequence}), table {table!r}"
             path = revision.name
-            if found != (write.rows, write.tombstones):
+            if (counts.rows, counts.tombstones) != (write.rows, write.tombstones):
                 findings.append(
                     Finding.of(
                         "row_count_mismatch",
                         path,
-                        f"{where}: its files hold {found[0]} rows ({found[1]} tombstones), the "
-                        f"log records {write.rows} ({write.tombstones})",
+                        f"{where}: its files hold {counts.rows} rows ({counts.tombstones} "
+                        f"tombstones), the log records {write.rows} ({write.tombstones})",
                     )
                 )
-            if row and row["null_ids"]:
+            if counts.null_ids:
                 findings.append(
-                    Finding.of("null_id", path, f"{where}: {row['null_ids']} rows with a null id")
+                    Finding.of("null_id", path, f"{where}: {counts.null_ids} rows with a null id")
                 )
-            if row and row["duplicates"]:
+            if counts.duplicates:
                 findings.append(
                     Finding.of(
                         "duplicate_id",
                         path,
-                        f"{where}: {row['duplicates']} ids occur more than once",
+                        f"{where}: {counts.duplicates} ids occur more than once",
                     )
                 )
     return findings
