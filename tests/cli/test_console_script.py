@@ -72,9 +72,11 @@ def test_verify_and_vacuum_run_in_the_driver(staged: Staged, tmp_path):
     assert "'week' is not a duration" in bad.stderr and bad.stderr.count("\n") == 1
     # the folder that holds the datasets is no dataset: refused as log and vacuum refuse it,
     # never a list of its datasets as orphan folders to delete
-    refused = revisions("verify", str(Path(staged.features).parent), code=2)
-    assert refused.stdout == "" and refused.stderr.count("\n") == 1
-    assert "is not a revisioned dataset (no _log/)" in refused.stderr
+    holder = str(Path(staged.features).parent)
+    for command in ("verify", "log", "vacuum"):
+        refused = revisions(command, holder, code=2)
+        assert refused.stdout == "" and refused.stderr.count("\n") == 1
+        assert "is not a revisioned dataset (no _log/)" in refused.stderr
     # a dataset inside another one's root: reported, and left alone by vacuum
     outer = shutil.copytree(staged.features, tmp_path / "outer")
     shutil.copytree(staged.scores, outer / "scores")
@@ -84,7 +86,7 @@ def test_verify_and_vacuum_run_in_the_driver(staged: Staged, tmp_path):
         ("nested_dataset", "scores"),
     }
     assert not any("delete" in f["fix"] for f in found["findings"])
-    revisions("vacuum", str(outer), "--retain", "0", "--grace", "0")
+    revisions("vacuum", str(outer), "--retain", "0", "--grace", "0", "--force")
     assert (outer / "scores" / "_log").is_dir()
 
 

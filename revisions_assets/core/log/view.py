@@ -137,6 +137,11 @@ class LogView:
                 )
 
     @property
+    def logged(self) -> tuple[Revision, ...]:
+        """Every entry as committed (a purge's swaps not applied): what the log lists."""
+        return self._logged
+
+    @property
     def head(self) -> int:
         return len(self.records)
 

@@ -59,10 +59,11 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
     # -- the log --------------------------------------------------------------------------
 
     def revisions(self, table: str | None = None) -> list[Revision]:
-        """Every log entry (maintenance entries included), or the data revisions of a table."""
+        """Every log entry as committed (maintenance entries included), or the data
+        revisions of a table as reads see them (a purge's swaps applied)."""
         check_text(table, "table", optional=True)
-        snapshot = self.snapshot()
-        return list(snapshot.records) if table is None else snapshot.view.history(table)
+        view = self.snapshot().view
+        return list(view.logged) if table is None else view.history(table)
 
     def revision(self, ref: Position, *, table: str | None = None) -> Revision:
         """An entry by name (or a unique prefix of one) or sequence, or a data revision by
@@ -70,7 +71,7 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
         count them (without a table: among the data revisions of every table). Maintenance
         entries are never counted."""
         check_text(table, "table", optional=True)
-        return find_revision(self.snapshot().records, ref, table)
+        return find_revision(self.snapshot().view.logged, ref, table)
 
     def tables(self) -> dict[str, TableInfo[SchemaT]]:
         """Every table with its id columns and its current schema (latest major + additions)."""
