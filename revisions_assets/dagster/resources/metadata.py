@@ -15,18 +15,15 @@ import dagster as dg
 from pyspark.sql.types import StructType
 
 from revisions_assets.core.columns import DELETED
-from revisions_assets.core.errors import RevisionsError
 from revisions_assets.core.log.records import Revision
+from revisions_assets.core.runs.commit import DeclaredColumnsError as DeclaredColumnsError
+from revisions_assets.core.runs.commit import check_columns
 
 from .slice import DatasetSlice
 
 COLUMN_SCHEMA = "dagster/column_schema"
 TABLE_NAME = "dagster/table_name"
 COLUMN_LINEAGE = "dagster/column_lineage"
-
-
-class DeclaredColumnsError(RevisionsError, ValueError):
-    """An asset returned other columns (or types) than its definition declares."""
 
 
 def data_version(table: str, sequence: int) -> str:
@@ -90,26 +87,9 @@ def table_schema(value: Any) -> dg.TableSchema:
 
 
 def check_declared_columns(asset_key: str, declared: dg.TableSchema, schema: StructType) -> None:
-    """The output of an asset that declares its columns has exactly those, of those types."""
-    want = {c.name: c.type for c in declared.columns}
-    got = {f.name: f.dataType.simpleString() for f in schema.fields if f.name != DELETED}
-    missing = [c for c in want if c not in got]
-    extra = [c for c in got if c not in want]
-    retyped = [f"{c} {want[c]} -> {got[c]}" for c in want if c in got and want[c] != got[c]]
-    if missing or extra or retyped:
-        found = [
-            f"{what}: {', '.join(names)}"
-            for what, names in (
-                ("missing", missing),
-                ("not declared", extra),
-                ("types declared -> returned", retyped),
-            )
-            if names
-        ]
-        raise DeclaredColumnsError(
-            f"asset {asset_key} returned other columns than it declares ({'; '.join(found)}): "
-            "change the function or the asset's columns"
-        )
+    """The output of an asset that declares its columns has exactly those, of those types
+    (``DeclaredColumnsError``)."""
+    check_columns(asset_key, {c.name: c.type for c in declared.columns}, schema)
 
 
 def table_name(dataset: str, table: str) -> str:
