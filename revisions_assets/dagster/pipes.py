@@ -150,11 +150,14 @@ def _confirmed(
     """The run's commit as the log confirms it, and the metadata the job reported."""
     run = job.run
     mine = run_revisions(view.records, run)
-    where = f"{run.root}/{run.table}"
+    where = f"{run.root} (table {run.table!r})"
     if report is None:
         if not mine:
-            if error is not None:
-                raise error  # nothing committed: the run fails with the job's error
+            if error is not None:  # nothing committed: the run fails with the job's error
+                raise RemoteJobError(
+                    f"{run.asset_key}: the remote job failed and committed nothing (the log of "
+                    f"{where} has no revision of run {run.run_id}): {error}"
+                ) from error
             raise RemoteJobError(
                 f"{run.asset_key}: the remote job ended without reporting a revision, and the "
                 f"log of {where} has none of run {run.run_id}: does the job call "

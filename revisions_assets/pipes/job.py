@@ -114,6 +114,11 @@ class RevisionJobContext:
         return self.run.run_id
 
     @property
+    def extras(self) -> Mapping[str, Any]:
+        """The Pipes extras the asset's function passed beside the slice (empty by hand)."""
+        return self.pipes.extras if self.pipes is not None else {}
+
+    @property
     def log(self) -> logging.Logger:
         """A logger whose messages reach the Dagster run's log (a plain one by hand)."""
         return self.pipes.log if self.pipes is not None else log
