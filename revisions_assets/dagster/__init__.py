@@ -24,6 +24,7 @@ with needs_extra("revisions_assets.dagster", "dagster"):
     from .factory import RevisionRunConfig
     from .featurized import featurized_asset, reference_asset
     from .maintenance import VacuumConfig, vacuum_job, weekly_vacuum_schedule
+    from .outside_commits import outside_commits_sensor
     from .pipes import RemoteJobError, RevisionJob
     from .resources import (
         IO_MANAGER_KEY,
@@ -69,6 +70,7 @@ __all__ = [
     "code_version_sensor",
     "daily_featurized_schedule",
     "featurized_asset",
+    "outside_commits_sensor",
     "reference_asset",
     "revision_checks",
     "revisions_automation",
