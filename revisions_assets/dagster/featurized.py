@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from revisions_assets.core.columns import DELETED
+from revisions_assets.core.errors import InvalidArgumentError
 
 from .factory import (
     AssetOptions,
@@ -28,7 +29,8 @@ from .factory import (
     io_manager,
     spark_session,
 )
-from .resources.address import META_FIELD_VERSIONS, Role, TableAddress
+from .pipes import Launcher, RevisionJob, launch, launcher_resources
+from .resources.address import META_FIELD_VERSIONS, META_REMOTE, Role, TableAddress
 from .resources.keys import IO_MANAGER_KEY
 from .resources.slice import DatasetSlice
 
@@ -43,7 +45,7 @@ def featurized_asset(
     id_columns: Sequence[str],
     partitions_def: dg.TimeWindowPartitionsDefinition,
     code_version: str,
-    source: WindowSource,
+    source: WindowSource | None = None,
     lookback: timedelta = timedelta(0),
     name: str | None = None,
     key_prefix: str | Sequence[str] | None = None,
@@ -63,7 +65,8 @@ def featurized_asset(
     freshness_policy: dg.FreshnessPolicy | None = None,
     retry_policy: dg.RetryPolicy | None = None,
     pool: str | None = None,
-) -> Callable[[Featurizer], dg.AssetsDefinition]:
+    pipes: bool = False,
+) -> Callable[[Featurizer | Launcher], dg.AssetsDefinition]:
     """Declare a time-partitioned featurized asset stored as one table of a revisioned dataset.
 
     The decorated function is ``fn(source_rows, window) -> DataFrame`` where ``window`` is
@@ -79,35 +82,59 @@ def featurized_asset(
     first run; a run returning other columns fails with DeclaredColumnsError);
     ``automation_condition``, ``freshness_policy``, ``retry_policy`` and ``pool`` go to
     ``dg.asset`` as they are.
+
+    ``pipes=True``: the asset's Spark runs in a remote job launched with Dagster Pipes
+    (``revisions_assets.dagster.pipes``). The function is then ``fn(context, job, **clients)``
+    and returns what its Pipes client's ``run(context=context, extras=job.extras, ...)``
+    returns; the job reads its own sources (no ``source``) from ``job.window.start -
+    job.window.lookback`` (see ``revisions_assets.pipes``).
     """
     options = AssetOptions(columns, automation_condition, freshness_policy, retry_policy, pool)
+    if (source is None) != pipes:
+        raise InvalidArgumentError(
+            "featurized_asset: a remote job (pipes=True) reads its own sources, so it takes no "
+            "source; otherwise give source=(spark, start, end) -> the rows of a window"
+        )
 
-    def decorator(fn: Featurizer) -> dg.AssetsDefinition:
+    def decorator(fn: Featurizer | Launcher) -> dg.AssetsDefinition:
         asset_name = name or fn.__name__
         address = TableAddress(dataset or asset_name, table or asset_name, tuple(id_columns))
-
-        @asset_decorator(
-            **asset_kwargs(
-                name=asset_name,
-                address=address,
-                role=Role.FEATURIZED,
-                code_version=code_version,
-                partitions_def=partitions_def,
-                description=description or fn.__doc__,
-                group_name=group_name,
-                key_prefix=key_prefix,
-                deps=deps,
-                tags=tags,
-                owners=owners,
-                metadata={
-                    **({META_FIELD_VERSIONS: dict(field_versions)} if field_versions else {}),
-                    **(metadata or {}),
-                },
-                column_descriptions=column_descriptions,
-                io_manager_key=io_manager_key,
-                options=options,
-            )
+        kwargs = asset_kwargs(
+            name=asset_name,
+            address=address,
+            role=Role.FEATURIZED,
+            code_version=code_version,
+            partitions_def=partitions_def,
+            description=description or fn.__doc__,
+            group_name=group_name,
+            key_prefix=key_prefix,
+            deps=deps,
+            tags=tags,
+            owners=owners,
+            metadata={
+                **({META_FIELD_VERSIONS: dict(field_versions)} if field_versions else {}),
+                **({META_REMOTE: "pipes"} if pipes else {}),
+                **(metadata or {}),
+            },
+            column_descriptions=column_descriptions,
+            io_manager_key=io_manager_key,
+            options=options,
         )
+        if pipes:
+            clients = launcher_resources(fn, asset_name)
+            kwargs["required_resource_keys"] |= set(clients)
+
+            @asset_decorator(**kwargs)
+            def _remote(
+                context: dg.AssetExecutionContext, config: RevisionRunConfig
+            ) -> dg.MaterializeResult:
+                io = io_manager(context, io_manager_key)
+                job = RevisionJob(io.slice_for(context), io.run_slice(context, lookback=lookback))
+                return launch(context, io, fn, job, clients)
+
+            return _remote
+
+        @asset_decorator(**kwargs)
         def _featurized(
             context: dg.AssetExecutionContext, config: RevisionRunConfig
         ) -> dg.MaterializeResult:
@@ -118,6 +145,7 @@ def featurized_asset(
                 f"{'major' if window.is_major else 'minor'} ({window.reason}): computing "
                 f"{window.compute_start.date()} .. {window.compute_end.date()} (end exclusive)"
             )
+            assert source is not None
             rows = source(
                 spark_session(context), window.compute_start - lookback, window.compute_end
             )

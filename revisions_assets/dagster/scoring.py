@@ -29,15 +29,17 @@ from the state the major carries (nothing is re-read or rewritten).
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import reduce
 from typing import Any
 
 import dagster as dg
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from revisions_assets.core.columns import DELETED
 from revisions_assets.core.errors import RevisionsError
+from revisions_assets.core.log.view import LogView
+from revisions_assets.core.read.plan.scans import current_schema
+from revisions_assets.core.read.plan.schema import names
+from revisions_assets.core.runs.consume import plan_inputs, with_tombstones
 
 from .factory import (
     AssetOptions,
@@ -47,7 +49,9 @@ from .factory import (
     declared_columns,
     io_manager,
 )
+from .pipes import Launcher, RevisionJob, launch, launcher_resources
 from .resources.address import (
+    META_REMOTE,
     META_UPSTREAM,
     META_USES_COLUMNS,
     Role,
@@ -58,7 +62,6 @@ from .resources.address import (
 )
 from .resources.keys import IO_MANAGER_KEY
 from .resources.metadata import COLUMN_LINEAGE, column_lineage
-from .resources.slice import DatasetSlice
 from .resources.values import UpstreamChanges
 
 Scorer = Callable[..., DataFrame]
@@ -74,66 +77,6 @@ class Reference:
 
     asset: dg.AssetsDefinition
     on: Mapping[str, str]
-
-
-@dataclass(frozen=True)
-class ScoringInputs:
-    """What the scoring function sees: the main rows to score and the reference rows they need."""
-
-    main: DataFrame
-    references: dict[str, DataFrame]
-    tombstones: DataFrame | None  # ids of deleted main entities (minor, soft major)
-
-
-def plan_inputs(
-    s: DatasetSlice,
-    main: UpstreamChanges,
-    references: Mapping[str, tuple[UpstreamChanges, Mapping[str, str]]],
-) -> ScoringInputs:
-    """Select the main entities to (re)score and the reference rows they join to."""
-    ids = list(main.id_columns)
-    if s.is_major and not s.soft:
-        rows = main.df.drop(DELETED) if main.changes.is_reset else main.state()
-        tombstones = None
-    else:
-        # the change set (a soft major: its changed rows) holds the state at the pinned head
-        rows = main.changed.filter(~F.col(DELETED)).drop(DELETED)
-        tombstones = main.changed.filter(F.col(DELETED)).select(*ids)
-        changed = [(ref, on) for ref, on in references.values() if ref.changes.revisions]
-        if changed:
-            # reverse join: main entities whose join keys match a changed reference row
-            state = main.state()
-            joined = reduce(
-                DataFrame.unionByName,
-                [
-                    state.join(
-                        F.broadcast(
-                            ref.changed.select(
-                                *[F.col(r).alias(m) for m, r in on.items()]
-                            ).distinct()
-                        ),
-                        list(on),
-                        "left_semi",
-                    )
-                    for ref, on in changed
-                ],
-            ).dropDuplicates(ids)
-            rows = rows.unionByName(joined.join(rows.select(*ids), ids, "left_anti"))
-    needed = {}
-    for name, (ref, on) in references.items():
-        keys = rows.select(*[F.col(m).alias(r) for m, r in on.items()]).distinct()
-        ref_rows = ref.df.drop(DELETED) if ref.changes.is_reset else ref.state()
-        needed[name] = ref_rows.join(F.broadcast(keys), list(on.values()), "left_semi")
-    return ScoringInputs(rows, needed, tombstones)
-
-
-def with_tombstones(scores: DataFrame, tombstones: DataFrame | None) -> DataFrame:
-    """Scores flagged as live, plus a tombstone per deleted main entity."""
-    if DELETED not in scores.columns:
-        scores = scores.withColumn(DELETED, F.lit(False))
-    if tombstones is None:
-        return scores
-    return scores.unionByName(tombstones.withColumn(DELETED, F.lit(True)), allowMissingColumns=True)
 
 
 def scoring_asset(
@@ -160,7 +103,8 @@ def scoring_asset(
     freshness_policy: dg.FreshnessPolicy | None = None,
     retry_policy: dg.RetryPolicy | None = None,
     pool: str | None = None,
-) -> Callable[[Scorer], dg.AssetsDefinition]:
+    pipes: bool = False,
+) -> Callable[[Scorer | Launcher], dg.AssetsDefinition]:
     """Declare a scoring asset: ``fn(main_rows, **reference_rows) -> scores``.
 
     ``main_rows`` are the upstream rows (state at the pinned head) of the entities to
@@ -178,6 +122,11 @@ def scoring_asset(
     a reference column of the same name (``resources.metadata.column_lineage``); with
     ``columns`` declared, the definition carries it too. ``columns`` and the Dagster
     pass-through arguments as in ``featurized_asset``.
+
+    ``pipes=True``: the scoring runs in a remote job launched with Dagster Pipes, as in
+    ``featurized_asset``: ``fn(context, job, **clients)``; the job reads its inputs with
+    ``job.scoring_inputs(spark)`` (see ``revisions_assets.pipes``). A run with nothing to
+    consume launches nothing.
     """
     options = AssetOptions(columns, automation_condition, freshness_policy, retry_policy, pool)
     references = dict(references or {})
@@ -188,7 +137,7 @@ def scoring_asset(
             f"reference name {main_name!r} is also the main input's name; rename the reference"
         )
 
-    def decorator(fn: Scorer) -> dg.AssetsDefinition:
+    def decorator(fn: Scorer | Launcher) -> dg.AssetsDefinition:
         asset_name = name or fn.__name__
         address = TableAddress(
             dataset or asset_name,
@@ -218,32 +167,64 @@ def scoring_asset(
             else {}
         )
 
+        kwargs = asset_kwargs(
+            name=asset_name,
+            address=address,
+            role=Role.SCORING,
+            code_version=code_version,
+            partitions_def=partitions_def,
+            description=description or fn.__doc__,
+            group_name=group_name,
+            key_prefix=key_prefix,
+            # a remote job reads the inputs itself: they are dependencies, not loaded here
+            deps=[a.key for a in sources.values()] if pipes else (),
+            tags=tags,
+            owners=owners,
+            metadata={
+                META_UPSTREAM: upstream_refs_metadata(refs),
+                **({META_USES_COLUMNS: ",".join(uses_columns)} if uses_columns else {}),
+                **({META_REMOTE: "pipes"} if pipes else {}),
+                **declared,
+                **(metadata or {}),
+            },
+            column_descriptions=column_descriptions,
+            io_manager_key=io_manager_key,
+            options=options,
+        )
+        if pipes:
+            clients = launcher_resources(fn, asset_name)
+            kwargs["required_resource_keys"] |= set(clients)
+
+            # a run with nothing to consume materializes nothing (no day looks scored twice)
+            @asset_decorator(output_required=False, **kwargs)
+            def _remote(
+                context: dg.AssetExecutionContext, config: RevisionRunConfig
+            ) -> Iterator[dg.MaterializeResult]:
+                io = io_manager(context, io_manager_key)
+                s = io.slice_for(context)
+                if s.skip is not None:
+                    context.log.info(f"{s.asset_key}: {s.skip}: no job launched, no revision")
+                    return
+                joins = {n: r.on for n, r in references.items()}
+                job = RevisionJob(s, io.run_slice(context, joins=joins))
+
+                def remote_lineage(view: LogView) -> dict[str, Any]:
+                    """The lineage of what the job committed, from the recorded schemas."""
+                    inputs = {
+                        n: [*_recorded_columns(io.location.read_view(a.dataset), a.table), DELETED]
+                        for n, a in ((n, address_of(a)) for n, a in sources.items())
+                    }
+                    return lineage(_recorded_columns(view, address.table), inputs)
+
+                yield launch(context, io, fn, job, clients, remote_lineage)
+
+            return _remote
+
         @asset_decorator(
             ins=ins,
             # a run with nothing to consume materializes nothing (no day looks scored twice)
             output_required=False,
-            **asset_kwargs(
-                name=asset_name,
-                address=address,
-                role=Role.SCORING,
-                code_version=code_version,
-                partitions_def=partitions_def,
-                description=description or fn.__doc__,
-                group_name=group_name,
-                key_prefix=key_prefix,
-                deps=(),
-                tags=tags,
-                owners=owners,
-                metadata={
-                    META_UPSTREAM: upstream_refs_metadata(refs),
-                    **({META_USES_COLUMNS: ",".join(uses_columns)} if uses_columns else {}),
-                    **declared,
-                    **(metadata or {}),
-                },
-                column_descriptions=column_descriptions,
-                io_manager_key=io_manager_key,
-                options=options,
-            ),
+            **kwargs,
         )
         def _scoring(
             context: dg.AssetExecutionContext,
@@ -256,7 +237,8 @@ def scoring_asset(
                 context.log.info(f"{s.asset_key}: {s.skip}: no revision, no materialization")
                 return
             plan = plan_inputs(
-                s,
+                s.is_major,
+                s.soft,
                 inputs[main_name],
                 {n: (inputs[n], r.on) for n, r in references.items()},
             )
@@ -275,6 +257,11 @@ def scoring_asset(
         return _scoring
 
     return decorator
+
+
+def _recorded_columns(view: LogView, table: str) -> list[str]:
+    """A table's columns as its log records them (read without Spark)."""
+    return names(current_schema(view, table))
 
 
 def _ref(input_name: str, asset: dg.AssetsDefinition, kind: str) -> UpstreamRef:

@@ -1,14 +1,17 @@
 """The demo's automation and schedules: the automation sensor of the revisions log (majors on
 code changes, scores on upstream changes), the newest day of features every day, a weekly
-vacuum (with the scores as consumers). The two hand-written sensors are the documented
-alternative for deployments that cannot evaluate conditions in the code server
-(``build_demo_log_sensors``): the same reading of the log, not both at once."""
+vacuum (with the scores as consumers), and next to the automation sensor the sensor that
+reports commits made outside Dagster (engine commits, purges, compactions, vacuums). The two
+hand-written sensors are the documented alternative for deployments that cannot evaluate
+conditions in the code server (``build_demo_log_sensors``): the same reading of the log, not
+both at once."""
 
 import dagster as dg
 
 from revisions_assets.dagster import (
     code_version_sensor,
     daily_featurized_schedule,
+    outside_commits_sensor,
     revisions_automation_sensor,
     upstream_changes_sensor,
     vacuum_job,
@@ -20,8 +23,9 @@ from .assets import DAILY
 
 def build_demo_sensors(assets: dict[str, dg.AssetsDefinition]) -> list[dg.SensorDefinition]:
     """One automation-condition sensor: every revisioned asset carries ``revisions_automation()``
-    (the log's requests, not while in progress, not before the inputs' blocking checks passed)."""
-    return [demo_automation_sensor(assets)]
+    (the log's requests, not while in progress, not before the inputs' blocking checks passed);
+    next to it, the sensor of commits made outside Dagster."""
+    return [demo_automation_sensor(assets), outside_commits_sensor(list(assets.values()))]
 
 
 def demo_automation_sensor(

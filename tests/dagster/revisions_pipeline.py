@@ -9,14 +9,16 @@ group to a weight; the score is total * weight.
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pandas as pd
 import pandera.pyspark as pa
+from pipeline_functions import EVENT_SCHEMA, events_to_json, featurize, score, window_events
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from revisions_assets import RevisionedDataset
@@ -46,15 +48,6 @@ def is_partitioned(check: dg.AssetChecksDefinition) -> bool:
     return any(spec.partitions_def is not None for spec in check.check_specs)
 
 
-EVENT_SCHEMA = T.StructType(
-    [
-        T.StructField("day", T.DateType(), False),
-        T.StructField("entity", T.StringType(), False),
-        T.StructField("grp", T.StringType(), False),
-        T.StructField("value", T.LongType(), False),
-        T.StructField("deleted", T.BooleanType(), False),
-    ]
-)
 GROUP_SCHEMA = T.StructType(
     [
         T.StructField("grp", T.StringType(), False),
@@ -93,17 +86,35 @@ class Versions:
     groups: str = "1"
 
 
-class Pipeline:
-    """Assets, resources and a real Dagster instance around one temporary base directory."""
+#: the remote job of the Pipes variant (a script, run in its own process)
+PIPES_JOB = str(Path(__file__).with_name("pipes_job.py"))
 
-    def __init__(self, base: str, spark: SparkSessionResource, instance: dg.DagsterInstance):
+
+class Pipeline:
+    """Assets, resources and a real Dagster instance around one temporary base directory.
+
+    ``remote``: a Pipes client; the featurized and scoring assets then run their Spark in the
+    remote job ``pipes_job.py`` (``pipes=True``), handed the events and ``remote_extras``."""
+
+    def __init__(
+        self,
+        base: str,
+        spark: SparkSessionResource,
+        instance: dg.DagsterInstance,
+        remote: dg.PipesSubprocessClient | None = None,
+    ):
         self.base = base
+        self.remote = remote
+        #: more Pipes extras for the remote job (its kill point, in the crash tests)
+        self.remote_extras: dict[str, Any] = {}
         self.spark_resource = spark
         self.instance = instance
         self.events = _events()
         self.groups = pd.DataFrame({"grp": ["g1", "g2"], "weight": [1.0, 2.0]})
         self.fail_scoring = False
         self.resources = dict(revisions_resources(base, spark))
+        if remote is not None:
+            self.resources["pipes_client"] = remote
         #: every asset's automation condition (it acts only where a sensor evaluates it)
         self.automation: dg.AutomationCondition = revisions_log_condition()
         self.build(Versions())
@@ -114,42 +125,39 @@ class Pipeline:
         pipe = self
 
         def source(spark: Any, start: dt.datetime, end: dt.datetime) -> DataFrame:
-            ev = pipe.events
-            mask = (ev["day"] >= start.date()) & (ev["day"] < end.date())
-            return spark.createDataFrame(ev[mask], schema=EVENT_SCHEMA)
-
-        def featurize(events: DataFrame, window: Any) -> DataFrame:
-            agg = events.groupBy("entity").agg(
-                F.max("grp").alias("grp"),
-                F.sum("value").alias("total"),
-                F.count(F.lit(1)).alias("events"),
-                F.max(F.col("deleted").cast("int")).alias("gone"),
-            )
-            return agg.withColumn("_deleted", F.col("gone") == 1).drop("gone")
+            return window_events(spark, pipe.events, start, end)
 
         def groups(spark: Any) -> DataFrame:
             return spark.createDataFrame(pipe.groups, schema=GROUP_SCHEMA)
 
-        def score(features: DataFrame, groups: DataFrame) -> DataFrame:
+        def scores(features: DataFrame, groups: DataFrame) -> DataFrame:
             if pipe.fail_scoring:
                 raise RuntimeError("injected failure in the scoring function")
-            return features.join(groups, "grp", "left").select(
-                "entity", "grp", (F.col("total") * F.col("weight")).alias("score")
+            return score(features, groups)
+
+        def launch(
+            context: dg.AssetExecutionContext, job: Any, pipes_client: dg.PipesSubprocessClient
+        ) -> dg.PipesClientCompletedInvocation:
+            extras = {**job.extras, "events": events_to_json(pipe.events), **pipe.remote_extras}
+            return pipes_client.run(
+                context=context, extras=extras, command=[sys.executable, PIPES_JOB]
             )
 
+        remote = self.remote is not None
         self.versions = versions
         self.features = featurized_asset(
             name="features",
             id_columns=["entity"],
             partitions_def=DAILY,
             code_version=versions.features,
-            source=source,
+            source=None if remote else source,
             dataset="main",
             table="features",
             group_name="test",
             column_descriptions={"entity": "The entity the events are about"},
             automation_condition=self.automation,
-        )(featurize)
+            pipes=remote,
+        )(launch if remote else featurize)
         self.groups_asset = reference_asset(
             name="groups",
             id_columns=["grp"],
@@ -169,7 +177,8 @@ class Pipeline:
             table="scores",
             group_name="test",
             automation_condition=self.automation,
-        )(score)
+            pipes=remote,
+        )(launch if remote else scores)
 
     @property
     def assets(self) -> list[dg.AssetsDefinition]:

@@ -58,8 +58,12 @@ def test_dg_lists_the_demo_definitions(tmp_path):
     assert checks["plane_delay_features"] == whole | partitioned
     assert checks["plane_delay_risk"] == whole | partitioned | {"consumer_lag"}
     assert checks["planes"] == whole - {"schema"}
-    # one automation-condition sensor (the two log sensors are the documented alternative)
-    assert {s["name"] for s in defs["sensors"]} == {"revisions_automation"}
+    # one automation-condition sensor (the two log sensors are the documented alternative),
+    # and next to it the sensor of commits made outside Dagster
+    assert {s["name"] for s in defs["sensors"]} == {
+        "revisions_automation",
+        "revisions_outside_commits",
+    }
     for key in ("planes", "plane_delay_features", "plane_delay_risk"):
         assert assets[key]["automation_condition"]["label"] == "revisions_automation"
     assert {s["name"] for s in defs["schedules"]} == {"featurized_daily", "revisions_vacuum_weekly"}

@@ -10,6 +10,7 @@ import dagster as dg
 import pytest
 
 from revisions_assets.core.log.records import Revision, TableWrite, UpstreamPosition
+from revisions_assets.core.runs.versions import decide_major
 from revisions_assets.dagster.resources.address import UpstreamRef
 from revisions_assets.dagster.resources.slice import (
     InvalidRunTagError,
@@ -17,7 +18,6 @@ from revisions_assets.dagster.resources.slice import (
     UpstreamNotReadyError,
     check_requested_partitions,
     compute_window,
-    decide_major,
     format_upstream_heads,
     parse_upstream_heads,
     plan_consumer,

@@ -5,6 +5,8 @@ it, it writes a marker file and blocks; the harness waits for the marker and SIG
 the process's whole group (Python driver, JVM, Python workers), so the kill point is
 deterministic.
 
+``killing_at``: the same kill for a victim started by someone else (a Pipes client).
+
 ``race``: every process prepares (imports, JVM, open handles), touches ``ready-<i>`` in
 the work folder and waits for ``go``; the harness creates ``go`` once all are ready, so
 they really contend, then waits for all of them and insists each exited with 0.
@@ -17,8 +19,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,10 +50,41 @@ def kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL a process started with ``start_new_session`` and everything in its group."""
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    wait_group_gone(proc.pid)
+
+
+def wait_group_gone(pgid: int) -> None:
+    """Wait until the JVM and Python workers of a killed group are gone too."""
     deadline = time.monotonic() + 60
-    while group_alive(proc.pid):  # the JVM and Python workers die with the group
-        assert time.monotonic() < deadline, f"process group {proc.pid} alive after SIGKILL"
+    while group_alive(pgid):
+        assert time.monotonic() < deadline, f"process group {pgid} alive after SIGKILL"
         time.sleep(0.05)
+
+
+@contextmanager
+def killing_at(marker: Path, timeout: float = START_TIMEOUT_S) -> Iterator[None]:
+    """Around code that starts a victim this harness does not start itself (a Pipes
+    client's subprocess, which makes itself a group leader with ``os.setsid()``): once the
+    victim writes its pid to ``marker`` (``kill_points.stop_at`` with the pid as label),
+    SIGKILL its process group. Fails if the marker never appears."""
+    killed: list[int] = []
+
+    def watch() -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if marker.exists() and marker.read_text().strip():
+                pgid = int(marker.read_text())
+                os.killpg(pgid, signal.SIGKILL)
+                wait_group_gone(pgid)
+                killed.append(pgid)
+                return
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    yield
+    watcher.join(timeout)
+    assert killed, f"the victim never reached its kill point ({marker} not written)"
 
 
 @dataclass

@@ -28,6 +28,8 @@ META_FIELD_VERSIONS = "revisions/field_versions"
 META_USES_COLUMNS = "revisions/uses_columns"
 #: optional: {column: description}, shown in the Columns tab of every materialization
 META_COLUMN_DESCRIPTIONS = "revisions/column_descriptions"
+#: optional: "pipes" when the asset's Spark runs in a remote job (``pipes=True``)
+META_REMOTE = "revisions/remote"
 
 
 class Role(StrEnum):
@@ -129,6 +131,11 @@ def uses_columns(metadata: Mapping[str, Any]) -> tuple[str, ...] | None:
     if raw is None:
         return None
     return tuple(_text(raw).split(","))
+
+
+def runs_remotely(metadata: Mapping[str, Any]) -> bool:
+    """Whether the asset's Spark runs in a remote job launched through Dagster Pipes."""
+    return _text(metadata.get(META_REMOTE, "")) == "pipes"
 
 
 def column_descriptions(metadata: Mapping[str, Any]) -> dict[str, str]:

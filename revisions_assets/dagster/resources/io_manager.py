@@ -22,15 +22,22 @@ the dataset logs into one frozen ``DatasetSlice``, once per run and asset, and
 """
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 import dagster as dg
 from pydantic import Field, PrivateAttr
 from pyspark.sql import DataFrame
 
-from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import ArgumentTypeError, RevisionsError
 from revisions_assets.core.log.records import Revision
+from revisions_assets.core.log.view import LogView
+from revisions_assets.core.read.execute.spark_scan import spark_schema
+from revisions_assets.core.read.plan.scans import current_schema
+from revisions_assets.core.runs.commit import CommittedRun, commit_run
+from revisions_assets.core.runs.consume import changes_since
+from revisions_assets.core.runs.run_slice import RunSlice
+from revisions_assets.core.runs.versions import decide_major
 from revisions_assets.core.timeutil import now_utc
 from revisions_assets.core.uris import describe
 
@@ -40,13 +47,13 @@ from .address import (
     column_descriptions,
     field_versions,
     role_of,
+    runs_remotely,
     upstream_refs,
     uses_columns,
 )
 from .location import DatasetLocation
 from .metadata import (
     COLUMN_SCHEMA,
-    check_declared_columns,
     compaction_metadata,
     data_version,
     revision_metadata,
@@ -63,7 +70,6 @@ from .slice import (
     UpstreamNotReadyError,
     check_requested_partitions,
     compute_window,
-    decide_major,
     fit_to_partitions,
     parse_upstream_heads,
     plan_consumer,
@@ -148,20 +154,26 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         pdef = _time_partitions(assets_def.partitions_def)
         output = assets_def.get_output_name_for_asset_key(key)
         keys = step.asset_partition_key_range_for_output(output) if pdef is not None else None
-        own = self.location.dataset(
-            address.dataset, self.spark.spark_session, {address.table: address.id_columns}
-        )
-        records = tuple(own.revisions())
+        if runs_remotely(metadata):  # the logs only: no JVM in this process
+            log_of = self._read_log_of
+            root, records = log_of(address.dataset)
+        else:  # the handle the run commits with (each log is opened once per run)
+            log_of = self._log_of
+            own = self.location.dataset(
+                address.dataset, self.spark.spark_session, {address.table: address.id_columns}
+            )
+            root, records = own.root, tuple(own.revisions())
         history = [r for r in records if r.wrote(address.table)]
         common: dict[str, Any] = {
             "asset_key": key.to_user_string(),
             "role": role_of(metadata),
-            "root": own.root,
+            "root": root,
             "table": address.table,
             "id_columns": address.id_columns,
             "code_version": code_version,
             "partitions": keys,
             "force_compaction": compact,
+            "head": records[-1].sequence if records else 0,
         }
         refs = upstream_refs(metadata)
         if not refs:
@@ -192,13 +204,13 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
                 address.table,
                 code_version,
                 forced,
-                self._log_of,
+                log_of,
                 keys,
                 pdef,
             )
         else:
             pins = parse_upstream_heads(pin_tag)
-            upstream = upstream_slices(refs, records, address.table, self._log_of, pins)
+            upstream = upstream_slices(refs, records, address.table, log_of, pins)
             plan = plan_consumer(history, address.table, code_version, forced, upstream, pdef)
         if plan.covers is not None:
             check_requested_partitions(key.to_user_string(), plan, keys, history, pdef)
@@ -221,11 +233,42 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         ds = self.location.dataset(dataset, self.spark.spark_session)
         return ds.root, tuple(ds.revisions())
 
+    def _read_log_of(self, dataset: str) -> tuple[str, tuple[Revision, ...]]:
+        """A dataset's root and log, read without Spark (a remote job commits)."""
+        return self.location.root_for(dataset), self.location.read_log(dataset)
+
     def current_state(self, s: DatasetSlice) -> DataFrame:
         """The slice's table as it is now (a reference minor commits only its difference)."""
         return self.location.dataset(s.root, self.spark.spark_session).read(s.table)
 
     # -- inputs and outputs ----------------------------------------------------------------
+
+    def run_slice(
+        self,
+        context: dg.AssetExecutionContext,
+        *,
+        joins: Mapping[str, Mapping[str, str]] | None = None,
+        lookback: timedelta = timedelta(0),
+    ) -> RunSlice:
+        """The run's slice as plain data (``RunSlice``): what ``materialize`` commits with, and
+        what an asset whose Spark runs remotely hands its job (``joins``: each reference
+        input's ``on``; ``lookback``: how far before the window the job reads its sources)."""
+        s = self.slice_for(context)
+        declared = context.assets_def.metadata_by_key[context.asset_key].get(COLUMN_SCHEMA)
+        pdef = _time_partitions(context.assets_def.partitions_def)
+        keys = pdef.get_partition_keys_in_range(s.partitions) if pdef and s.partitions else ()
+        return s.to_run(
+            context.run.run_id,
+            compact_after=self.location.compact_after,
+            partition_keys=keys,
+            columns=(
+                {c.name: c.type for c in table_schema(declared).columns}
+                if declared is not None
+                else None
+            ),
+            joins=joins,
+            lookback=lookback,
+        )
 
     def materialize(
         self,
@@ -233,7 +276,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         obj: DataFrame,
         metadata: Mapping[str, Any] | None = None,
     ) -> dg.MaterializeResult:
-        """Commit what the asset body returned as the run's revision.
+        """Commit what the asset body returned as the run's revision (``commit_run``).
 
         Called by the asset body, not by Dagster: the data version of a materialization
         (``<table>@<sequence>``, known once the revision is committed) can only be given to
@@ -250,42 +293,39 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             raise NothingToConsumeError(
                 f"{s.asset_key}: {s.skip}; a consumer with nothing to consume returns no output"
             )
-        definition = context.assets_def.metadata_by_key[context.asset_key]
-        declared = definition.get(COLUMN_SCHEMA)
-        if declared is not None:
-            check_declared_columns(key, table_schema(declared), obj.schema)
         ds = self.location.dataset(s.root, self.spark.spark_session, {s.table: s.id_columns})
-        rev = ds.commit(
-            {s.table: obj},
-            timestamp=s.timestamp,
-            is_major=s.is_major,
-            version=s.code_version,
-            producer={
-                "asset_key": s.asset_key,
-                "run_id": context.run.run_id,
-                "partition_key": s.partition or "",
-            },
-            upstream=s.upstream_positions,
-            expected_positions=s.expected_positions,
-            properties={"reason": s.reason},
-            # only the rows whose values changed are written; a soft major's rows are its
-            # re-scored entities (real upstream changes) and tombstones, and the rest is kept:
-            # comparing them with every score would cost what re-scoring everything costs
-            skip_unchanged=not s.soft,
-            carry=s.soft,
-            field_versions={s.table: self._field_versions(s, obj)} if s.field_versions else None,
-        )
-        compaction = self._compact(context, s, ds)
+        done = commit_run(ds, self.run_slice(context), obj)
+        return self.materialization(context, done, ds.snapshot().view, metadata)
+
+    def materialization(
+        self,
+        context: dg.AssetExecutionContext,
+        done: CommittedRun,
+        view: LogView,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> dg.MaterializeResult:
+        """The MaterializeResult of a run's commit, read from the log (``view``, taken after
+        it): the revision as metadata (Dagster's table conventions included) and as the data
+        version. The same for a commit made in process and one a remote job made."""
+        s = self.slice_for(context)
+        definition = context.assets_def.metadata_by_key[context.asset_key]
         descriptions = column_descriptions(definition)
-        tables = ds.tables()
-        schema = tables[s.table].schema if s.table in tables else None
+        if done.compaction is not None:
+            written = done.compaction.tables[s.table]
+            context.log.info(
+                f"{s.asset_key}: compacted {s.root}/{s.table} as {done.compaction.name} "
+                f"(sequence {done.compaction.sequence}): {written.rows} rows in "
+                f"{len(written.files)} files"
+            )
+        schema = spark_schema(current_schema(view, s.table)) if s.table in view.tables() else None
         shown = {
-            **compaction_metadata(s.table, compaction),
+            **compaction_metadata(s.table, done.compaction),
             **slice_metadata(s),
             **(metadata or {}),
         }
+        rev = done.revision
         if rev is None:
-            history = ds.revisions(s.table) if schema is not None else []
+            history = view.history(s.table) if schema is not None else []
             head = history[-1].sequence if history else None
             context.log.info(f"{s.asset_key}: no rows to write, no revision committed")
             return dg.MaterializeResult(
@@ -298,12 +338,6 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
                 # a run that committed nothing keeps the table's data version
                 data_version=dg.DataVersion(data_version(s.table, head)) if head else None,
             )
-        written = rev.tables[s.table]
-        entities = (
-            written.rows - written.tombstones
-            if rev.is_major and not written.carries  # a complete major is the whole state
-            else ds.read(s.table).select(*s.id_columns).count()
-        )
         context.log.info(
             f"{s.asset_key}: committed {'major' if rev.is_major else 'minor'} revision "
             f"{rev.name} (sequence {rev.sequence}) to {s.root}/{s.table}: {s.reason}"
@@ -312,7 +346,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             metadata={
                 **revision_metadata(s, rev),
                 **shown,
-                **table_metadata(s, schema, entities, descriptions),
+                **table_metadata(s, schema, done.entities, descriptions),
             },
             data_version=dg.DataVersion(data_version(s.table, rev.sequence)),
         )
@@ -323,32 +357,6 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             "revision IO manager, which loads inputs only: a revisioned asset commits in its "
             "body (declare it with featurized_asset, scoring_asset or reference_asset)"
         )
-
-    @staticmethod
-    def _compact(
-        context: dg.AssetExecutionContext, s: DatasetSlice, ds: RevisionedDataset
-    ) -> Revision | None:
-        """The compaction of the slice's table after this run's commit: the one the dataset's
-        ``compact_after`` policy made, or, when the run forces one, ``ds.compact(table)``."""
-        done = [c for c in ds.last_compactions if s.table in c.tables]
-        if not done and s.force_compaction and s.table in ds.tables():
-            done = [c for c in [ds.compact(s.table)] if c is not None]
-        if not done:
-            return None
-        compaction = done[-1]
-        written = compaction.tables[s.table]
-        context.log.info(
-            f"{s.asset_key}: compacted {s.root}/{s.table} as {compaction.name} (sequence "
-            f"{compaction.sequence}): {written.rows} rows in {len(written.files)} files"
-        )
-        return compaction
-
-    @staticmethod
-    def _field_versions(s: DatasetSlice, obj: DataFrame) -> dict[str, str]:
-        """Every value column's version: declared, else the code version."""
-        values = [c for c in obj.columns if c not in s.id_columns and c != "_deleted"]
-        versions = {c: s.field_versions.get(c, s.code_version) for c in values}
-        return {c: v for c, v in versions.items() if v is not None}
 
     def load_input(self, context: dg.InputContext) -> DataFrame | UpstreamChanges | None:
         consumer = self._consumer_slice(context)
@@ -389,15 +397,10 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             return None  # the body commits nothing; do not plan a read
         u = consumer.input(context.name)
         ds = self.location.dataset(u.root, self.spark.spark_session)
-        changes = ds.changes(
-            u.ref.table,
-            since_sequence=u.since,
-            until_sequence=u.head,
-            only_changed=True,
-            columns=consumer.uses_columns if u.ref.kind == "main" else None,
-        )
+        columns = consumer.uses_columns if u.ref.kind == "main" else None
+        changes = changes_since(ds, u.ref.table, u.since, u.head, columns)
         context.log.info(
             f"{u.ref.asset_key}: changes since sequence {u.since} up to {u.head}"
             f"{' (reset)' if changes.is_reset else ''}"
         )
-        return UpstreamChanges(u, changes, ds)
+        return UpstreamChanges(changes, ds, u.ref.table, u.ref.id_columns, u.head, slice=u)

@@ -15,18 +15,15 @@ import dagster as dg
 from pyspark.sql.types import StructType
 
 from revisions_assets.core.columns import DELETED
-from revisions_assets.core.errors import RevisionsError
 from revisions_assets.core.log.records import Revision
+from revisions_assets.core.runs.commit import DeclaredColumnsError as DeclaredColumnsError
+from revisions_assets.core.runs.commit import check_columns
 
 from .slice import DatasetSlice
 
 COLUMN_SCHEMA = "dagster/column_schema"
 TABLE_NAME = "dagster/table_name"
 COLUMN_LINEAGE = "dagster/column_lineage"
-
-
-class DeclaredColumnsError(RevisionsError, ValueError):
-    """An asset returned other columns (or types) than its definition declares."""
 
 
 def data_version(table: str, sequence: int) -> str:
@@ -90,26 +87,9 @@ def table_schema(value: Any) -> dg.TableSchema:
 
 
 def check_declared_columns(asset_key: str, declared: dg.TableSchema, schema: StructType) -> None:
-    """The output of an asset that declares its columns has exactly those, of those types."""
-    want = {c.name: c.type for c in declared.columns}
-    got = {f.name: f.dataType.simpleString() for f in schema.fields if f.name != DELETED}
-    missing = [c for c in want if c not in got]
-    extra = [c for c in got if c not in want]
-    retyped = [f"{c} {want[c]} -> {got[c]}" for c in want if c in got and want[c] != got[c]]
-    if missing or extra or retyped:
-        found = [
-            f"{what}: {', '.join(names)}"
-            for what, names in (
-                ("missing", missing),
-                ("not declared", extra),
-                ("types declared -> returned", retyped),
-            )
-            if names
-        ]
-        raise DeclaredColumnsError(
-            f"asset {asset_key} returned other columns than it declares ({'; '.join(found)}): "
-            "change the function or the asset's columns"
-        )
+    """The output of an asset that declares its columns has exactly those, of those types
+    (``DeclaredColumnsError``)."""
+    check_columns(asset_key, {c.name: c.type for c in declared.columns}, schema)
 
 
 def table_name(dataset: str, table: str) -> str:
@@ -167,12 +147,25 @@ def table_metadata(
     descriptions: Mapping[str, str],
 ) -> dict[str, Any]:
     """Dagster's table and URI metadata of the slice's table."""
+    return table_entries(s.root, s.table, s.id_columns, schema, entities, descriptions)
+
+
+def table_entries(
+    root: str,
+    table: str,
+    id_columns: tuple[str, ...],
+    schema: StructType | None,
+    entities: int | None,
+    descriptions: Mapping[str, str],
+) -> dict[str, Any]:
+    """Dagster's table and URI metadata of a table: its URI and name, its columns (when it
+    has a schema), its live entities (when counted)."""
     meta: dict[str, Any] = {
-        "dagster/uri": s.root,
-        TABLE_NAME: table_name(s.root, s.table),
+        "dagster/uri": root,
+        TABLE_NAME: table_name(root, table),
     }
     if schema is not None:
-        meta[COLUMN_SCHEMA] = column_schema(schema, s.id_columns, descriptions)
+        meta[COLUMN_SCHEMA] = column_schema(schema, id_columns, descriptions)
     if entities is not None:
         meta["dagster/row_count"] = entities
     return meta
@@ -222,7 +215,13 @@ def slice_metadata(s: DatasetSlice) -> dict[str, Any]:
 
 def revision_metadata(s: DatasetSlice, rev: Revision) -> dict[str, Any]:
     """The committed revision: name, kind, sequence, version, counts, data version."""
-    t = rev.tables[s.table]
+    return revision_entries(s.table, rev, partitioned=s.partitions is not None)
+
+
+def revision_entries(table: str, rev: Revision, *, partitioned: bool) -> dict[str, Any]:
+    """A revision of ``table`` as materialization metadata (a run's, or one committed
+    outside Dagster); ``partitioned``: with the live rows it wrote for its partitions."""
+    t = rev.tables[table]
     meta: dict[str, Any] = {
         "revision": rev.name,
         "kind": "major" if rev.is_major else "minor",
@@ -233,7 +232,7 @@ def revision_metadata(s: DatasetSlice, rev: Revision) -> dict[str, Any]:
         "tombstones": t.tombstones,
         "files": len(t.files),
         "bytes": t.bytes,
-        "data_version": data_version(s.table, rev.sequence),
+        "data_version": data_version(table, rev.sequence),
     }
     if t.field_versions:
         meta["field_versions"] = dg.MetadataValue.json(dict(t.field_versions))
@@ -241,7 +240,7 @@ def revision_metadata(s: DatasetSlice, rev: Revision) -> dict[str, Any]:
         meta["rows_offered"] = t.rows_offered
     if t.carries:  # a carrying major: ``rows`` are its changes, the rest of the state is kept
         meta["carried_revisions"] = len(t.carries)
-    if s.partitions is not None:  # the live rows this run wrote for its partitions
+    if partitioned:  # the live rows the revision wrote for its partitions
         meta["dagster/partition_row_count"] = t.rows - t.tombstones
     return meta
 

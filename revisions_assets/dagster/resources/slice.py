@@ -26,6 +26,11 @@ from revisions_assets.core.errors import RevisionsError
 from revisions_assets.core.log.consumers import consumer_position
 from revisions_assets.core.log.records import Revision, UpstreamPosition
 from revisions_assets.core.read.plan.selection import changes_by_sequence
+from revisions_assets.core.runs.run_slice import InputSlice, RunSlice
+from revisions_assets.core.runs.versions import decide_consumer_major
+
+# re-exported: the checks and the automation compare a head with the asset's versions
+from revisions_assets.core.runs.versions import version_change as version_change
 from revisions_assets.core.timeutil import to_utc
 
 from .address import Role, UpstreamRef
@@ -108,6 +113,8 @@ class DatasetSlice:
     field_versions: Mapping[str, str] = field(default_factory=dict)
     #: scoring: the main input's value columns whose changes count (None: all)
     uses_columns: tuple[str, ...] | None = None
+    #: the dataset's log head when the slice was resolved (a run's revisions come after it)
+    head: int = 0
 
     @property
     def partition(self) -> str | None:
@@ -123,6 +130,59 @@ class DatasetSlice:
         """The commit's precondition: the positions this run started from."""
         return {(u.root, u.ref.table): u.since for u in self.upstream}
 
+    def to_run(
+        self,
+        run_id: str,
+        *,
+        compact_after: int | None,
+        partition_keys: Sequence[str] = (),
+        columns: Mapping[str, str] | None = None,
+        joins: Mapping[str, Mapping[str, str]] | None = None,
+        lookback: timedelta = timedelta(0),
+    ) -> RunSlice:
+        """The slice as plain data for the engine: what the run commits with, in process or in
+        a remote job. ``compact_after``: the location's policy; ``columns``: the declared
+        output; ``joins``: each reference input's ``on``; ``lookback``: how far before the
+        window a featurized job reads its sources."""
+        return RunSlice(
+            asset_key=self.asset_key,
+            root=self.root,
+            table=self.table,
+            id_columns=self.id_columns,
+            code_version=self.code_version,
+            is_major=self.is_major,
+            reason=self.reason,
+            timestamp=self.timestamp,
+            run_id=run_id,
+            partition=self.partition or "",
+            partition_keys=tuple(partition_keys),
+            window_start=self.compute_start,
+            window_end=self.compute_end,
+            lookback=lookback,
+            upstream=tuple(
+                InputSlice(
+                    name=u.ref.input_name,
+                    asset_key=u.ref.asset_key,
+                    root=u.root,
+                    table=u.ref.table,
+                    id_columns=u.ref.id_columns,
+                    kind=u.ref.kind,
+                    since=u.since,
+                    head=u.head,
+                    data_version=u.data_version,
+                    on=dict((joins or {}).get(u.ref.input_name, {})),
+                )
+                for u in self.upstream
+            ),
+            soft=self.soft,
+            field_versions=dict(self.field_versions),
+            uses_columns=self.uses_columns,
+            columns=dict(columns) if columns is not None else None,
+            force_compaction=self.force_compaction,
+            compact_after=compact_after,
+            expected_head=self.head,
+        )
+
     def input(self, name: str) -> UpstreamSlice:
         for u in self.upstream:
             if u.ref.input_name == name:
@@ -133,47 +193,6 @@ class DatasetSlice:
 
 def truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def decide_major(
-    head: Revision | None,
-    table: str,
-    code_version: str | None,
-    forced: bool,
-    field_versions: Mapping[str, str] | None = None,
-) -> tuple[bool, str]:
-    """SPEC §5 as a pure function of the table's head revision: (is_major, why)."""
-    if forced:
-        return True, "major forced by run tag or config"
-    if head is None:
-        return True, "first revision of the table"
-    change = version_change(head, table, code_version, field_versions)
-    if change is not None:
-        return True, change
-    return False, f"code version {code_version!r} unchanged since revision {head.sequence}"
-
-
-def version_change(
-    head: Revision, table: str, code_version: str | None, fields: Mapping[str, str] | None
-) -> str | None:
-    """Why ``head`` was not written by this code (a major is due), or None when it was: its
-    code version differs, or a field's version (a declared one, or a recorded one now back
-    at the code version) differs."""
-    recorded = head.version_of(table)
-    if recorded != code_version:
-        return f"code version changed: {recorded!r} -> {code_version!r}"
-    write = head.tables.get(table)
-    fields = dict(fields or {})
-    named = set(fields) | set((write.field_versions or {}) if write else {})
-    bumped = {
-        c: (write.field_version(c) if write else recorded, fields.get(c, code_version))
-        for c in sorted(named)
-    }
-    bumped = {c: (old, new) for c, (old, new) in bumped.items() if old != new}
-    if bumped:
-        shown = ", ".join(f"{c} {old!r} -> {new!r}" for c, (old, new) in bumped.items())
-        return f"field versions changed: {shown}"
-    return None
 
 
 # -- partitions and windows ------------------------------------------------------------------
@@ -331,11 +350,9 @@ def plan_consumer(
     partition up to the main upstream's newest one for a major (a reset or a new scoring code
     version re-scores everything), else the span of the pending main revisions' partitions,
     else (reference changes only) the main upstream's newest partition."""
-    is_major, reason = decide_major(history[-1] if history else None, table, code_version, forced)
     resets = [u.ref.asset_key for u in upstream if u.is_reset]
-    soft = bool(resets) and not is_major
-    if soft:
-        is_major, reason = True, f"upstream reset in {', '.join(resets)}"
+    head = history[-1] if history else None
+    is_major, reason, soft = decide_consumer_major(head, table, code_version, forced, resets)
     main = next(u for u in upstream if u.ref.kind == "main")
     newest = partition_key_for_end(partitions_def, main.newest_timestamp)
     if is_major:
