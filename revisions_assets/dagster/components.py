@@ -245,10 +245,11 @@ from revisions_assets.dagster import DatasetSlice
 
 
 def source(spark: SparkSession, start: datetime, end: datetime) -> DataFrame:
-    """The source rows of [start, end): here a few made-up events on the window's first day."""
+    """The source rows of [start, end): here a few made-up events on the window's first day
+    (entity a's values change with the day, b's do not)."""
     day = start.date()
     return spark.createDataFrame(
-        [(day, "a", 1), (day, "b", 2), (day, "a", 3)], "day date, entity string, value long"
+        [(day, "a", day.day), (day, "b", 2), (day, "a", 3)], "day date, entity string, value long"
     )
 
 
