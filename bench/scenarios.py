@@ -63,6 +63,8 @@ def minor_vs_major(ctx: Context) -> Outcome:
         ),
         ("minor commit", lambda: commit(ds, updates(spark, cfg.n, cfg.p, next(gen)), False)),
     )
+    # the last two revisions: a skip_unchanged minor and a plain one, of p·N rows each
+    files = [len(r.tables[TABLE].files) for r in ds.revisions(TABLE)[-2:]]
     plain = str(ctx.folder("s1", "plain"))
     plain_major, plain_minor = measure_pair(
         ctx,
@@ -106,6 +108,7 @@ def minor_vs_major(ctx: Context) -> Outcome:
             [
                 f"with skip_unchanged {fmt_seconds(skipping.median)}",
                 f"without {fmt_seconds(minor_again.median)}",
+                f"files written: {files[0]} with, {files[1]} without",
             ],
             ratio(skipping.median, minor_again.median),
             "skip_unchanged / plain minor",

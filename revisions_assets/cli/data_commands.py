@@ -81,15 +81,18 @@ def checked(
     option: str,
     history: list[Revision],
     table: str,
+    committed: bool = False,
 ) -> T:
     """``parse(value, option)`` (``parse_time``, ``parse_point``); a bad time's message
-    completed with the times the table's revisions span."""
+    completed with the times the table's revisions span: their logical times, or their
+    commit times (``committed``: ``--known-at``)."""
     try:
         return parse(value, option)
     except InvalidTimestampError as exc:
-        first, last = (f(r.timestamp for r in history) for f in (min, max))
+        times = [r.committed_at if committed else r.timestamp for r in history]
+        what = "committed" if committed else "stamped"
         raise InputError(
-            f"{exc}; table {table!r} holds revisions stamped {iso(first)} .. {iso(last)}"
+            f"{exc}; table {table!r} holds revisions {what} {iso(min(times))} .. {iso(max(times))}"
         ) from exc
 
 
@@ -102,6 +105,11 @@ def iso(when: datetime) -> str:
 @click.argument("table")
 @click.option("--as-of", help="The state as of a time with an offset, e.g. 2020-01-03T00:00Z.")
 @click.option("--at", help="The state pinned at HEAD, HEAD~n, a sequence or a revision name.")
+@click.option(
+    "--known-at",
+    help="As known at a commit time: only the revisions committed by then, e.g. "
+    "2020-01-05T12:00Z (with --as-of: that logical time, as known then).",
+)
 @click.option(
     "--where",
     help="A SQL filter, e.g. \"day > 3 AND city = 'Oslo'\" (Polars SQL; Spark SQL with --spark).",
@@ -116,6 +124,7 @@ def show_command(
     table: str,
     as_of: str | None,
     at: str | None,
+    known_at: str | None,
     where: str | None,
     with_revision: bool,
     limit: int | None,
@@ -123,7 +132,13 @@ def show_command(
     use_spark: bool,
     endpoint_url: str | None,
 ) -> None:
-    """Rows of TABLE: its latest state, as of a time, or pinned at a revision."""
+    """Rows of TABLE: its latest state, as of a time, or pinned at a revision; as known at a
+    commit time with --known-at.
+
+    Two clocks: --as-of is logical time (the time a revision is stamped with: the data's
+    time), --known-at is commit time (when a revision was written). "The features of last
+    Tuesday" is --as-of; "what we knew last Tuesday" is --known-at.
+    """
     if as_of is not None and at is not None:
         raise click.UsageError("give --as-of or --at, not both")
     limit = rows_limit(limit, as_json, 20)
@@ -131,19 +146,24 @@ def show_command(
     records = reader.revisions()
     history = table_history(records, table)
     when, position = checked(parse_time, as_of, "--as-of", history, table), parse_position(at)
-    selection = state_selection(history, table, when, resolve_position(records, table, position))
+    known = checked(parse_time, known_at, "--known-at", history, table, committed=True)
+    pinned = resolve_position(records, table, position)
+    selection = state_selection(history, table, when, pinned, known)
     out = Output(as_json)
     point = f"as of {text(when)}" if when else f"at {at}" if at else "latest"
+    point += f", as known at {text(known)}" if known else ""
     heading = f"{table} ({point}): {merged(selection)}"
     if use_spark:
         ds = open_dataset(root, endpoint_url)  # the spark extra, or the error naming it
         from . import spark_data
 
-        rows = spark_data.show(ds, table, when, position, where, with_revision, endpoint_url)
+        rows = spark_data.show(
+            ds, table, (when, position, known), where, with_revision, endpoint_url
+        )
         out.note(heading)
         spark_data.emit(out, rows, limit)
         return
-    df = reader.read(table, as_of=when, at=position, with_revision=with_revision)
+    df = reader.read(table, as_of=when, at=position, known_at=known, with_revision=with_revision)
     if where:
         df = filtered(df, where)
     out.note(heading)

@@ -69,16 +69,17 @@ def emit(out: Output, df: DataFrame, limit: int, columns: Sequence[str] | None =
 def show(
     ds: RevisionedDataset,
     table: str,
-    when: datetime | None,
-    position: int | str | None,
+    point: tuple[datetime | None, int | str | None, datetime | None],
     where: str | None,
     with_revision: bool,
     endpoint_url: str | None,
 ) -> DataFrame:
-    """``revisions show --spark``: the read planned by Spark (``emit`` collects the rows)."""
+    """``revisions show --spark``: the read planned by Spark (``emit`` collects the rows);
+    ``point``: its as-of time, position and known-at time."""
     ids = ds.tables()[table].id_columns
+    as_of, at, known_at = point
     start_spark(ds, endpoint_url)
-    df = ds.read(table, as_of=when, at=position, with_revision=with_revision)
+    df = ds.read(table, as_of=as_of, at=at, known_at=known_at, with_revision=with_revision)
     if where:
         df = filtered(df, where)
     return df.orderBy(*[quoted(c) for c in ids])

@@ -390,7 +390,7 @@ def _partition_checks(
     )
     def partition_checks(
         context: dg.AssetCheckExecutionContext,
-    ) -> Iterator[dg.AssetCheckEvaluation]:
+    ) -> Iterator[dg.AssetCheckEvaluation | dg.Output]:
         read = _Reader(context, address)
         keys = context.partition_key_range
         rev = written_revision(read.history(), pdef, keys, context.run.run_id)
@@ -414,8 +414,9 @@ def _partition_checks(
                     not errors,
                     {"revision": rev.name, "errors": dg.MetadataValue.json(errors)},
                 )
-        selected = {k.name for k in context.selected_asset_check_keys}
+        selected = {k.name: k for k in context.selected_asset_check_keys}
         targets = {key: _target(context, asset.key, key) for key in context.partition_keys}
+        outputs = context.op_execution_context.assets_def
         for name, (passed, metadata) in results.items():
             if name not in selected:
                 continue
@@ -430,6 +431,11 @@ def _partition_checks(
                     blocking=True,
                     target_materialization_data=targets[key],
                 )
+            # the check's output, as Dagster yields it for an AssetCheckResult: without it the
+            # step logs that the op "did not yield or return expected outputs"
+            yield dg.Output(
+                None, output_name=outputs.get_output_name_for_asset_check_key(selected[name])
+            )
 
     return [partition_checks]
 

@@ -15,8 +15,17 @@ the Python functions it names.
 - ``base_uri``: the location of the datasets; the component's Definitions then carry the
   revisions resources (one set per location: components naming the same one share them).
   Without it, the project binds ``revisions_resources(...)`` itself;
+- ``check_schema`` (``file.py:name`` or ``module:name`` of a pandera.pyspark model) and a scoring
+  asset's ``max_lag_revisions``/``max_lag_seconds``: what its ``revision_checks`` take;
 - a scoring component names its inputs by the defs path of their components
   (``upstream: my_features``, ``references: {groups: {component: my_groups, join_on: {...}}}``).
+
+A component brings what a project of factories adds around its assets: the asset's
+``revision_checks``, the in-process executor (every component gives the same one, so their
+Definitions merge) and, from the first revisioned component of the defs folder, the one
+``revisions_automation_sensor`` over every component's asset with an automation condition
+(a sensor's name is unique in a code location, and the log condition is evaluated in the
+code server, which Dagster's default automation sensor does not do).
 """
 
 import importlib
@@ -37,7 +46,8 @@ from dagster.components.resolved.core_models import (
 )
 from dagster.components.scaffold.scaffold import ScaffoldRequest, scaffold_with
 
-from .automation import revisions_automation, revisions_log_condition
+from .automation import revisions_automation, revisions_automation_sensor, revisions_log_condition
+from .checks import revision_checks
 from .featurized import featurized_asset, reference_asset
 from .resources import revisions_resources
 from .scoring import Reference, scoring_asset
@@ -124,6 +134,8 @@ class _RevisionedAsset(dg.Component, dg.Resolvable):
     pool: str | None = None
     #: the datasets' location: when given, the Definitions carry the revisions resources
     base_uri: str | None = None
+    #: the pandera.pyspark model or schema the checks validate: ``file.py:name`` or ``module:name``
+    check_schema: str | None = None
 
     @classmethod
     def get_additional_scope(cls) -> Mapping[str, Any]:
@@ -157,6 +169,14 @@ class _RevisionedAsset(dg.Component, dg.Resolvable):
     def asset(self, context: dg.ComponentLoadContext) -> dg.AssetsDefinition:
         raise NotImplementedError
 
+    def asset_key(self) -> dg.AssetKey:
+        return dg.AssetKey([*(self.key_prefix or []), self.name])
+
+    def check_options(self, context: dg.ComponentLoadContext) -> dict[str, Any]:
+        """What ``revision_checks`` takes besides the asset."""
+        schema = _function(context, self.check_schema) if self.check_schema else None
+        return {"schema": schema}
+
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         resources = {}
         if self.base_uri is not None:
@@ -164,7 +184,29 @@ class _RevisionedAsset(dg.Component, dg.Resolvable):
             if "://" not in self.base_uri and not base.is_absolute():
                 base = context.project_root / base
             resources = dict(_resources(str(base) if "://" not in self.base_uri else self.base_uri))
-        return dg.Definitions(assets=[self.asset(context)], resources=resources)
+        asset = self.asset(context)
+        return dg.Definitions(
+            assets=[asset],
+            asset_checks=revision_checks(asset, **self.check_options(context)),
+            sensors=_automation_sensor(self, context),
+            resources=resources,
+            # one process, one JVM: a run's Spark work is not split across step processes
+            executor=dg.in_process_executor,
+        )
+
+
+def _automation_sensor(
+    component: _RevisionedAsset, context: dg.ComponentLoadContext
+) -> list[dg.SensorDefinition]:
+    """The project's ``revisions_automation_sensor``, from its first revisioned component
+    (the others bring none): over the assets of every revisioned component that has an
+    automation condition. A component built outside a defs folder brings its own."""
+    found = context.component_tree.get_all_components(of_type=_RevisionedAsset)
+    components = found if any(c is component for c in found) else [component]
+    if components[0] is not component:
+        return []
+    keys = [c.asset_key() for c in components if c.automation_condition is not None]
+    return [revisions_automation_sensor(dg.AssetSelection.assets(*keys))] if keys else []
 
 
 class FeaturizedScaffolder(dg.Scaffolder):
@@ -203,10 +245,11 @@ from revisions_assets.dagster import DatasetSlice
 
 
 def source(spark: SparkSession, start: datetime, end: datetime) -> DataFrame:
-    """The source rows of [start, end): here a few made-up events on the window's first day."""
+    """The source rows of [start, end): here a few made-up events on the window's first day
+    (entity a's values change with the day, b's do not)."""
     day = start.date()
     return spark.createDataFrame(
-        [(day, "a", 1), (day, "b", 2), (day, "a", 3)], "day date, entity string, value long"
+        [(day, "a", day.day), (day, "b", 2), (day, "a", 3)], "day date, entity string, value long"
     )
 
 
@@ -351,6 +394,16 @@ class ScoringAssetComponent(_RevisionedAsset):
     id_columns: list[str] | None = None
     #: the main input's columns the scorer reads (changes of others re-score nothing)
     uses_columns: list[str] | None = None
+    #: the consumer_lag check: at most this many revisions (and seconds) behind each upstream
+    max_lag_revisions: int = 1
+    max_lag_seconds: float | None = None
+
+    def check_options(self, context: dg.ComponentLoadContext) -> dict[str, Any]:
+        return {
+            **super().check_options(context),
+            "max_lag_revisions": self.max_lag_revisions,
+            "max_lag_seconds": self.max_lag_seconds,
+        }
 
     def asset(self, context: dg.ComponentLoadContext) -> dg.AssetsDefinition:
         return scoring_asset(

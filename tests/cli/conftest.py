@@ -10,6 +10,7 @@ commit: ``description.parquet`` stays stale, so any command that wrote would be 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,28 @@ def stage(base: Path) -> Staged:
 @pytest.fixture(scope="session")
 def staged(tmp_path_factory) -> Staged:
     return stage(tmp_path_factory.mktemp("cli"))
+
+
+def at(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+#: (name, logical time, commit time, major, {id: v}) of table t: two days of features, then a
+#: deploy on Wednesday whose new code (v x 10) re-ran them as one major stamped Monday
+REDEPLOYED = [
+    ("sun", "2024-03-03", "2024-03-03T06:00", True, {1: 1, 2: 1}),
+    ("mon", "2024-03-04", "2024-03-04T06:00", False, {2: 2}),
+    ("rerun", "2024-03-04", "2024-03-06T10:00", True, {1: 10, 2: 20}),
+]
+
+
+@pytest.fixture(scope="session")
+def redeployed(tmp_path_factory) -> str:
+    """A dataset whose logical and commit times tell two stories (``--as-of``, ``--known-at``)."""
+    root = str(tmp_path_factory.mktemp("cli") / "redeployed")
+    log = RevisionLog(open_storage(root))
+    for name, stamped, committed, major, rows in REDEPLOYED:
+        keyed = {(i,): {"v": v} for i, v in rows.items()}
+        stage_revision(log, root, name, at(stamped), major, keyed, committed_at=at(committed))
+    log.after_commit()
+    return root

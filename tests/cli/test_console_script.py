@@ -142,13 +142,34 @@ def test_reads_run_in_this_process(staged: Staged):
     assert shown == [{"id": i, "v": 6} for i in (6, 7, 8)]
 
 
+def test_show_as_of_a_logical_time_as_known_at_a_commit_time(redeployed: str):
+    """Tuesday's features as the current code computed them (re-run on Wednesday), and as
+    they were known on Tuesday: two clocks, two answers."""
+    tuesday = ("show", redeployed, "t", "--as-of", "2024-03-05T00:00Z", "--json")
+    assert json.loads(revisions(*tuesday).stdout) == [{"id": 1, "v": 10}, {"id": 2, "v": 20}]
+    known = json.loads(revisions(*tuesday, "--known-at", "2024-03-05T00:00Z").stdout)
+    assert known == [{"id": 1, "v": 1}, {"id": 2, "v": 2}]
+    text = revisions("show", redeployed, "t", "--known-at", "2024-03-04T12:00+01:00").stdout
+    assert "(latest, as known at 2024-03-04 11:00Z): merges major sun" in text
+    pinned = ("show", redeployed, "t", "--at", "HEAD", "--known-at", "2024-03-03T07:00Z")
+    assert json.loads(revisions(*pinned, "--json").stdout) == [{"id": i, "v": 1} for i in (1, 2)]
+    naive = revisions("show", redeployed, "t", "--known-at", "2024-03-05", code=2)
+    assert "has no timezone" in naive.stderr and naive.stderr.count("\n") == 1
+    assert "holds revisions committed 2024-03-03T06:00:00Z .. 2024-03-06T10:00:00Z" in naive.stderr
+    before = revisions("show", redeployed, "t", "--known-at", "2024-03-01T00:00Z", code=2)
+    assert before.stderr.startswith("revisions: error: ") and before.stderr.count("\n") == 1
+
+
 @pytest.mark.slow
-def test_data_commands_start_a_quiet_spark(staged: Staged, tmp_path):
+def test_data_commands_start_a_quiet_spark(staged: Staged, redeployed: str, tmp_path):
     """One read and one write through the script, each with a JVM of its own (the other
     data commands run in-process in test_commands.py and test_maintenance_commands.py)."""
     shown = revisions("show", staged.features, "t", "--json", "--where", "v = 6", "--spark")
     assert json.loads(shown.stdout) == [{"id": i, "v": 6} for i in (6, 7, 8)]
     assert SPARK_BANNER not in shown.stderr, f"the JVM's log is not quiet: {shown.stderr}"
+    tuesday = ("--as-of", "2024-03-05T00:00Z", "--known-at", "2024-03-05T00:00Z", "--json")
+    known = revisions("show", redeployed, "t", *tuesday, "--spark")
+    assert json.loads(known.stdout) == [{"id": 1, "v": 1}, {"id": 2, "v": 2}]
     root = tmp_path / "features"
     shutil.copytree(staged.features, root)
     purged = revisions("purge", str(root), "t", "--id", "id=6", "--reason", "erasure request")

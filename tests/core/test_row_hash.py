@@ -149,6 +149,41 @@ def test_a_small_offer_is_compared_with_the_state_of_its_ids_only(spark, monkeyp
     assert by_id(narrowed, "v") == by_id(whole, "v") == {3: (30,), 9: (9,)}
 
 
+def test_files_are_sized_by_rows(spark, root, monkeypatch):
+    """A small skip-unchanged minor writes one file, though its rows come from a shuffle of
+    several partitions (cached, so adaptive execution does not coalesce them); a revision of
+    more rows than a file's target writes files of at most that many rows."""
+
+    def grouped(n: int, value: int):  # n rows out of a shuffle, as a featurizer gives them
+        rows = spark.range(3 * n).select((F.col("id") % n).alias("id"), F.lit(value).alias("v"))
+        return rows.groupBy("id").agg(F.max("v").alias("v"))
+
+    ds = RevisionedDataset(root, spark, id_columns=["id"], skip_unchanged=True)
+    major = ds.commit({"t": grouped(500, 1)}, day(0), True)
+    minor = ds.commit({"t": grouped(49, 2)}, day(1), False)
+    assert [len(r.tables["t"].files) for r in (major, minor)] == [1, 1]
+    # a file holds about DEFAULT_TARGET_FILE_BYTES at the bytes per row of the largest write
+    written = major.tables["t"]
+    target = transaction.DEFAULT_TARGET_FILE_BYTES * written.rows // written.bytes
+    assert transaction.rows_per_file(ds.revisions("t"), "t") == target
+    assert transaction.rows_per_file([], "t") == transaction.FIRST_FILE_ROWS
+
+    # with a target of 10 rows: files of at most 10 rows (a task's rows split at the target)
+    monkeypatch.setattr("revisions_assets.core.write.commit.rows_per_file", lambda *_: 10)
+    minor = ds.commit({"t": grouped(49, 3)}, day(2), False)
+    major = ds.commit({"t": grouped(35, 4)}, day(3), True)
+
+    def rows_per_written_file(revision) -> list[int]:
+        return [
+            pq.read_metadata(os.path.join(root, f)).num_rows for f in revision.tables["t"].files
+        ]
+
+    assert minor.tables["t"].rows == 49
+    for revision in (minor, major):  # the major: 35 rows and tombstones of the 465 others
+        files, rows = rows_per_written_file(revision), revision.tables["t"].rows
+        assert max(files) <= 10 and sum(files) == rows and len(files) >= rows // 10
+
+
 def test_row_hash_is_a_reserved_column(spark, root):
     ds = RevisionedDataset(root, spark, id_columns=["id"])
     df = frame(spark, [(1, 1, "a")], SCHEMA).withColumn(ROW_HASH, F.lit(3).cast("long"))

@@ -56,11 +56,15 @@ def test_checks_pass_on_good_data_and_fail_on_crafted_bad_data(pipe):
 
     # two upstream revisions the scores have not consumed, one of them with a negative total;
     # the partitioned checks run with each run, on the revision it wrote
-    day3 = pipe.evaluations(pipe.run(pipe.features, P3, with_checks=True))
+    run3 = pipe.run(pipe.features, P3, with_checks=True)
+    day3 = pipe.evaluations(run3)
     assert {name: e.passed for name, e in day3.items()} == {
         "features:partition_ids_unique_non_null": True,
         "features:partition_schema": True,
     }
+    # the multi-check yields its outputs: no "did not yield or return expected outputs"
+    logged = [e.user_message for e in pipe.instance.all_logs(run3.run_id)]
+    assert not [m for m in logged if "did not yield" in m]
     negative = pd.DataFrame([(P4, "z", "g1", -5, False)], columns=pipe.events.columns)
     negative["day"] = pd.to_datetime(negative["day"]).dt.date
     pipe.events = pd.concat([pipe.events, negative], ignore_index=True)

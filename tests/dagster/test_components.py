@@ -1,5 +1,7 @@
 """The components, registered with ``dg``: scaffolded into a new project, accepted by
-``dg check defs``, materialized, the revision found in the log."""
+``dg check defs``, materialized, the revision found in the log; the project gets the checks,
+the automation sensor and the executor from the components alone, and a tick of the sensor
+requests the scoring runs."""
 
 from __future__ import annotations
 
@@ -17,7 +19,12 @@ from dagster.components.scaffold.scaffold import ScaffoldRequest, get_scaffolder
 
 import revisions_assets.dagster as revisions_dagster
 from revisions_assets import RevisionedDataset
-from revisions_assets.dagster import ReferenceAssetComponent, ScoringAssetComponent
+from revisions_assets.dagster import (
+    ReferenceAssetComponent,
+    ScoringAssetComponent,
+    automation_tick,
+    runs_with,
+)
 from revisions_assets.dagster.resources.metadata import table_schema
 
 pytestmark = [pytest.mark.dagster, pytest.mark.slow]
@@ -100,16 +107,45 @@ def test_scaffold_check_materialize(tmp_path, monkeypatch, instance):
         "entity",
         "total",
     ]
+    # nothing but the components: their checks, one automation sensor, the in-process executor
+    checks = {k.to_user_string() for c in defs.asset_checks or [] for k in c.check_keys}
+    for key in assets:
+        assert {f"{key}:ids_unique_non_null", f"{key}:log_integrity"} <= checks
+    assert "my_features:partition_ids_unique_non_null" in checks
+    assert {"scores:consumer_lag", "my_scores:consumer_lag"} <= checks
+    (sensor,) = defs.sensors or []
+    assert sensor.name == "revisions_automation"
+    # the assets whose components declare an automation condition (the scaffolds do)
+    assert sensor.asset_selection.resolve(defs.resolve_asset_graph()) == {
+        dg.AssetKey(k) for k in ("my_features", "weights", "my_scores")
+    }
+    # and no default automation sensor of Dagster's beside it
+    assert [s.name for s in defs.get_repository_def().sensor_defs] == [sensor.name]
+    assert defs.executor is dg.in_process_executor
+
+    # a run of the features, with the checks that run with it (as the UI runs them)
+    with_it = [
+        c
+        for c in defs.asset_checks or []
+        if runs_with(c, asset) and asset.key in {k.asset_key for k in c.check_keys}
+    ]
     result = dg.materialize(
-        [asset],
-        selection=[asset],
+        [asset, *with_it],
+        selection=dg.AssetSelection.assets(asset),
         partition_key="2024-01-01",
         resources=defs.resources,
         instance=instance,
     )
     assert result.success
+    assert all(e.passed for e in result.get_asset_check_evaluations())
     (revision,) = RevisionedDataset(str(root / "datasets" / "my_features")).revisions("features")
     assert revision.is_major and revision.tables["features"].rows == 2
+
+    # one tick of the components' sensor requests the scoring run over the new revision's day
+    ordered = [asset, assets["weights"], assets["my_scores"], scores]
+    requests, _ = automation_tick(sensor, defs, instance, ordered)
+    asked = {key.to_user_string(): r.partition_key for r in requests for key in r.asset_selection}
+    assert asked == {"my_scores": "2024-01-01"}, requests  # `scores` declares no condition
 
 
 SCORE_PY = """from pyspark.sql import functions as F

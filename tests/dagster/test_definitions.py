@@ -102,17 +102,24 @@ def test_the_component_location_declares_what_the_factories_build():
             for spec in defs.resolve_all_asset_specs()
         }
 
-    def checks(defs) -> set[tuple[str, str, bool]]:
+    def checks(defs) -> set[tuple[str, str, bool, str | None]]:
         return {
-            (spec.asset_key.to_user_string(), spec.name, spec.blocking)
+            (spec.asset_key.to_user_string(), spec.name, spec.blocking, spec.description)
             for c in defs.asset_checks
             for spec in c.check_specs
         }
+
+    def sensors(defs) -> dict[str, set[dg.AssetKey]]:
+        graph = defs.resolve_asset_graph()
+        return {s.name: s.asset_selection.resolve(graph) for s in defs.sensors}
 
     assert specs(declared) == specs(built)
     assert (
         "dagster/component_origin"
         in declared.resolve_assets_def("planes").metadata_by_key[dg.AssetKey("planes")]
     )
+    # the components bring the checks (their schemas, the scores' lag bound), the sensor over
+    # every revisioned asset and the in-process executor, as the factories' location adds them
     assert checks(declared) == checks(built)
-    assert [s.name for s in declared.sensors] == [s.name for s in built.sensors]
+    assert sensors(declared) == sensors(built)
+    assert declared.executor is built.executor is dg.in_process_executor

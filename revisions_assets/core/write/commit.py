@@ -45,6 +45,7 @@ from .transaction import (
     StagedTable,
     check_against_log,
     complete_for_tombstones,
+    rows_per_file,
     table_id_columns,
 )
 from .validation import check_compatible, check_name, data_schema
@@ -108,6 +109,8 @@ class CommitPlanner:
             schema = data_schema(table, df.schema, ids)
             table_version = version.get(table) if isinstance(version, Mapping) else version
             staged = StagedTable(table, ids, schema, table_version)
+            if table in view.tables():
+                staged.rows_per_file = rows_per_file(view.history(table), table)
             if not request.is_major and DELETED in df.columns:
                 complete_for_tombstones(view, staged)
             request.staged.append(staged)

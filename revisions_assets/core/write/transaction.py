@@ -19,6 +19,7 @@ A failure before step 4 deletes the claimed folder; nothing is committed.
 from __future__ import annotations
 
 import logging
+import math
 import random
 import time
 import uuid
@@ -49,6 +50,7 @@ from ..log.layout import CLAIM_FILE
 from ..log.records import Revision, TableWrite, UpstreamPosition, canonical_json
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
+from ..maintain.defaults import DEFAULT_TARGET_FILE_BYTES
 from ..read.execute.frames import SMALL_WINDOW_ROWS, hinted, lazy, real_changes
 from ..read.execute.spark import state_schemas
 from ..read.plan.schema import value_columns
@@ -63,6 +65,8 @@ log = logging.getLogger(__name__)
 MAX_COMMIT_ATTEMPTS = 64
 #: up to this many written rows, the duplicate-id check runs in one task (no shuffle)
 ONE_TASK_CHECK_MAX_ROWS = 1_000_000
+#: the rows of a file of a table's first revision (later ones: ``rows_per_file``)
+FIRST_FILE_ROWS = 1_000_000
 
 
 @dataclass
@@ -91,6 +95,8 @@ class StagedTable:
     #: the offered rows are the complete new state: entities of ``replaced`` they lack get
     #: tombstones (a major written with skip_unchanged); else rows not offered are kept
     complete_offer: bool = False
+    #: how many rows make a file of about the target size (``rows_per_file``)
+    rows_per_file: int = FIRST_FILE_ROWS
 
     @property
     def offered_nothing(self) -> bool:
@@ -165,6 +171,19 @@ def table_id_columns(
             "e.g. RevisionedDataset(root, id_columns=['id'])"
         )
     return tuple(ids)
+
+
+def rows_per_file(
+    history: Sequence[Revision], table: str, target_bytes: int = DEFAULT_TARGET_FILE_BYTES
+) -> int:
+    """How many rows of ``table`` make a file of about ``target_bytes`` (the size compactions
+    aim at), at the bytes per row of the revision that wrote the most rows (small files are
+    mostly footer); ``FIRST_FILE_ROWS`` before any row was written."""
+    writes = [r.tables[table] for r in history if table in r.tables]
+    largest = max(writes, key=lambda w: w.rows, default=None)
+    if largest is None or not largest.rows or not largest.bytes:
+        return FIRST_FILE_ROWS
+    return max(1, target_bytes * largest.rows // largest.bytes)
 
 
 def complete_for_tombstones(view: LogView, staged: StagedTable) -> None:
@@ -286,13 +305,21 @@ class CommitTransaction:
             # computed once (the caller's plan may be costly), counted, then compared
             cached = out.persist(StorageLevel.MEMORY_AND_DISK)
             staged.rows_offered = cached.count()
-            out = skip_unchanged(cached, staged.replaced, staged.id_columns, staged.rows_offered)
+            out = skip_unchanged(
+                cached,
+                staged.replaced,
+                staged.id_columns,
+                staged.rows_offered,
+                staged.rows_per_file,
+            )
         nulls = {c: F.sum(F.col(c).isNull().cast("long")) for c in staged.id_columns}
         try:
             stats = write_observed(
                 out,
                 self.storage.spark_uri(staged.prefix),
                 {f"null_{i}": e for i, e in enumerate(nulls.values())},
+                # a large revision: files of about the target size
+                max_records_per_file=staged.rows_per_file,
             )
         finally:
             if cached is not None:
@@ -441,18 +468,25 @@ def append_entry(
 
 
 def skip_unchanged(
-    rows: DataFrame, replaced: DataFrame, id_columns: Sequence[str], offered: int
+    rows: DataFrame,
+    replaced: DataFrame,
+    id_columns: Sequence[str],
+    offered: int,
+    rows_per_file: int = FIRST_FILE_ROWS,
 ) -> DataFrame:
     """``rows`` (``offered`` of them) without those whose hash equals the row they replace
     (the real-change diff of ``read/execute/frames.py``; null hashes never match). A minor
     offers few rows against a large state: up to ``SMALL_WINDOW_ROWS`` offered rows, the
     state is first narrowed to their ids by a broadcast semi-join, so its hashes are probed
     where they lie instead of being shuffled whole (docs/benchmarks/index.md, "Measured
-    while choosing")."""
-    narrow = hinted(F.broadcast) if offered <= SMALL_WINDOW_ROWS else None
-    return real_changes(
-        lazy(rows), lazy(replaced), id_columns, gone=False, narrow=narrow
-    ).to_native()
+    while choosing"). The last stage then reads the offered rows alone (the state is
+    broadcast), in as many tasks, hence files, as ``offered / rows_per_file`` needs: one for
+    a small minor, where the cached rows would keep a file per shuffle partition."""
+    if offered > SMALL_WINDOW_ROWS:
+        return real_changes(lazy(rows), lazy(replaced), id_columns, gone=False).to_native()
+    narrow = hinted(F.broadcast)
+    changed = real_changes(lazy(rows), lazy(replaced), id_columns, gone=False, narrow=narrow)
+    return changed.to_native().coalesce(max(1, math.ceil(offered / rows_per_file)))
 
 
 def diff_complete(
