@@ -1,4 +1,5 @@
-"""The pure rules of SPEC §8 without Spark: entry kinds, the log view, which base a read
+"""The pure rules of docs/concepts/lifecycle.md without Spark: entry kinds, the log view, which
+base a read
 uses, the retention horizon, what a vacuum may remove, and lazy checkpoints."""
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class Log:
     def compact(self, table: str = "t") -> Revision:
         """A compaction of the default read at the current head, like Compactor makes."""
         view = LogView(self.records)
-        merge = state_selection(view.history(table), table).merge
+        merge = state_selection(view.table_revisions(table), table).merge
         covers = CompactedRange(
             major=min(merge, key=lambda r: r.key).sequence,
             through=max(r.sequence for r in merge),
@@ -159,7 +160,7 @@ def test_a_checkpoint_materializes_data_revisions_lazily(monkeypatch):
     )
     loaded = records_of_checkpoint(table)
     view = LogView(loaded)
-    selection = state_selection(view.history("t"), "t")
+    selection = state_selection(view.table_revisions("t"), "t")
     plan = plan_read(view, selection, "read")
     # only the compaction entry and the governing major (what it carries) were parsed
     assert len(parsed) == 2
@@ -215,7 +216,7 @@ def test_maintenance_entries_never_enter_a_history():
     log.compact()
     log.data(1, False, tables=("t", "u"))
     view = log.view()
-    assert names(view.history("t")) == ["r1", "r3"] and view.tables() == ["t", "u"]
+    assert names(view.table_revisions("t")) == ["r1", "r3"] and view.tables() == ["t", "u"]
     unknown = dataclasses.replace(log.records[1], kind="purge-from-the-future", raw=None)
     with pytest.raises(CorruptLogError, match="purge-from-the-future"):
         LogView([log.records[0], unknown])
@@ -230,7 +231,7 @@ def test_reads_use_the_largest_compaction_whose_revisions_they_contain():
     big = log.compact()  # 5: r1 r2 r4
     log.data(3, False)  # 6
     view = log.view()
-    history = view.history("t")
+    history = view.table_revisions("t")
 
     def plan(**kw):
         return plan_read(view, state_selection(history, "t", **kw), "read")
@@ -251,7 +252,7 @@ def test_a_backfill_ordered_inside_a_compaction_is_merged_by_row_order():
     compaction = log.compact()
     log.data(3, False, name="backfill")  # stamped before r2, committed after the compaction
     view = log.view()
-    plan = plan_read(view, state_selection(view.history("t"), "t"), "read")
+    plan = plan_read(view, state_selection(view.table_revisions("t"), "t"), "read")
     assert plan.compaction.record is compaction and direct(plan) == ["backfill"]
     assert not plan.base_is_prefix  # the merge must order rows, not trust the base
 
@@ -264,14 +265,14 @@ def test_change_reads_skip_compactions_unless_their_revisions_are_gone():
     log.compact()  # 4
     log.data(3, False)  # 5
     view = log.view()
-    selection = changes_by_sequence(view.history("t"), "t", 2)
+    selection = changes_by_sequence(view.table_revisions("t"), "t", 2)
     plan = plan_read(view, selection, "changes")
     assert plan.compaction is None and direct(plan) == ["r3", "r5"]
     log.vacuum([3], horizon=4)
     view = log.view()
     with pytest.raises(RetentionError, match=r"changes since 2 needs revision 'r3' \(sequence 3"):
-        plan_read(view, changes_by_sequence(view.history("t"), "t", 2), "changes since 2")
-    plan = plan_read(view, changes_by_sequence(view.history("t"), "t", 3), "changes")
+        plan_read(view, changes_by_sequence(view.table_revisions("t"), "t", 2), "changes since 2")
+    plan = plan_read(view, changes_by_sequence(view.table_revisions("t"), "t", 3), "changes")
     assert plan.compaction is None and direct(plan) == ["r5"]
 
 
@@ -283,7 +284,7 @@ def test_a_read_that_needs_removed_files_names_the_revision_and_the_horizon():
     log.compact()  # c4: r1 r2 r3
     log.vacuum([2, 3], horizon=4)
     view = log.view()
-    history = view.history("t")
+    history = view.table_revisions("t")
     assert plan_read(view, state_selection(history, "t"), "read").compaction is not None
     assert plan_read(view, state_selection(history, "t", as_of=day(0)), "x").compaction is None
     with pytest.raises(RetentionError, match=r"as of.*needs revision 'r2'.*horizon was sequence 4"):

@@ -1,4 +1,4 @@
-"""The pure log-walking rules of SPEC §3, without Spark."""
+"""The pure log-walking rules of docs/concepts/read-semantics.md, without Spark."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from revisions_assets.core.errors import (
     UnknownTableError,
 )
 from revisions_assets.core.log.records import Revision, TableWrite
-from revisions_assets.core.log.view import table_history
+from revisions_assets.core.log.view import table_revisions
 from revisions_assets.core.read.plan.refs import find_revision, resolve_position
 from revisions_assets.core.read.plan.selection import (
     changes_by_sequence,
@@ -151,6 +151,6 @@ def test_a_unique_name_prefix_names_a_revision():
 
 def test_revisions_of_other_tables_are_invisible():
     records = [rev(1, 1, True, tables=("t", "u")), rev(2, 2, True, tables=("u",))]
-    assert names(state_selection(table_history(records, "t"), "t").merge) == ["r1"]
+    assert names(state_selection(table_revisions(records, "t"), "t").merge) == ["r1"]
     with pytest.raises(UnknownTableError, match="'v'.*known tables: \\['t', 'u'\\]"):
-        table_history(records, "v")
+        table_revisions(records, "v")

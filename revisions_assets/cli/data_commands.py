@@ -16,7 +16,7 @@ import click
 
 from ..core.errors import InvalidTimestampError, NoMajorRevisionError
 from ..core.log.records import Revision
-from ..core.log.view import table_history
+from ..core.log.view import table_revisions
 from ..core.read.plan.refs import resolve_position
 from ..core.read.plan.selection import (
     Selection,
@@ -144,7 +144,7 @@ def show_command(
     limit = rows_limit(limit, as_json, 20)
     reader = open_reader(root, endpoint_url)
     records = reader.revisions()
-    history = table_history(records, table)
+    history = table_revisions(records, table)
     when, position = checked(parse_time, as_of, "--as-of", history, table), parse_position(at)
     known = checked(parse_time, known_at, "--known-at", history, table, committed=True)
     pinned = resolve_position(records, table, position)
@@ -221,7 +221,7 @@ def diff_command(
     limit = rows_limit(limit, as_json, 20)
     reader = open_reader(root, endpoint_url)
     records = reader.revisions()
-    history = table_history(records, table)
+    history = table_revisions(records, table)
     start = checked(parse_point, since, "--since", history, table)
     end = checked(parse_point, until, "--until", history, table)
     by_sequence = isinstance(start, int)
@@ -316,7 +316,7 @@ def history_command(
 
     limit = rows_limit(limit, as_json, 100)
     reader = open_reader(root, endpoint_url)
-    history = table_history(reader.revisions(), table)
+    history = table_revisions(reader.revisions(), table)
     write = history[-1].tables[table]
     entities = parse_entities(
         id_values, table, write.id_columns, id_types(write.schema_json, write.id_columns)

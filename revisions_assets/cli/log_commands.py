@@ -62,7 +62,7 @@ def log_command(
     refs = table_refs(view)
     entries = list(view.records)
     if table is not None:
-        view.history(table)  # UnknownTableError naming the known tables
+        view.table_revisions(table)  # UnknownTableError naming the known tables
         entries = [r for r in entries if table in touched_tables(r, view)]
     limit = rows_limit(limit, as_json, 20)
     shown = entries[-limit:] if limit else entries
@@ -103,7 +103,7 @@ def table_refs(view: LogView) -> dict[int, dict[str, str]]:
     """Per data revision, its ref in each table it wrote: ``HEAD``, ``HEAD~1``, ..."""
     refs: dict[int, dict[str, str]] = {}
     for table in view.tables():
-        for back, record in enumerate(reversed(view.history(table))):
+        for back, record in enumerate(reversed(view.table_revisions(table))):
             refs.setdefault(record.sequence, {})[table] = "HEAD" if back == 0 else f"HEAD~{back}"
     return refs
 
@@ -241,7 +241,7 @@ def what_it_did(record: Revision, view: LogView) -> str:
 
 def table_summary(view: LogView, root: str, name: str) -> dict[str, Any]:
     """One table's head, base and what a default read merges on it, from the log alone."""
-    history = view.history(name)
+    history = view.table_revisions(name)
     plan = head_plan(view, name)
     base = plan.compaction.record if plan.compaction is not None else plan.merge[0]
     head = history[-1]
@@ -357,7 +357,7 @@ def describe_command(root: str, table: str | None, as_json: bool, endpoint_url: 
     reader = DatasetReader(root, storage_options=storage_options(endpoint_url))
     view = reader.snapshot().view
     if table is not None:
-        view.history(table)  # UnknownTableError naming the known tables
+        view.table_revisions(table)  # UnknownTableError naming the known tables
     refs = table_refs(view)
     by_name = {r.name: r for r in view.records}
     rows = []

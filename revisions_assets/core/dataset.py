@@ -262,7 +262,7 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
         field_versions: Mapping[str, Mapping[str, str]] | None = None,
         carry: bool = False,
     ) -> Revision | None:
-        """Write ``tables`` as one revision and commit it to the log (SPEC §4).
+        """Write ``tables`` as one revision and commit it to the log (docs/guides/engine.md).
 
         ``skip_unchanged`` (None: the handle's default): a minor writes only the rows whose
         ``_row_hash`` differs from the row they replace (the entity's row in the state as
@@ -337,7 +337,7 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
         self._last_compactions = self._apply_policy(record) if record is not None else ()
         return record
 
-    # -- maintenance (SPEC §8) ------------------------------------------------------------
+    # -- maintenance (docs/concepts/lifecycle.md) --------------------------------------------------
 
     @property
     def last_compactions(self) -> tuple[Revision, ...]:
@@ -370,7 +370,8 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
         check_text(table, "table", optional=True)
         check_count(target_file_bytes, "target_file_bytes", minimum=1)
         if table is not None:
-            self.snapshot().view.history(table)  # UnknownTableError: a table with no revisions
+            # UnknownTableError: a table with no revisions
+            self.snapshot().view.table_revisions(table)
         compactor = Compactor(self.storage, self._log, self._executor)
         return compactor.run([table] if table is not None else None, target_file_bytes)
 
@@ -385,7 +386,8 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
         grace: timedelta = DEFAULT_GRACE,
         now: datetime | None = None,
     ) -> VacuumReport:
-        """Remove the files no read at or after the retention horizon needs (SPEC §8).
+        """Remove the files no read at or after the retention horizon needs
+        (docs/concepts/lifecycle.md).
 
         The horizon is the newest commit at or before ``now - retain`` (its sequence and
         the newest logical time up to it). Kept: everything a read pinned at or after it

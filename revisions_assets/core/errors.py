@@ -146,7 +146,8 @@ class DatasetNotEmptyError(RevisionsError):
 
 
 class RetentionError(RevisionsError):
-    """A read, time-travel read or change read that needs files a vacuum removed (SPEC §8),
+    """A read, time-travel read or change read that needs files a vacuum removed
+    (docs/concepts/lifecycle.md),
     or a major stamped before data a vacuum removed. Never partial data instead."""
 
 

@@ -13,7 +13,7 @@ reading of the logs, ``log_request``, serves both ways of acting on it:
 - the two sensors of ``sensors.py``, for deployments that cannot evaluate conditions in the
   code server.
 
-What it asks for (SPEC §5, §6):
+What it asks for (docs/guides/versions.md, docs/concepts/consumers.md):
 
 - an asset whose code or field versions differ from its table's head: one major over its
   materialized range (first partition .. the partition of the head's timestamp); for a

@@ -1,4 +1,5 @@
-"""Asset checks of revisioned assets (SPEC §7). They read logs and data files, never write.
+"""Asset checks of revisioned assets (docs/guides/first-assets.md). They read logs and data files,
+never write.
 
 Whole-table checks (unpartitioned):
 
@@ -111,7 +112,7 @@ class _Reader:
     def root(self) -> str:
         return self.location.root_for(self.address.dataset)
 
-    def history(self) -> list[Revision]:
+    def revisions(self) -> list[Revision]:
         return [
             r for r in self.location.read_log(self.address.dataset) if r.wrote(self.address.table)
         ]
@@ -232,7 +233,7 @@ def revision_checks(
         "code version (WARN when stale: a major is due).",
     )
     def code_version_check(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        history = _Reader(context, address).history()
+        history = _Reader(context, address).revisions()
         head = history[-1].version_of(address.table) if history else None
         stale = (
             version_change(history[-1], address.table, code_version, fields)
@@ -393,7 +394,7 @@ def _partition_checks(
     ) -> Iterator[dg.AssetCheckEvaluation | dg.Output]:
         read = _Reader(context, address)
         keys = context.partition_key_range
-        rev = written_revision(read.history(), pdef, keys, context.run.run_id)
+        rev = written_revision(read.revisions(), pdef, keys, context.run.run_id)
         spark = getattr(context.resources, SPARK_KEY).spark_session
         task = scan_task(rev, address.table, 0) if rev else None
         results: dict[str, tuple[bool, dict[str, Any]]] = {}

@@ -1,4 +1,5 @@
-"""Where a scoring asset stands in its upstream tables (SPEC §6), for checks and sensors.
+"""Where a scoring asset stands in its upstream tables (docs/concepts/consumers.md), for checks and
+sensors.
 
 Read from the logs only, read-only and without Spark: the same pure rules as the IO
 manager's resolver (``resources.slice``), over the location's read-only logs.

@@ -1,4 +1,5 @@
-"""Vacuum as a Dagster job: the asset graph knows who consumes a dataset (SPEC §8).
+"""Vacuum as a Dagster job: the asset graph knows who consumes a dataset
+(docs/concepts/lifecycle.md).
 
 An upstream dataset does not know its consumers; the Definitions do. ``vacuum_job``
 vacuums the datasets of the given assets and passes, for each one, the datasets of the
@@ -82,7 +83,7 @@ def vacuum_job(
         )
         return reports
 
-    @dg.job(name=name, description="Vacuum the revisioned datasets (SPEC §8).")
+    @dg.job(name=name, description="Vacuum the revisioned datasets (docs/concepts/lifecycle.md).")
     def job() -> None:
         vacuum_datasets()
 

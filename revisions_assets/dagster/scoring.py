@@ -1,6 +1,6 @@
 """Scoring assets: a PySpark function over the changes of upstream revisioned tables.
 
-Exactly-once (SPEC §6): each input is read as the changes since the position
+Exactly-once (docs/concepts/consumers.md): each input is read as the changes since the position
 recorded in this asset's own last revision, pinned to the upstream head when
 the IO manager resolves the run's slice; the commit records the pinned heads as
 the new positions and is guarded by the positions it started from (a

@@ -1,4 +1,5 @@
-"""Sensors of the revisions layer (SPEC §7). They read logs read-only, never write.
+"""Sensors of the revisions layer (docs/guides/first-assets.md). They read logs read-only, never
+write.
 
 The alternative to ``RevisionsLogCondition`` (``automation.py``) for deployments that cannot
 evaluate conditions in the code server: the same reading of the logs

@@ -1,4 +1,5 @@
-"""Training-set assets: labels joined point-in-time to featurized tables (SPEC §9).
+"""Training-set assets: labels joined point-in-time to featurized tables
+(docs/guides/training-sets.md).
 
 Each label row is an event; it gets the row of every featurized table as of its event
 time, as known at ``known_at`` (default ``"event"``: only what was committed by the

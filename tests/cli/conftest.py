@@ -1,6 +1,7 @@
 """Datasets for the command-line tests, staged through the log layer (no Spark job each).
 
-``features`` holds the SPEC §3 worked example in table ``t`` (``v`` = the day of the
+``features`` holds the docs/concepts/read-semantics.md worked example in table ``t`` (``v`` = the
+day of the
 revision), then a minor that sets id 9 and deletes id 10, then a major of a second table
 ``u`` whose description rewrite is left out, as if its writer died right after its
 commit: ``description.parquet`` stays stale, so any command that wrote would be caught.
@@ -36,7 +37,8 @@ REVISIONS = [
 class Staged:
     features: str
     scores: str
-    legacy: str  # a root of the original layout (the SPEC worked example, written by pandas)
+    # a root of the original layout (the read semantics' worked example, written by pandas)
+    legacy: str
 
     def snapshot(self) -> dict[str, bytes]:
         """Every file of both datasets with its bytes: commands must never change them."""

@@ -1,6 +1,6 @@
-"""A pure-Python reference model of the SPEC §3 read semantics.
+"""A pure-Python reference model of the docs/concepts/read-semantics.md read semantics.
 
-Written from the SPEC text alone (not from the engine) so the property tests compare two
+Written from the docs' read semantics alone (not from the engine) so the property tests compare two
 independent readings of the contract. Everything is a small loop over Python dicts: a
 revision maps each table it wrote to ``{entity key: row}``, where a row is a dict of the
 non-id column values, or ``None`` for a tombstone. A carrying major lists, per table, the
@@ -68,7 +68,7 @@ class Model:
     def head(self) -> int:
         return len(self.revisions)
 
-    def history(self, table: str, upto: int | None = None) -> list[ModelRevision]:
+    def table_revisions(self, table: str, upto: int | None = None) -> list[ModelRevision]:
         """The revisions that wrote ``table`` (the only ones its reads see), by sequence."""
         return [
             r for r in self.revisions if table in r.tables and (upto is None or r.sequence <= upto)
@@ -93,7 +93,7 @@ class Model:
         written = {t: dict(rows) for t, rows in tables.items() if rows or is_major}
         if not is_major:
             for table in tables:
-                if not any(r.is_major for r in self.history(table)):
+                if not any(r.is_major for r in self.table_revisions(table)):
                     raise ModelNoMajorError(table)
         rev = ModelRevision(name, timestamp, is_major, self.head + 1, written)
         self.revisions.append(rev)
@@ -181,7 +181,7 @@ class Model:
             return at
         if at == "HEAD" or at.startswith("HEAD~"):
             back = 0 if at == "HEAD" else int(at[len("HEAD~") :])
-            hist = self.history(table)
+            hist = self.table_revisions(table)
             if back >= len(hist):
                 raise ModelUnknownRevisionError(at)
             return hist[len(hist) - 1 - back].sequence
@@ -193,10 +193,13 @@ class Model:
     def state(
         self, table: str, as_of: datetime | None = None, at: int | str | None = None
     ) -> ModelState:
-        """SPEC §3 "State as of T", optionally over the revisions with sequence <= at; the
+        """docs/concepts/read-semantics.md "State as of T", optionally over the revisions with
+        sequence <= at; the
         state governed by a carrying major merges the revisions it carries first."""
         upto = self.resolve(table, at)
-        candidates = [r for r in self.history(table, upto) if as_of is None or r.timestamp <= as_of]
+        candidates = [
+            r for r in self.table_revisions(table, upto) if as_of is None or r.timestamp <= as_of
+        ]
         majors = [r for r in candidates if r.is_major]
         if not majors:
             raise ModelNoMajorError(table)
@@ -218,7 +221,8 @@ class Model:
     def changes(
         self, table: str, since: datetime | None = None, until: datetime | None = None
     ) -> ModelChanges:
-        """SPEC §3 "Changes in (T1, T2]": since exclusive, until inclusive."""
+        """docs/concepts/read-semantics.md "Changes in (T1, T2]": since exclusive, until
+        inclusive."""
         state = self.state(table, as_of=until)
         if since is None or state.major.timestamp > since:
             return ModelChanges(True, dict(state.rows), state.live)
@@ -228,7 +232,8 @@ class Model:
     def changes_since_sequence(
         self, table: str, since_sequence: int, until_sequence: int | None = None
     ) -> ModelChanges:
-        """SPEC §3 consumer form: changes since sequence S up to a pinned head H."""
+        """docs/concepts/read-semantics.md consumer form: changes since sequence S up to a pinned
+        head H."""
         head = self.head if until_sequence is None else until_sequence
         state = self.state(table, at=head)
         if state.major.sequence > since_sequence:
@@ -265,7 +270,7 @@ def scd2_history(model: Model, table: str, until: datetime | None = None) -> lis
     deleting revision is the entity's tombstone when the latest revision of the state that
     wrote it deleted it, else the governing major (which no longer contains it).
     """
-    times = sorted({r.timestamp for r in model.history(table)})
+    times = sorted({r.timestamp for r in model.table_revisions(table)})
     times = [t for t in times if until is None or t <= until]
     open_rows: dict[Key, dict] = {}  # key -> the open version (as a dict, closed later)
     closed: list[ModelVersion] = []
@@ -305,7 +310,8 @@ def as_of_join(
     committed_at: Mapping[int, datetime],
     known_at: datetime | str | None,
 ) -> list[tuple[Row, ModelRevision] | None]:
-    """Point-in-time rows (issue 11, SPEC §9): for each (entity key, event time T), the
+    """Point-in-time rows (issue 11, docs/guides/training-sets.md): for each (entity key, event
+    time T), the
     entity's row in the state as of T over the revisions known at ``known_at`` (committed
     at or before it; ``"event"``: at or before T; None: all), or None when it has none
     (no major known and visible by T, never written, or deleted). Commit times grow with

@@ -1,4 +1,5 @@
-"""Concurrent writers (SPEC §4, §8): separate OS processes commit through the real engine at once.
+"""Concurrent writers (docs/guides/engine.md, docs/concepts/lifecycle.md): separate OS processes
+commit through the real engine at once.
 
 Two writers commit minors to one table with colliding and out-of-order timestamps while a
 third process compacts that table over and over (tests/harness/processes.py starts them

@@ -1,4 +1,5 @@
-"""Consumer positions commit with the output: exactly-once guards of SPEC §6 at the engine level."""
+"""Consumer positions commit with the output: exactly-once guards of docs/concepts/consumers.md at
+the engine level."""
 
 from __future__ import annotations
 

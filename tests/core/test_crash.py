@@ -1,4 +1,5 @@
-"""Crash safety (SPEC §4): a writer SIGKILLed at each point of a commit leaves a consistent dataset.
+"""Crash safety (docs/guides/engine.md): a writer SIGKILLed at each point of a commit leaves a
+consistent dataset.
 
 The kill points are deterministic (tests/harness/processes.py): the writer process patches
 one step of its own commit so that, on reaching it, it drops a marker file and blocks; the

@@ -1,6 +1,8 @@
-"""SPEC §8 on the engine: compaction, the compact_after policy, retention and vacuum.
+"""docs/concepts/lifecycle.md on the engine: compaction, the compact_after policy, retention and
+vacuum.
 
-The first test is the README's worked example (the SPEC §3 example continued), step by
+The first test is the README's worked example (the docs/concepts/read-semantics.md example
+continued), step by
 step; the others pin one rule each. Which files a read touches is checked through
 ``DataFrame.inputFiles()``: a read that uses a compaction must not read the revisions it
 replaces.
@@ -22,7 +24,8 @@ from revisions_assets.core.errors import RetentionError, UnknownTableError
 from .helpers import by_id, day, frame, input_files, top_dirs, tree
 
 ROWS = "id long, day int"
-#: the SPEC §3 example, continued: r8 after it, r5 a backfill committed after the compaction
+#: the docs/concepts/read-semantics.md example, continued: r8 after it, r5 a backfill committed
+#: after the compaction
 EXAMPLE = [
     ("r0", 0, True, range(0, 5)),
     ("r2", 2, False, range(2, 7)),
@@ -74,7 +77,8 @@ def test_worked_example_compaction_then_vacuum(spark, root):
     assert ds.revision("HEAD").name == "r8"
     assert list(ds.log()["kind"]) == ["major", "minor", "major", "minor", "minor", "compaction"]
 
-    # r5: a backfill stamped 2020-01-06, committed after c1. It wins where SPEC §3 says so
+    # r5: a backfill stamped 2020-01-06, committed after c1. It wins where
+    # docs/concepts/read-semantics.md says so
     # (id 5, newer than r4), and loses to r6 for id 6 even though c1 holds r6's row.
     commit(ds, spark, "r5", 5, False, [5, 6])
     latest = {**latest, 5: (5,)}

@@ -1,4 +1,5 @@
-"""Crash safety of maintenance (SPEC §8): SIGKILL during a compaction and during a vacuum.
+"""Crash safety of maintenance (docs/concepts/lifecycle.md): SIGKILL during a compaction and during
+a vacuum.
 
 Same method as tests/core/test_crash.py (tests/harness/processes.py): each process
 patches one step of its own compaction or vacuum to drop a marker and block there, and

@@ -1,4 +1,4 @@
-"""The lost-race path of the commit protocol (SPEC §4), forced deterministically.
+"""The lost-race path of the commit protocol (docs/guides/engine.md), forced deterministically.
 
 A writer's storage is the real ``LocalStorage`` with one twist: when the writer is about to
 create its log entry (the put-if-absent of ``head + 1``, after it validated against the

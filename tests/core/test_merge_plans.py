@@ -136,7 +136,7 @@ def test_change_reads_give_the_model_changes(spark, history, strategy):
 def test_auto_uses_the_logged_row_counts(spark, history):
     ds = RevisionedDataset(history[0], spark=spark)
     view = ds.snapshot().view
-    revisions = view.history("t")
+    revisions = view.table_revisions("t")
 
     def kind(count: int) -> str:
         pinned = state_selection(revisions, "t", max_sequence=revisions[count - 1].sequence)

@@ -5,7 +5,8 @@ with ``skip_unchanged``) over two tables sharing one dataset, a small id space (
 revisions overlap), tombstones, and timestamps drawn from a handful of instants (so
 collisions and out-of-order backfills are the norm). Each example uses a fresh dataset root.
 
-Compactions, vacuums (SPEC §8) and purges are inserted at random points of the engine's
+Compactions, vacuums (docs/concepts/lifecycle.md) and purges are inserted at random points of the
+engine's
 history. Compactions and vacuums are never told to the model: every read must equal the
 model's read of the data revisions alone, except that a read the retention horizon does not
 cover may raise RetentionError instead (a read it covers never may). A purge removes the
@@ -100,7 +101,7 @@ def expect_same_outcome(model, table, model_call, engine_call):
 
     A table nothing has written yet may also be refused as unknown.
     """
-    unwritten = (UnknownTableError,) if not model.history(table) else ()
+    unwritten = (UnknownTableError,) if not model.table_revisions(table) else ()
     try:
         expected = model_call()
     except ModelNoMajorError:
@@ -175,7 +176,7 @@ def check_read(engine: Engine, model, table, model_where: dict, **where):
         k[0]: (row["v"], rev.name, engine.engine_sequence(rev.sequence), micros(rev.timestamp))
         for k, (row, rev) in expected.rows.items()
     }
-    assert got == want, f"read({table!r}, {where}) differs from SPEC §3"
+    assert got == want, f"read({table!r}, {where}) differs from docs/concepts/read-semantics.md"
     polars = DatasetReader(engine.ds.root).read(table, with_revision=True, **where)
     stamps = polars["_revision_timestamp"].dt.epoch("us")
     columns = [polars[c] for c in ("id", "v", "_revision", "_revision_sequence")]
@@ -191,7 +192,7 @@ def check_history(engine: Engine, model, table: str, since: datetime | None) -> 
     the revision whose row holds then, and a deletion open then (even one made then) is
     left out: the state before it is not retained."""
     ds = engine.ds
-    if not model.history(table):
+    if not model.table_revisions(table):
         with pytest.raises(UnknownTableError):
             ds.history(table, since=since)
         return
@@ -237,7 +238,7 @@ def check_changes(ds, model, table, model_call, engine_call, what):
         k[0]: (None, True) if row is None else (row["v"], False)
         for k, (row, _rev) in expected.rows.items()
     }
-    assert got == want, f"{what} differs from SPEC §3"
+    assert got == want, f"{what} differs from docs/concepts/read-semantics.md"
     if not expected.is_reset:
         got_names = {getattr(r, "name", r) for r in cs.revisions}
         assert got_names == {r.name for r in expected.revisions}, f"{what}: revisions"
@@ -245,7 +246,8 @@ def check_changes(ds, model, table, model_call, engine_call, what):
 
 
 def refused_by_retention(ds, tables, timestamp, is_major) -> bool:
-    """Whether a major is stamped before removed data of a table it writes (SPEC §8)."""
+    """Whether a major is stamped before removed data of a table it writes
+    (docs/concepts/lifecycle.md)."""
     if not is_major:
         return False
     log = ds.log()
@@ -299,7 +301,7 @@ def commit_one(spark, engine: Engine, model, name, timestamp, kind, tables):
         return
     if want is None:
         # an empty minor on a table without a major: NoData or the missing-major error
-        # are both faithful to SPEC §4; nothing may be committed either way
+        # are both faithful to docs/guides/engine.md; nothing may be committed either way
         try:
             assert engine_commit() is None
         except NoMajorRevisionError:
@@ -493,7 +495,7 @@ def test_engine_matches_model(spark, first, rest, data):
         at = data.draw(
             st.one_of(
                 st.integers(min_value=1, max_value=max(len(records), 1)),
-                st.integers(min_value=0, max_value=len(model.history(table))).map(
+                st.integers(min_value=0, max_value=len(model.table_revisions(table))).map(
                     lambda n: f"HEAD~{n}"
                 ),
                 st.sampled_from([r.name for r in records] or ["HEAD"]),

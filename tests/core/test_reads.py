@@ -20,7 +20,8 @@ MAJOR0 = {"timestamp": day(0), "is_major": True}
 
 @pytest.fixture(scope="module")
 def shared(spark, tmp_path_factory):
-    """Table t: r0 major, r2 minor, r4 major, r6 minor (SPEC §3 example); table other: o1, o3."""
+    """Table t: r0 major, r2 minor, r4 major, r6 minor (docs/concepts/read-semantics.md example);
+    table other: o1, o3."""
     root = str(tmp_path_factory.mktemp("reads") / "dataset")
     ds = RevisionedDataset(root, spark=spark, id_columns=["id"])
     plan = [
@@ -182,7 +183,7 @@ def test_new_nullable_column_in_a_minor(spark, root):
     assert by_id(ds.read("t", as_of=day(0)), "v") == {1: (10,), 2: (20,)}
     cs = ds.changes("t", since=day(0))
     assert by_id(cs.df, "v", "extra", "_deleted") == {2: (21, "x", False)}
-    # SPEC §4 judges a minor against the current major, which has no 'extra' column
+    # docs/guides/engine.md judges a minor against the current major, which has no 'extra' column
     ds.commit({"t": frame(spark, [(1, 11)], "id long, v long")}, timestamp=day(2), is_major=False)
     assert by_id(ds.read("t"), "v", "extra") == {1: (11, None), 2: (21, "x")}
 

@@ -1,4 +1,5 @@
-"""Every bad input of SPEC §4: its error class, a message naming the table/column/value, and a
+"""Every bad input of docs/guides/engine.md: its error class, a message naming the
+table/column/value, and a
 dataset left exactly as it was (log, description, reads, and the files those reads touch)."""
 
 from __future__ import annotations

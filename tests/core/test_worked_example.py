@@ -1,4 +1,5 @@
-"""SPEC §3 worked example, every bullet, exactly: ids, and which revision (day) each row is from."""
+"""docs/concepts/read-semantics.md worked example, every bullet, exactly: ids, and which revision
+(day) each row is from."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from revisions_assets import RevisionedDataset
 from .helpers import by_id, day, frame
 from .model import Model
 
-# name, day offset, major, ids: the table of SPEC §3 (r<n> is stamped 2020-01-01 + n days)
+# name, day offset, major, ids: the table of docs/concepts/read-semantics.md (r<n> is stamped
+# 2020-01-01 + n days)
 EXAMPLE = [
     ("r0", 0, True, range(0, 5)),
     ("r2", 2, False, range(2, 7)),

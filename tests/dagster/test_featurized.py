@@ -1,5 +1,5 @@
 """Featurized assets end to end through dagster.materialize: major/minor, code versions,
-forced majors, single-run backfills (SPEC §5)."""
+forced majors, single-run backfills (docs/guides/versions.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Compaction and vacuum in Dagster (SPEC §8): the policy and forced compactions reported in
+"""Compaction and vacuum in Dagster (docs/concepts/lifecycle.md): the policy and forced compactions
+reported in
 the materialization metadata, the ``compaction_due`` check, and the vacuum job that keeps
 what the scoring assets' recorded positions still need."""
 

@@ -1,4 +1,5 @@
-"""Scoring assets (SPEC §6): exactly-once consumption, resets, reverse joins, deletions."""
+"""Scoring assets (docs/concepts/consumers.md): exactly-once consumption, resets, reverse joins,
+deletions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Concurrent writers on S3 (SPEC §4): three processes commit through RevisionedDataset.commit.
+"""Concurrent writers on S3 (docs/guides/engine.md): three processes commit through
+RevisionedDataset.commit.
 
 Only S3's conditional write arbitrates: every sequence ends up taken exactly once, by
 exactly one revision, every revision of every writer is there once, and the writers really

@@ -1,4 +1,4 @@
-"""A writer SIGKILLed mid-commit on S3 leaves the dataset consistent (SPEC §4).
+"""A writer SIGKILLed mid-commit on S3 leaves the dataset consistent (docs/guides/engine.md).
 
 Two writers (separate processes, each with its own JVM and s3a) commit revision
 ``crashed`` to copies of one dataset and are killed at a deterministic point: after their

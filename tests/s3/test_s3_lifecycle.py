@@ -1,4 +1,5 @@
-"""Compaction and vacuum with the dataset root on S3 (moto on loopback): SPEC §8 on S3.
+"""Compaction and vacuum with the dataset root on S3 (moto on loopback): docs/concepts/lifecycle.md
+on S3.
 
 The compaction is written and read by Spark's s3a; vacuum lists the bucket (ages from
 ``LastModified``), commits its entry with a conditional PUT and deletes with boto3.

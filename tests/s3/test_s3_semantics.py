@@ -52,7 +52,7 @@ def aws_environment(monkeypatch, s3_options):
 
 @pytest.fixture(scope="module")
 def ds(s3_spark, s3_options, s3_root_factory):
-    """The SPEC §3 worked example, committed to S3."""
+    """The docs/concepts/read-semantics.md worked example, committed to S3."""
     root = s3_root_factory("worked")
     dataset = RevisionedDataset(root, spark=s3_spark, id_columns=["id"], storage_options=s3_options)
     for name, d, major, ids in EXAMPLE:

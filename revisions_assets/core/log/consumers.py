@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from ..errors import ConsumerPositionConflictError
 from .records import Revision, UpstreamPosition
-from .view import table_history
+from .view import table_revisions
 
 
 def consumer_position(
@@ -46,7 +46,7 @@ def recorded_positions(records: Sequence[Revision]) -> dict[tuple[str, str, str]
 
 def unconsumed(records: Sequence[Revision], table: str, position: int) -> list[Revision]:
     """The revisions of ``table`` committed after a consumer's ``position``: its lag."""
-    return [r for r in table_history(records, table) if r.sequence > position]
+    return [r for r in table_revisions(records, table) if r.sequence > position]
 
 
 def moves_positions(

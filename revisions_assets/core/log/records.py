@@ -231,7 +231,7 @@ class CompactedRange:
 @dataclass(frozen=True)
 class VacuumMark:
     """What a vacuum entry removes: the sequences of the revisions whose files it deletes,
-    and the retention horizon it judged them by (SPEC §8)."""
+    and the retention horizon it judged them by (docs/concepts/lifecycle.md)."""
 
     removed: tuple[int, ...]
     horizon_sequence: int

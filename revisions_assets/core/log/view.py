@@ -160,7 +160,7 @@ class LogView:
         """Every table some data revision wrote, sorted."""
         return sorted(self._histories)
 
-    def history(self, table: str) -> list[Revision]:
+    def table_revisions(self, table: str) -> list[Revision]:
         """The data revisions of ``table`` in sequence order; UnknownTableError if none."""
         history = self._histories.get(table)
         if not history:
@@ -265,7 +265,7 @@ def _apply_purges(records: Sequence[Revision]) -> tuple[tuple[Revision, ...], di
     return effective, superseded
 
 
-def table_history(records: Sequence[Revision], table: str) -> list[Revision]:
+def table_revisions(records: Sequence[Revision], table: str) -> list[Revision]:
     """The data revisions of ``table``, in sequence order; UnknownTableError if none."""
     history = [r for r in records if r.wrote(table)]
     if not history:

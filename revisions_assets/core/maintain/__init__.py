@@ -1,2 +1,3 @@
-"""Maintenance (SPEC §8): compaction, retention and vacuum, purge, verify, and the import of
+"""Maintenance (docs/concepts/lifecycle.md): compaction, retention and vacuum, purge, verify, and
+the import of
 the original layout. Each commits at most one log entry, like any revision."""

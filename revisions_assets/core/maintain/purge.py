@@ -64,7 +64,7 @@ class Purge:
         nothing, when no live file holds any of the entities."""
         self.log.refresh()
         view = self.log.view()
-        history = view.history(table)  # UnknownTableError
+        history = view.table_revisions(table)  # UnknownTableError
         id_columns = history[-1].tables[table].id_columns
         ids = self._ids(ids, table, id_columns, history[-1].tables[table].schema_json)
         entries = self._live_entries(view, table)
@@ -139,7 +139,7 @@ class Purge:
     def _live_entries(view: LogView, table: str) -> list[Revision]:
         """The entries whose files of ``table`` reads may still use: data revisions and
         compactions that no vacuum removed."""
-        entries = [*view.history(table), *(c.record for c in view.compactions(table))]
+        entries = [*view.table_revisions(table), *(c.record for c in view.compactions(table))]
         return [e for e in entries if not view.is_removed(e.sequence)]
 
     def _scan(

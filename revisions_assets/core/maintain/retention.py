@@ -1,4 +1,5 @@
-"""What a vacuum may remove: pure rules over the log (SPEC §8), no Spark, no storage.
+"""What a vacuum may remove: pure rules over the log (docs/concepts/lifecycle.md), no Spark, no
+storage.
 
 The retention horizon, for ``retain``: S_h is the newest sequence committed at or
 before ``now - retain`` (0 if none), T_h the newest logical timestamp among the data
@@ -93,7 +94,7 @@ def _judge_table(
     positions: Sequence[int],
 ) -> tuple[set[int], set[int]]:
     """(sequences to keep, sequences that may go) among the entries of one table."""
-    history = view.history(table)
+    history = view.table_revisions(table)
     old = [r for r in history if r.sequence <= horizon]
     old_majors = [r for r in old if r.is_major]
     if not old_majors:
@@ -136,6 +137,7 @@ def _fitting_compaction(
     fitting = [
         c
         for c in view.compactions(table)
-        if not view.is_removed(c.sequence) and c.usable_for(m_h, horizon, None, view.history(table))
+        if not view.is_removed(c.sequence)
+        and c.usable_for(m_h, horizon, None, view.table_revisions(table))
     ]
     return max(fitting, key=lambda c: (c.covers.revisions, c.sequence), default=None)

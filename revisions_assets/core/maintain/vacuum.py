@@ -1,4 +1,5 @@
-"""Vacuum (SPEC §8): remove the files no allowed read needs, after one log entry marks them.
+"""Vacuum (docs/concepts/lifecycle.md): remove the files no allowed read needs, after one log entry
+marks them.
 
 ``Vacuum`` commits a ``vacuum`` entry marking the revisions no allowed read needs
 (``retention.removable``), then deletes their files, the folders of failed writers and

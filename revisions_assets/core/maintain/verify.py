@@ -339,7 +339,7 @@ def _check_states(view: LogView, findings: list[Finding]) -> None:
     revisions, a compaction may have been built without them and a later carrying major
     may have carried the state without them."""
     for table in view.tables():
-        history = view.history(table)
+        history = view.table_revisions(table)
         for major in history:
             carried = carried_by(major, table)
             for sequence in sorted(carried):
@@ -486,7 +486,7 @@ def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[
     (``revision_counts``); then what each purge removed from reads (``purge_findings``)."""
     findings = purge_findings(spark, storage, view)
     for table in view.tables():
-        revisions = [r for r in view.history(table) if not view.is_removed(r.sequence)]
+        revisions = [r for r in view.table_revisions(table) if not view.is_removed(r.sequence)]
         if not revisions:
             continue
         ids = list(revisions[-1].tables[table].id_columns)

@@ -63,7 +63,7 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
         revisions of a table as reads see them (a purge's swaps applied)."""
         check_text(table, "table", optional=True)
         view = self.snapshot().view
-        return list(view.logged) if table is None else view.history(table)
+        return list(view.logged) if table is None else view.table_revisions(table)
 
     def revision(self, ref: Position, *, table: str | None = None) -> Revision:
         """An entry by name (or a unique prefix of one) or sequence, or a data revision by
@@ -79,7 +79,7 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
         return {
             name: TableInfo(
                 name,
-                tuple(view.history(name)[-1].tables[name].id_columns),
+                tuple(view.table_revisions(name)[-1].tables[name].id_columns),
                 self._schema(current_schema(view, name)),
             )
             for name in view.tables()

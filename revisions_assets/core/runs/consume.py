@@ -1,4 +1,4 @@
-"""What a scoring run reads and re-scores, wherever its Spark runs (SPEC §6).
+"""What a scoring run reads and re-scores, wherever its Spark runs (docs/concepts/consumers.md).
 
 Each input is read as its changes since the consumer's recorded position, pinned to a head
 (``changes_since``); ``plan_inputs`` selects the main entities to (re)score and the reference

@@ -1,4 +1,5 @@
-"""Major or minor (SPEC §5, §6): pure functions of a table's head revision.
+"""Major or minor (docs/guides/versions.md, docs/concepts/consumers.md): pure functions of a
+table's head revision.
 
 The Dagster layer decides with them when it resolves a run's slice, and a remote job run by
 hand (``revisions_assets.pipes``) decides with them too: one rule, wherever Spark runs.
@@ -18,7 +19,7 @@ def decide_major(
     forced: bool,
     field_versions: Mapping[str, str] | None = None,
 ) -> tuple[bool, str]:
-    """SPEC §5 as a pure function of the table's head revision: (is_major, why)."""
+    """docs/guides/versions.md as a pure function of the table's head revision: (is_major, why)."""
     if forced:
         return True, "major forced by run tag or config"
     if head is None:

@@ -1,6 +1,7 @@
-"""A commit's arguments, checked against the log and made into a ``CommitRequest`` (SPEC §4,
-§9): id columns and schemas per table, field versions, and what a carrying major carries or
-a skip-unchanged minor replaces. The transaction then writes and appends it.
+"""A commit's arguments, checked against the log and made into a ``CommitRequest``
+(docs/guides/engine.md, docs/guides/versions.md): id columns and schemas per table, field
+versions, and what a carrying major carries or a skip-unchanged minor replaces. The
+transaction then writes and appends it.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ class CommitPlanner:
             table_version = version.get(table) if isinstance(version, Mapping) else version
             staged = StagedTable(table, ids, schema, table_version)
             if table in view.tables():
-                staged.rows_per_file = rows_per_file(view.history(table), table)
+                staged.rows_per_file = rows_per_file(view.table_revisions(table), table)
             if not request.is_major and DELETED in df.columns:
                 complete_for_tombstones(view, staged)
             request.staged.append(staged)
@@ -151,7 +152,7 @@ class CommitPlanner:
                     "major first"
                 )
             return
-        history = view.history(table)
+        history = view.table_revisions(table)
         try:
             selection = state_selection(history, table, timestamp)
             plan_merge(view, selection, what)

@@ -34,7 +34,7 @@ def check_carried(
     """
     if table not in view.tables():
         return
-    history = view.history(table)
+    history = view.table_revisions(table)
     for major in history:
         carried = carried_by(major, table)
         if major.timestamp <= timestamp or not carried:
@@ -86,7 +86,7 @@ def check_major_after_vacuum(view: LogView, table: str, major_timestamp: datetim
         return
     removed = [
         r
-        for r in view.history(table)
+        for r in view.table_revisions(table)
         if view.is_removed(r.sequence) and r.timestamp > major_timestamp
     ]
     if removed:

@@ -1,4 +1,5 @@
-"""The commit transaction (SPEC §4): claim a folder, write with Spark, check, append the log.
+"""The commit transaction (docs/guides/engine.md): claim a folder, write with Spark, check, append
+the log.
 
 A ``CommitTransaction`` gets everything it needs explicitly (storage, log, Spark
 session, the prepared ``CommitRequest`` and the DataFrames) and runs one commit:
@@ -190,7 +191,7 @@ def complete_for_tombstones(view: LogView, staged: StagedTable) -> None:
     """Tombstone rows need only ids: fill the current columns the data lacks with nulls."""
     if staged.table not in view.tables():
         return
-    if not any(r.is_major for r in view.history(staged.table)):
+    if not any(r.is_major for r in view.table_revisions(staged.table)):
         return  # reported by check_against_log
     _major, current = state_schemas(view, staged.table)
     given = set(staged.schema.fieldNames())
@@ -217,7 +218,7 @@ def check_against_log(view: LogView, request: CommitRequest, root: str) -> None:
             if not staged.carries:
                 continue
         known = staged.table in view.tables()
-        if not known or not any(r.is_major for r in view.history(staged.table)):
+        if not known or not any(r.is_major for r in view.table_revisions(staged.table)):
             raise NoMajorRevisionError(
                 f"table {staged.table!r} has no major revision: commit a major first "
                 "(is_major=True)"

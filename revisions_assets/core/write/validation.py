@@ -1,4 +1,5 @@
-"""Checks made before anything is committed (SPEC §4). Driver-side, from schemas and the log."""
+"""Checks made before anything is committed (docs/guides/engine.md). Driver-side, from schemas and
+the log."""
 
 from __future__ import annotations
 

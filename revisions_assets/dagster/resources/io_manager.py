@@ -325,7 +325,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         }
         rev = done.revision
         if rev is None:
-            history = view.history(s.table) if schema is not None else []
+            history = view.table_revisions(s.table) if schema is not None else []
             head = history[-1].sequence if history else None
             context.log.info(f"{s.asset_key}: no rows to write, no revision committed")
             return dg.MaterializeResult(

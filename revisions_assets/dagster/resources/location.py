@@ -106,7 +106,8 @@ class DatasetLocation(dg.ConfigurableResource):
         return log.view()
 
     def read_state(self, spark: SparkSession, dataset: str, table: str) -> DataFrame:
-        """A table's current state (SPEC §3), planned from the read-only log (on the newest
+        """A table's current state (docs/concepts/read-semantics.md), planned from the read-only
+        log (on the newest
         compaction, like every default read)."""
         if check_spark(spark) is None:
             raise ArgumentTypeError("read_state needs a SparkSession, got None")

@@ -202,7 +202,7 @@ def compute_window(
     partitions_def: dg.TimeWindowPartitionsDefinition, keys: dg.PartitionKeyRange, is_major: bool
 ) -> tuple[datetime, datetime]:
     """The one place where partitions become a time window: [start, end) of the requested
-    range, starting at the first partition's start for a major (SPEC §5)."""
+    range, starting at the first partition's start for a major (docs/guides/versions.md)."""
     first = partitions_def.time_window_for_partition_key(keys.start)
     last = partitions_def.time_window_for_partition_key(keys.end)
     start = partitions_def.start if is_major else first.start
@@ -268,7 +268,7 @@ def describe(keys: dg.PartitionKeyRange) -> str:
     return keys.start if keys.start == keys.end else f"{keys.start}...{keys.end}"
 
 
-# -- consumers (SPEC §6) ---------------------------------------------------------------------
+# -- consumers (docs/concepts/consumers.md) --------------------------------------------------------
 
 
 def parse_upstream_heads(value: str | None) -> dict[str, int]:

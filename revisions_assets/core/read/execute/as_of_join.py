@@ -1,7 +1,8 @@
 """Bitemporal reads: the state of a table as of a logical time, as known at a commit time.
 
 ``as_of_join`` builds point-in-time training sets: each event row gets the entity's row as
-of the event's time (SPEC §3 state rules on the logical axis), using only the revisions
+of the event's time (docs/concepts/read-semantics.md state rules on the logical axis), using only
+the revisions
 committed by ``known_at`` (the commit axis, inclusive). ``known_at="event"`` uses each
 event's own time, so a corrected backfill committed later never leaks into the row an
 event gets: the training set reproduces what production saw.
@@ -179,7 +180,7 @@ def as_of_join_plan(
     entity did not exist then (or was deleted). One Spark plan (see the module doc)."""
     check_type(events, DataFrame, "events_df", "a Spark DataFrame")
     check_text(table, "table")
-    history = view.history(table)
+    history = view.table_revisions(table)
     ids = list(history[-1].tables[table].id_columns)
     event_time = check_event_time(events, event_time)
     pairs = join_columns(events, on, ids, table)

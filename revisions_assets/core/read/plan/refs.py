@@ -18,7 +18,7 @@ from ...errors import (
     UnknownRevisionError,
 )
 from ...log.records import Revision
-from ...log.view import table_history
+from ...log.view import table_revisions
 from ...uris import describe, redact
 
 Position = int | str | None
@@ -50,7 +50,7 @@ def resolve_position(records: Sequence[Revision], table: str, at: Position) -> i
     match = HEAD_PATTERN.match(at)
     if match:
         back = int(match.group(1) or 0)
-        history = table_history(records, table)
+        history = table_revisions(records, table)
         if back >= len(history):
             raise UnknownRevisionError(
                 f"{at}: table {table!r} has {refs_span(len(history))}; maintenance entries "

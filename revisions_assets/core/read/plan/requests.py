@@ -83,7 +83,7 @@ def plan_state(
     as_of_utc = to_utc(as_of, "as_of") if as_of is not None else None
     known_utc = to_utc(known_at, "known_at") if known_at is not None else None
     pinned = resolve_position(snapshot.records, table, at)
-    history = snapshot.view.history(table)
+    history = snapshot.view.table_revisions(table)
     selection = state_selection(history, table, as_of_utc, pinned, known_utc)
     what = f"read of table {table!r}"
     what += f" as of {as_of_utc.isoformat()}" if as_of_utc is not None else ""
@@ -211,7 +211,7 @@ def plan_changes(
             f"{until_sequence}; swap them"
         )
     records, view = snapshot.records, snapshot.view
-    history = view.history(table)
+    history = view.table_revisions(table)
     if by_sequence:
         head = until_sequence if until_sequence is not None else snapshot.head
         head = resolve_position(records, table, head)
@@ -306,7 +306,9 @@ def state_before(
     if as_of is None and max_sequence is None:
         return None
     try:
-        selection = state_selection(view.history(table), table, as_of, max_sequence, known_at)
+        selection = state_selection(
+            view.table_revisions(table), table, as_of, max_sequence, known_at
+        )
         return plan_merge(view, selection, what)
     except (NoMajorRevisionError, RetentionError):
         return None
@@ -431,7 +433,7 @@ def plan_history(
     """
     check_text(table, "table")
     view = snapshot.view
-    history = view.history(table)
+    history = view.table_revisions(table)
     until_utc = to_utc(until, "until") if until is not None else None
     since_utc = to_utc(since, "since") if since is not None else None
     compactions = [c for c in view.compactions(table) if not view.is_removed(c.sequence)]

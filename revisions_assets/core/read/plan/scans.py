@@ -120,7 +120,7 @@ def _task(record: Revision, write: TableWrite, order: int, *, is_compaction: boo
 def best_compaction(view: LogView, selection: Selection) -> Compaction | None:
     """The compaction (with its files) replacing the most revisions of the selection's
     state; None if no compaction of the table fits it."""
-    history = view.history(selection.table)
+    history = view.table_revisions(selection.table)
     usable = [
         c
         for c in view.compactions(selection.table)
@@ -169,7 +169,7 @@ def current_schema(view: LogView, table: str) -> Schema:
     try:
         return head_plan(view, table).schema
     except (NoMajorRevisionError, RetentionError):
-        return table_schema(view.history(table), table)
+        return table_schema(view.table_revisions(table), table)
 
 
 def major_schema(view: LogView, table: str) -> Schema:

@@ -135,7 +135,9 @@ def carried_by(major: Revision, table: str) -> frozenset[int]:
 
 def head_state(view: LogView, table: str) -> Selection:
     """The state selection of ``table`` at the head of ``view`` (computed once per view)."""
-    return view.memo(("head_state", table), lambda: state_selection(view.history(table), table))
+    return view.memo(
+        ("head_state", table), lambda: state_selection(view.table_revisions(table), table)
+    )
 
 
 def changes_by_time(

@@ -32,7 +32,8 @@ KnownAt = TimeLike | Literal["event"] | None
 class LiveSpan:
     """When one revision's rows take part in the state of their table, in logical time.
 
-    For every T in ``[start, end)`` the revision is in the state-as-of-T set of SPEC §3, so
+    For every T in ``[start, end)`` the revision is in the state-as-of-T set of
+    docs/concepts/read-semantics.md, so
     each of its rows is the entity's state unless a later revision wrote the entity again.
     ``end`` is the time of the first later major, which voids it (None: never voided);
     ``ended_by`` is the major that governs from then on.
