@@ -265,9 +265,12 @@ class FeaturizedAssetComponent(_RevisionedAsset):
     """A time-partitioned featurized asset (``featurized_asset``): ``function(rows, window)``
     computes the features of the rows ``source(spark, start, end)`` returns for the window."""
 
-    #: the source rows of a window: ``(spark, start, end) -> DataFrame``
-    source: str
     id_columns: list[str]
+    #: the source rows of a window: ``(spark, start, end) -> DataFrame`` (none with ``pipes``)
+    source: str | None = None
+    #: the Spark work runs in a remote job launched with Dagster Pipes: ``function`` is then
+    #: ``fn(context, job, **clients)`` (docs/guides/pipes.md)
+    pipes: bool = False
     partitions: PartitionsField
     #: how far before the window the source is read (days)
     lookback_days: float = 0
@@ -282,9 +285,10 @@ class FeaturizedAssetComponent(_RevisionedAsset):
             deps=_keys(self.deps),
             id_columns=self.id_columns,
             partitions_def=self.partitions,  # type: ignore[arg-type]
-            source=_function(context, self.source),
+            source=_function(context, self.source) if self.source else None,
             lookback=timedelta(days=self.lookback_days),
             field_versions={k: str(v) for k, v in (self.field_versions or {}).items()} or None,
+            pipes=self.pipes,
         )(_function(context, self.function))
 
 
@@ -397,6 +401,9 @@ class ScoringAssetComponent(_RevisionedAsset):
     #: the consumer_lag check: at most this many revisions (and seconds) behind each upstream
     max_lag_revisions: int = 1
     max_lag_seconds: float | None = None
+    #: the scoring runs in a remote job launched with Dagster Pipes (``function`` is then
+    #: ``fn(context, job, **clients)``, docs/guides/pipes.md)
+    pipes: bool = False
 
     def check_options(self, context: dg.ComponentLoadContext) -> dict[str, Any]:
         return {
@@ -416,6 +423,7 @@ class ScoringAssetComponent(_RevisionedAsset):
             partitions_def=self.partitions,  # type: ignore[arg-type]
             id_columns=self.id_columns,
             uses_columns=self.uses_columns,
+            pipes=self.pipes,
         )(_function(context, self.function))
 
 

@@ -19,12 +19,15 @@ from dagster.components.scaffold.scaffold import ScaffoldRequest, get_scaffolder
 
 import revisions_assets.dagster as revisions_dagster
 from revisions_assets import RevisionedDataset
+from revisions_assets.core.errors import RevisionsError
 from revisions_assets.dagster import (
+    FeaturizedAssetComponent,
     ReferenceAssetComponent,
     ScoringAssetComponent,
     automation_tick,
     runs_with,
 )
+from revisions_assets.dagster.resources.address import META_REMOTE
 from revisions_assets.dagster.resources.metadata import table_schema
 
 pytestmark = [pytest.mark.dagster, pytest.mark.slow]
@@ -210,3 +213,27 @@ def _declare(root: Path) -> None:
     (defs / "scores").mkdir()
     (defs / "scores" / "defs.yaml").write_text(SCORES_YAML)
     (defs / "scores" / "score.py").write_text(SCORE_PY)
+
+
+def launch_remote_features(context, job, pipes_subprocess_client):
+    """A pipes=True component's function: it launches the job (never run here)."""
+    return pipes_subprocess_client.run(context=context, command=["true"], extras=job.extras)
+
+
+def test_a_component_with_pipes_launches_a_remote_job():
+    tree = dg.ComponentTree.for_test()
+    features = FeaturizedAssetComponent(
+        name="remote_features",
+        function=f"{__name__}:launch_remote_features",
+        code_version="1",
+        id_columns=["entity"],
+        partitions=dg.DailyPartitionsDefinition(start_date="2024-01-01"),
+        pipes=True,
+    )
+    (asset,) = features.build_defs(tree.load_context).assets or []
+    assert asset.metadata_by_key[asset.key][META_REMOTE] == "pipes"
+    assert "pipes_subprocess_client" in asset.required_resource_keys
+    # a remote job reads its own sources: a source beside pipes is refused by name
+    both = FeaturizedAssetComponent(**{**features.__dict__, "source": "os:getcwd"})
+    with pytest.raises(RevisionsError, match="pipes=True"):
+        both.build_defs(tree.load_context)
