@@ -23,9 +23,14 @@ from .assets import DAILY
 
 def build_demo_sensors(assets: dict[str, dg.AssetsDefinition]) -> list[dg.SensorDefinition]:
     """One automation-condition sensor: every revisioned asset carries ``revisions_automation()``
-    (the log's requests, not while in progress, not before the inputs' blocking checks passed);
-    next to it, the sensor of commits made outside Dagster."""
-    return [demo_automation_sensor(assets), outside_commits_sensor(list(assets.values()))]
+    (the log's requests, not while in progress, not before the inputs' blocking checks passed).
+    What the components bring; the outside-commits sensor is ``build_outside_sensors``."""
+    return [demo_automation_sensor(assets)]
+
+
+def build_outside_sensors(assets: dict[str, dg.AssetsDefinition]) -> list[dg.SensorDefinition]:
+    """Next to the automation sensor, the sensor of commits made outside Dagster."""
+    return [outside_commits_sensor(list(assets.values()))]
 
 
 def demo_automation_sensor(

@@ -14,7 +14,7 @@ import dagster as dg
 from revisions_assets.dagster import SparkSessionResource, revisions_resources
 
 from .assets import FLIGHTS, DemoVersions, build_demo_assets
-from .automation import build_demo_schedules, build_demo_sensors
+from .automation import build_demo_schedules, build_demo_sensors, build_outside_sensors
 from .checks import build_demo_checks
 
 
@@ -52,9 +52,10 @@ def _around(
     assets: dict[str, dg.AssetsDefinition], base_uri: str, spark: SparkSessionResource | None
 ) -> dg.Definitions:
     """What the demo adds around its revisioned assets either way: the flights source, the
-    schedules and the resources."""
+    schedules, the sensor of commits made outside Dagster and the resources."""
     return dg.Definitions(
         assets=[FLIGHTS],
         schedules=build_demo_schedules(assets),
+        sensors=build_outside_sensors(assets),
         resources=dict(revisions_resources(base_uri, spark)),
     )

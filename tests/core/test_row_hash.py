@@ -19,7 +19,7 @@ from revisions_assets.core.hashing import row_hash
 from revisions_assets.core.read.execute import changes
 from revisions_assets.core.read.plan.schema import value_columns
 from revisions_assets.core.sqltext import quoted
-from revisions_assets.core.write import transaction
+from revisions_assets.core.write import file_size, transaction
 from revisions_assets.core.write.commit import CommitPlanner
 
 from .helpers import by_id, day, frame
@@ -164,9 +164,9 @@ def test_files_are_sized_by_rows(spark, root, monkeypatch):
     assert [len(r.tables["t"].files) for r in (major, minor)] == [1, 1]
     # a file holds about DEFAULT_TARGET_FILE_BYTES at the bytes per row of the largest write
     written = major.tables["t"]
-    target = transaction.DEFAULT_TARGET_FILE_BYTES * written.rows // written.bytes
-    assert transaction.rows_per_file(ds.revisions("t"), "t") == target
-    assert transaction.rows_per_file([], "t") == transaction.FIRST_FILE_ROWS
+    target = file_size.DEFAULT_TARGET_FILE_BYTES * written.rows // written.bytes
+    assert file_size.rows_per_file(ds.revisions("t"), "t") == target
+    assert file_size.rows_per_file([], "t") == file_size.FIRST_FILE_ROWS
 
     # with a target of 10 rows: files of at most 10 rows (a task's rows split at the target)
     monkeypatch.setattr("revisions_assets.core.write.commit.rows_per_file", lambda *_: 10)

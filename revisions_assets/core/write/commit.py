@@ -40,13 +40,13 @@ from ..read.plan.schema import value_columns
 from ..read.plan.selection import state_selection
 from ..timeutil import TimeLike, to_utc
 from ..uris import describe
+from .file_size import rows_per_file
 from .rules import check_carried
 from .transaction import (
     CommitRequest,
     StagedTable,
     check_against_log,
     complete_for_tombstones,
-    rows_per_file,
     table_id_columns,
 )
 from .validation import check_compatible, check_name, data_schema

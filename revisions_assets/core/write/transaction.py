@@ -51,13 +51,13 @@ from ..log.layout import CLAIM_FILE
 from ..log.records import Revision, TableWrite, UpstreamPosition, canonical_json
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
-from ..maintain.defaults import DEFAULT_TARGET_FILE_BYTES
 from ..read.execute.frames import SMALL_WINDOW_ROWS, hinted, lazy, real_changes
 from ..read.execute.spark import state_schemas
 from ..read.plan.schema import value_columns
 from ..spark_errors import spark_storage_errors
 from ..storage.base import Storage
 from ..timeutil import now_utc
+from .file_size import FIRST_FILE_ROWS
 from .rules import check_carried, check_major_after_vacuum
 from .validation import check_compatible
 
@@ -66,8 +66,6 @@ log = logging.getLogger(__name__)
 MAX_COMMIT_ATTEMPTS = 64
 #: up to this many written rows, the duplicate-id check runs in one task (no shuffle)
 ONE_TASK_CHECK_MAX_ROWS = 1_000_000
-#: the rows of a file of a table's first revision (later ones: ``rows_per_file``)
-FIRST_FILE_ROWS = 1_000_000
 
 
 @dataclass
@@ -172,19 +170,6 @@ def table_id_columns(
             "e.g. RevisionedDataset(root, id_columns=['id'])"
         )
     return tuple(ids)
-
-
-def rows_per_file(
-    history: Sequence[Revision], table: str, target_bytes: int = DEFAULT_TARGET_FILE_BYTES
-) -> int:
-    """How many rows of ``table`` make a file of about ``target_bytes`` (the size compactions
-    aim at), at the bytes per row of the revision that wrote the most rows (small files are
-    mostly footer); ``FIRST_FILE_ROWS`` before any row was written."""
-    writes = [r.tables[table] for r in history if table in r.tables]
-    largest = max(writes, key=lambda w: w.rows, default=None)
-    if largest is None or not largest.rows or not largest.bytes:
-        return FIRST_FILE_ROWS
-    return max(1, target_bytes * largest.rows // largest.bytes)
 
 
 def complete_for_tombstones(view: LogView, staged: StagedTable) -> None:
