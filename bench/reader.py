@@ -7,6 +7,13 @@ and against delta-rs.
 * In process, the latest state of N x 11 columns after 10 minors: ``reader.read`` vs
   ``ds.read().toArrow()`` on the run's ``local[2]`` session; and the reader's peak memory
   (a fresh process: peak RSS above its RSS after imports) against the result's Arrow size.
+* Against raw Polars over the same files: ``read()`` of a major alone (k = 0) vs
+  ``pl.scan_parquet(files).filter(~_deleted)``; ``read()`` after 10 minors vs the cheapest
+  correct merge written here (the minors' rows, the last per id, plus the base's rows of the
+  other ids, tombstones dropped); ``scan().filter(ids in 1%).select(1 column)`` vs a full
+  ``read()``.
+* Peak memory (fresh processes, RSS above imports over the state's Arrow size):
+  ``scan().sink_parquet()``, ``batches()`` drained, eager ``read()``.
 * Against delta-rs: the state after 4 upserts of p·N, through ``DatasetReader`` vs the same
   rows as a Delta table read by ``polars.read_delta``.
 * ``revisions show`` of the fresh-process dataset, as a user types it.
@@ -25,10 +32,21 @@ import pyarrow.dataset as pads
 from deltalake import DeltaTable, write_deltalake
 
 from revisions_assets import DatasetReader
+from revisions_assets.core.columns import DELETED
+from revisions_assets.core.read.plan.requests import plan_state
 
-from .data import TABLE, entities, updates
+from .data import ID, TABLE, entities, updates
 from .delta import micros_timestamps
-from .harness import Context, Outcome, Row, fmt_seconds, measure_pair, ratio, report
+from .harness import (
+    Context,
+    Outcome,
+    Row,
+    cpu_ratio,
+    fmt_seconds,
+    measure_pair,
+    ratio,
+    report,
+)
 from .scenarios import commit, new_dataset
 
 READER = """
@@ -42,17 +60,22 @@ spark.sparkContext.setLogLevel("ERROR")
 RevisionedDataset({root!r}, spark=spark, read_only=True).read({table!r}).toPandas()
 """
 MEMORY = """
-import json, resource
+import json
 import pyarrow  # noqa: F401
 from revisions_assets import DatasetReader
-def rss_mb():
+def rss_mb(field):
     with open("/proc/self/status") as fh:
-        return next(int(l.split()[1]) for l in fh if l.startswith("VmRSS")) / 1024
-base = rss_mb()
-df = DatasetReader({root!r}).read({table!r})
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({{"base": base, "peak": peak, "arrow": df.to_arrow().nbytes / 2**20}}))
+        return next(int(l.split()[1]) for l in fh if l.startswith(field)) / 1024
+reader = DatasetReader({root!r})
+base = rss_mb("VmRSS")
+{action}
+peak = rss_mb("VmHWM")  # not ru_maxrss: it keeps the parent's peak across fork and exec
+print(json.dumps({{"base": base, "peak": peak}}))
 """
+#: what each memory probe does in its fresh process, after the RSS baseline
+EAGER = "df = reader.read({table!r})"
+SINK = "reader.scan({table!r}).sink_parquet({path!r})"
+BATCHES = "for _ in reader.batches({table!r}):\n    pass"
 
 
 def run_python(code: str) -> str:
@@ -62,6 +85,50 @@ def run_python(code: str) -> str:
     if done.returncode:
         raise RuntimeError(f"benchmark subprocess failed: {done.stderr[-2000:]}")
     return done.stdout
+
+
+def peak_above_imports(root: str, action: str) -> tuple[float, float]:
+    """(peak RSS above the RSS after imports, RSS after imports), MiB, of a fresh process
+    that opens a reader on ``root`` and runs ``action``."""
+    out = run_python(MEMORY.format(root=root, action=action)).splitlines()[-1]
+    memory = json.loads(out)
+    return memory["peak"] - memory["base"], memory["base"]
+
+
+def task_files(reader: DatasetReader) -> list[list[str]]:
+    """The local files of each revision the latest read of TABLE merges, the base first."""
+    tasks = plan_state(reader.snapshot(), TABLE).rows.tasks
+    return [reader._local(list(t.files)) for t in tasks]
+
+
+def raw_merge(files: list[list[str]], schema: pl.Schema) -> pl.DataFrame:
+    """The cheapest correct merge in plain Polars: the newer revisions' rows (the last per
+    id, by revision order), plus the base's rows of the ids they do not name; tombstones
+    dropped, the columns cast to the reader's types (Spark's INT96 timestamps: UTC
+    microseconds). Correct because every base row is older than every newer row."""
+    columns = list(schema)
+
+    def scan(paths: list[str], rank: int) -> pl.LazyFrame:
+        frame = pl.scan_parquet(paths)
+        if DELETED not in frame.collect_schema():
+            frame = frame.with_columns(pl.lit(False).alias(DELETED))
+        return frame.select(*columns, DELETED, pl.lit(rank).alias("_rank"))
+
+    base, *newer = (scan(paths, rank) for rank, paths in enumerate(files))
+    latest = (
+        pl.concat(newer, how="vertical_relaxed")
+        .sort("_rank")
+        .unique(subset=[ID], keep="last", maintain_order=False)
+    )
+    state = pl.concat(
+        [base.join(latest.select(ID), on=ID, how="anti"), latest], how="vertical_relaxed"
+    )
+    return state.filter(~pl.col(DELETED)).select(as_read(schema)).collect()
+
+
+def as_read(schema: pl.Schema) -> list[pl.Expr]:
+    """The columns of ``schema`` cast to their types in the reader's result."""
+    return [pl.col(name).cast(dtype) for name, dtype in schema.items()]
 
 
 def dataset(ctx: Context, name: str, n: int, minors: int):
@@ -98,8 +165,55 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
         ("reader.read (latest)", lambda: reader.read(TABLE)),
         ("ds.read().toArrow()", lambda: big.read(TABLE).toArrow()),
     )
-    memory = json.loads(run_python(MEMORY.format(root=big.root, table=TABLE)).splitlines()[-1])
-    above = memory["peak"] - memory["base"]
+    state = reader.read(TABLE)
+    schema, arrow_mib = state.schema, state.to_arrow().nbytes / 2**20
+    columns = state.columns
+    del state
+
+    # against raw Polars over the same files: k = 0, then k = 10
+    major = dataset(ctx, "s12_k0", cfg.n, 0)
+    reader0 = DatasetReader(major.root)
+    (files0,) = task_files(reader0)
+
+    def raw_scan() -> pl.DataFrame:
+        frame = pl.scan_parquet(files0)
+        if DELETED in frame.collect_schema():
+            frame = frame.filter(~pl.col(DELETED))
+        return frame.select(as_read(schema)).collect()
+
+    assert raw_scan().sort(ID).equals(reader0.read(TABLE).sort(ID)), "the raw scan differs"
+    k0_reader, k0_raw = measure_pair(
+        ctx,
+        ("reader.read, k = 0", lambda: reader0.read(TABLE)),
+        ("pl.scan_parquet(files).filter(~_deleted)", raw_scan),
+    )
+    files10 = task_files(reader)
+    expected = reader.read(TABLE).sort(ID)
+    assert raw_merge(files10, schema).sort(ID).equals(expected), "the raw merge is not correct"
+    del expected
+    k10_reader, k10_raw = measure_pair(
+        ctx,
+        ("reader.read, k = 10", lambda: reader.read(TABLE)),
+        ("raw Polars merge, k = 10", lambda: raw_merge(files10, schema)),
+    )
+    some_ids = list(range(0, cfg.n, 100))  # 1% of the ids, spread over the range
+    one_column = columns[1]
+
+    def pruned() -> pl.DataFrame:
+        return reader.scan(TABLE).filter(pl.col(ID).is_in(some_ids)).select(one_column).collect()
+
+    assert pruned().height == len(some_ids)
+    sc_pruned, sc_full = measure_pair(
+        ctx,
+        (f"scan().filter(1% of ids).select({one_column})", pruned),
+        ("read() (full)", lambda: reader.read(TABLE)),
+    )
+
+    # peak memory, each in a fresh process
+    sink_path = str(ctx.folder("s12", "sink") / "state.parquet")
+    sink_above, _ = peak_above_imports(big.root, SINK.format(table=TABLE, path=sink_path))
+    batches_above, _ = peak_above_imports(big.root, BATCHES.format(table=TABLE))
+    above, rss_base = peak_above_imports(big.root, EAGER.format(table=TABLE))
 
     # delta-rs: the same rows after 4 upserts, ours through the reader
     source = str(ctx.folder("s12", "source"))
@@ -156,14 +270,70 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
             note="Spark on local[2]",
         ),
         Row(
-            "12 reader: peak memory",
+            "12 reader vs raw Polars, k = 0",
+            common + ", a major alone",
+            [f"reader {fmt_seconds(k0_reader.median)}", f"raw {fmt_seconds(k0_raw.median)}"],
+            ratio(k0_reader.median, k0_raw.median),
+            "read() / pl.scan_parquet(files).filter(~_deleted)",
+            "<= 1.1",
+            1.1,
+            note="the same files; the raw side selects the reader's output columns",
+            cpu_ratio=cpu_ratio(k0_reader, k0_raw),
+        ),
+        Row(
+            "12 reader vs raw Polars merge, k = 10",
             common + ", after 10 minors",
-            [f"{above:.0f} MiB above imports", f"Arrow result {memory['arrow']:.0f} MiB"],
-            ratio(above, memory["arrow"]),
+            [f"reader {fmt_seconds(k10_reader.median)}", f"raw {fmt_seconds(k10_raw.median)}"],
+            ratio(k10_reader.median, k10_raw.median),
+            "read() / cheapest correct Polars merge",
+            "<= 1.0",
+            1.0,
+            note="raw: the minors' rows, last per id, plus the base's other ids (anti join), "
+            "tombstones dropped; checked equal to read()",
+            cpu_ratio=cpu_ratio(k10_reader, k10_raw),
+        ),
+        Row(
+            "12 reader: pruned scan",
+            common + f", after 10 minors, {len(some_ids):,} ids",
+            [
+                f"scan, 1 column of 1% {fmt_seconds(sc_pruned.median)}",
+                f"full read {fmt_seconds(sc_full.median)}",
+            ],
+            ratio(sc_pruned.median, sc_full.median),
+            "scan().filter(ids in 1%).select(1 column) / read()",
+            "<= 0.15",
+            0.15,
+            cpu_ratio=cpu_ratio(sc_pruned, sc_full),
+        ),
+        Row(
+            "12 reader: peak memory, sink_parquet",
+            common + ", after 10 minors",
+            [f"{sink_above:.0f} MiB above imports", f"Arrow state {arrow_mib:.0f} MiB"],
+            ratio(sink_above, arrow_mib),
             "peak RSS / Arrow size",
-            "<= 2.5",
-            2.5,
-            note=f"fresh process; RSS after imports {memory['base']:.0f} MiB",
+            "<= 0.5",
+            0.5,
+            note="fresh process: scan(table).sink_parquet(path)",
+        ),
+        Row(
+            "12 reader: peak memory, batches",
+            common + ", after 10 minors",
+            [f"{batches_above:.0f} MiB above imports", f"Arrow state {arrow_mib:.0f} MiB"],
+            ratio(batches_above, arrow_mib),
+            "peak RSS / Arrow size",
+            "<= 0.5",
+            0.5,
+            note="fresh process: batches(table) drained",
+        ),
+        Row(
+            "12 reader: peak memory, eager read",
+            common + ", after 10 minors",
+            [f"{above:.0f} MiB above imports", f"Arrow state {arrow_mib:.0f} MiB"],
+            ratio(above, arrow_mib),
+            "peak RSS / Arrow size",
+            "<= 2.0",
+            2.0,
+            note=f"fresh process, under the bench's load; RSS after imports {rss_base:.0f} MiB",
         ),
         Row(
             "12 reader vs delta-rs",
@@ -171,8 +341,8 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
             [f"ours {fmt_seconds(vs_reader.median)}", f"Delta {fmt_seconds(vs_delta.median)}"],
             ratio(vs_reader.median, vs_delta.median),
             "DatasetReader / polars.read_delta",
-            "<= 1.5",
-            1.5,
+            "<= 1.2",
+            1.2,
             note="both in this process, Polars",
         ),
         Row(
