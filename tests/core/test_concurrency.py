@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from harness.dates import day
 from harness.processes import race
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import DuplicateRevisionNameError
 from revisions_assets.core.write.transaction import CommitTransaction
 
-from .helpers import day, frame, input_files, top_dirs
+from .helpers import frame, input_files, top_dirs
 from .model import Model
 
 WRITERS = 2

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from harness.dates import day
 from harness.processes import kill_at_markers, start_victim
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import DuplicateRevisionNameError
 
-from .helpers import day, frame, input_files, top_dirs, tree
+from .helpers import frame, input_files, top_dirs, tree
 
 pytestmark = pytest.mark.slow  # writer processes with their own JVMs, SIGKILLed
 

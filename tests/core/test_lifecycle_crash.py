@@ -15,11 +15,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from harness.dates import day
 from harness.processes import kill_at_markers, start_victim
 
 from revisions_assets import RevisionedDataset
 
-from .helpers import day, frame, input_files, top_dirs
+from .helpers import frame, input_files, top_dirs
 
 MODES = ("compaction_before_entry", "compaction_after_entry", "vacuum_marked", "vacuum_deleting")
 

@@ -15,11 +15,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from harness.dates import day
 from harness.processes import kill_at_markers, start_victim
 
 from revisions_assets import RevisionedDataset
 
-from .helpers import by_id, day, frame
+from .helpers import by_id, frame
 
 MODES = ("purge_before_entry", "purge_after_entry")
 
