@@ -1,4 +1,4 @@
-"""Point-in-time joins (issue 11 part 4): ``as_of_join`` against worked examples and the model.
+"""Point-in-time joins: ``as_of_join`` against worked examples and the model.
 
 Revisions are staged through the log layer with chosen commit times (no Spark job per
 revision), so the commit axis can be laid out exactly: backfills committed after the

@@ -1,4 +1,4 @@
-"""Row hashes (issue 11): the hash's stability, skip-unchanged minors, change reads filtered
+"""Row hashes: the hash's stability, skip-unchanged minors, change reads filtered
 to real changes and soft majors, by worked examples and against tests/core/model.py."""
 
 from __future__ import annotations
