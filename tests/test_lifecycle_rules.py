@@ -5,10 +5,11 @@ uses, the retention horizon, what a vacuum may remove, and lazy checkpoints."""
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pyarrow as pa
 import pytest
+from harness.dates import day
 
 from revisions_assets.core.errors import CorruptLogError, RetentionError
 from revisions_assets.core.log import records as records_module
@@ -32,10 +33,6 @@ from revisions_assets.core.read.plan.scans import plan_merge as plan_read
 from revisions_assets.core.read.plan.selection import changes_by_sequence, state_selection
 from revisions_assets.core.storage.base import LocalStorage
 from revisions_assets.core.write.rules import check_major_after_vacuum
-
-
-def day(d: float) -> datetime:
-    return datetime(2020, 1, 1, tzinfo=timezone.utc) + timedelta(days=d)
 
 
 def write(name: str = "x") -> TableWrite:

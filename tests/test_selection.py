@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 import pytest
+from harness.dates import day
 
 from revisions_assets.core.errors import (
     AmbiguousRevisionError,
@@ -20,10 +19,6 @@ from revisions_assets.core.read.plan.selection import (
     changes_by_time,
     state_selection,
 )
-
-
-def day(d: int) -> datetime:
-    return datetime(2020, 1, d, tzinfo=timezone.utc)
 
 
 def rev(seq: int, ts: int, major: bool, tables=("t",), name: str | None = None) -> Revision:
@@ -62,7 +57,7 @@ def test_worked_example_selection():
 
 def test_no_major_before_time_is_an_error():
     with pytest.raises(NoMajorRevisionError, match="'t'.*as of 2019"):
-        state_selection(WORKED, "t", datetime(2019, 12, 31, tzinfo=timezone.utc))
+        state_selection(WORKED, "t", day(-1))  # 2019-12-31
 
 
 def test_since_is_exclusive_and_until_inclusive():

@@ -15,8 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from core.helpers import day, stage_revision, tree
+from core.helpers import stage_revision, tree
 from core.legacy_layout import worked_example
+from harness.dates import day
 
 from revisions_assets import UpstreamPosition
 from revisions_assets.core.log.revision_log import RevisionLog

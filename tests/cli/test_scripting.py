@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from core.helpers import day, stage_revision
+from core.helpers import stage_revision
+from harness.dates import day
 from harness.processes import with_tests_on_path
 
 from revisions_assets.core.log.records import canonical_json

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 from core.model import Model
+from harness.dates import day
 from harness.processes import with_tests_on_path
 
 from revisions_assets.dagster import SparkSessionResource
 
 from .demo_workload import CLUSTER_APP, run_demo
-from .workload import day
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]  # a standalone cluster: several JVMs
 

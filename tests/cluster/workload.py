@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from datetime import UTC, datetime, timedelta
 
+from harness.dates import day
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -25,10 +25,6 @@ from revisions_assets.core.hashing import row_hash
 from revisions_assets.core.spark_session import build_spark_session
 
 FEATURES = "id long, grp int, v long"
-
-
-def day(n: float) -> datetime:
-    return datetime(2020, 1, 1, tzinfo=UTC) + timedelta(days=n)
 
 
 def features(spark: SparkSession, start: int, stop: int, bump: int = 0) -> DataFrame:

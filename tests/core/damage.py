@@ -8,10 +8,12 @@ import os
 import shutil
 from pathlib import Path
 
+from harness.dates import day
+
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.log.revision_log import entry_path
 
-from .helpers import day, frame
+from .helpers import frame
 
 TABLE = "t"
 SCHEMA = "id long, v string"

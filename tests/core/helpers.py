@@ -17,13 +17,6 @@ from revisions_assets import Revision, TableWrite, UpstreamPosition
 from revisions_assets.core.log.records import canonical_json
 from revisions_assets.core.log.revision_log import RevisionLog
 
-EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
-
-
-def day(n: float) -> datetime:
-    """2020-01-01 + n days, UTC (the worked example's calendar)."""
-    return EPOCH + timedelta(days=n)
-
 
 def frame(spark: SparkSession, rows: Sequence[tuple], schema: str) -> DataFrame:
     """A tiny DataFrame with an explicit DDL schema (so empty frames keep their types)."""

@@ -262,7 +262,7 @@ class ModelVersion:
 
 
 def scd2_history(model: Model, table: str, until: datetime | None = None) -> list[ModelVersion]:
-    """The SCD2 history (issue 10) as a scan of the states as of each revision time.
+    """The SCD2 history ``history()`` returns, as a scan of the states as of each revision time.
 
     The state only changes at revision timestamps, so the state as of each one, in order,
     is the whole story: a version opens when an entity's values differ from its previous
@@ -310,8 +310,7 @@ def as_of_join(
     committed_at: Mapping[int, datetime],
     known_at: datetime | str | None,
 ) -> list[tuple[Row, ModelRevision] | None]:
-    """Point-in-time rows (issue 11, docs/guides/training-sets.md): for each (entity key, event
-    time T), the
+    """Point-in-time rows (docs/guides/training-sets.md): for each (entity key, event time T), the
     entity's row in the state as of T over the revisions known at ``known_at`` (committed
     at or before it; ``"event"``: at or before T; None: all), or None when it has none
     (no major known and visible by T, never written, or deleted). Commit times grow with
@@ -331,7 +330,7 @@ def as_of_join(
     return out
 
 
-# -- issue 11: row hashes (value changes) ---------------------------------------------------
+# -- row hashes (value changes) -------------------------------------------------------------
 
 
 def unchanged_skipped(

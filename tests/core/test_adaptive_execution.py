@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import logging
 
+from harness.dates import day
+
 from revisions_assets import RevisionedDataset
 
-from .helpers import day, frame
+from .helpers import frame
 
 SCHEMA = "id long, v long"
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from harness.dates import day
 
 from revisions_assets import DatasetReader, RevisionedDataset, UpstreamPosition
 from revisions_assets.core.errors import (
@@ -42,7 +43,7 @@ from revisions_assets.core.maintain.verify import verify
 from revisions_assets.core.storage.backends import open_storage
 
 from .damage import SCHEMA, TABLE, copy_dataset, data_files, entry, snapshot, write_entry
-from .helpers import day, frame
+from .helpers import frame
 
 SECRET = "wJalrXUtnFEMI/K7MDENG"
 KEY_ID = "AKIAIOSFODNN7EXAMPLE"

@@ -1,4 +1,4 @@
-"""Point-in-time joins (issue 11 part 4): ``as_of_join`` against worked examples and the model.
+"""Point-in-time joins: ``as_of_join`` against worked examples and the model.
 
 Revisions are staged through the log layer with chosen commit times (no Spark job per
 revision), so the commit axis can be laid out exactly: backfills committed after the
@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from harness.dates import HOUR, day, instant
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
@@ -27,10 +28,9 @@ from revisions_assets.core.errors import (
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.read.plan.spans import EVENT, visible_spans
 
-from .helpers import day, micros, stage_revision
+from .helpers import micros, stage_revision
 from .model import Model, as_of_join
 
-HOUR = timedelta(hours=1)
 EVENTS_SCHEMA = "id long, at timestamp, label string"
 
 
@@ -191,11 +191,8 @@ def test_visible_spans_of_the_worked_example(corrected):
 
 # -- against the model ---------------------------------------------------------------------
 
+#: day 0 of the property test's hourly steps
 START = datetime(2024, 1, 1, tzinfo=UTC)
-
-
-def instant(step: int) -> datetime:
-    return START + step * HOUR
 
 
 @st.composite
@@ -229,10 +226,10 @@ def test_engine_matches_model(spark, tmp_path_factory, history, data):
     model = Model()
     committed_at = {}
     for n, (step, commit_step, is_major, rows) in enumerate(history, start=1):
-        committed_at[n] = instant(commit_step)
-        stage(ds, model, f"r{n}", instant(step), is_major, rows, committed_at[n])
+        committed_at[n] = instant(commit_step, HOUR, START)
+        stage(ds, model, f"r{n}", instant(step, HOUR, START), is_major, rows, committed_at[n])
     # event and knowledge times on the same hour grid: ties with timestamps and commits
-    times = st.integers(-1, 16).map(instant)
+    times = st.integers(-1, 16).map(lambda step: instant(step, HOUR, START))
     events = data.draw(st.lists(st.tuples(st.integers(0, 4), times), min_size=1, max_size=8))
     fixed = data.draw(times, label="known_at")
     frame = spark.createDataFrame(

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 
 import pyarrow.parquet as pq
 import pytest
+from harness.dates import day, instant
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import event as hypothesis_event
 from hypothesis import strategies as st
@@ -34,7 +35,7 @@ from revisions_assets.core.errors import (
     RetentionError,
 )
 
-from .helpers import EPOCH, by_id, day, frame, input_files, top_dirs
+from .helpers import by_id, frame, input_files, top_dirs
 from .model import (
     Model,
     ModelChanges,
@@ -722,11 +723,6 @@ def test_a_carrying_major_after_compaction_and_vacuum(spark, worked):
 
 
 # -- against the model --------------------------------------------------------------------------
-
-
-def instant(k: int) -> datetime:
-    """Half-day steps from 2020-01-01."""
-    return EPOCH + timedelta(hours=12 * k)
 
 
 #: the kind of each step after the first (a complete major): carrying majors are common

@@ -17,80 +17,19 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from harness.processes import race
+from harness.dates import day
+from harness.processes import HARNESS, race
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import DuplicateRevisionNameError
 from revisions_assets.core.write.transaction import CommitTransaction
 
-from .helpers import day, frame, input_files, top_dirs
+from .helpers import frame, input_files, top_dirs
 from .model import Model
 
 WRITERS = 2
 COMMITS = 20
 BASE_IDS = 30
-
-WRITER = r"""
-import sys, time
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
-from harness.race_points import align_appends, count_lost_races
-from revisions_assets import RevisionedDataset
-from revisions_assets.core.spark_session import build_spark_session
-
-root, work, writer, commits = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-spark = build_spark_session(master="local[1]", app_name=f"writer-{writer}", conf={
-    "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",
-    "spark.default.parallelism": "1", "spark.driver.memory": "512m"})
-ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
-frames = [spark.createDataFrame([(i, 100 * writer + i), (i + 1, 100 * writer + i)],
-                                "id long, v long") for i in range(commits)]
-lost = count_lost_races()
-align_appends(work, writer, int(sys.argv[5]))  # each round's appends contend
-(work / f"ready-{writer}").touch()
-while not (work / "go").exists():
-    time.sleep(0.01)
-for i, df in enumerate(frames):
-    rev = ds.commit({"t": df},
-                    timestamp=datetime(2020, 1, 2, tzinfo=timezone.utc) + timedelta(days=i % 3),
-                    is_major=False, version="v1",
-                    properties={"writer": str(writer), "i": str(i)})
-    print(rev.sequence, rev.name, flush=True)
-print("lost_races", lost.count, flush=True)
-spark.stop()
-"""
-
-COMPACTOR = r"""
-import sys, time
-from pathlib import Path
-from harness.race_points import count_lost_races
-from revisions_assets import RevisionedDataset
-from revisions_assets.core.spark_session import build_spark_session
-
-root, work, me = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
-target, data = int(sys.argv[4]), int(sys.argv[5])
-spark = build_spark_session(master="local[1]", app_name="compactor", conf={
-    "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",
-    "spark.default.parallelism": "1", "spark.driver.memory": "512m"})
-ds = RevisionedDataset(root, spark=spark, compact_after=None)
-ds.read("t").count()  # warm up
-lost = count_lost_races()
-(work / f"ready-{me}").touch()
-while not (work / "go").exists():
-    time.sleep(0.01)
-done = 0
-while done < target:
-    rev = ds.compact("t")
-    if rev is not None:
-        done += 1
-        print(rev.sequence, rev.name, flush=True)
-    elif sum(r.is_data for r in ds.revisions()) == data:
-        break  # the writers are done and so is the compaction
-    else:
-        time.sleep(0.1)
-print("lost_races", lost.count, flush=True)
-spark.stop()
-"""
 
 
 def writer_rows(writer: int, i: int) -> dict:
@@ -112,12 +51,13 @@ def test_two_writers_and_a_compactor_commit_20_times_each(spark, tmp_path):
         name="base",
     )
     data_revisions = 1 + WRITERS * COMMITS
+    writer, compactor = str(HARNESS / "race_writer.py"), str(HARNESS / "race_compactor.py")
     commands = [
-        [sys.executable, "-c", WRITER, root, str(work), str(w), str(COMMITS), str(WRITERS)]
+        [sys.executable, writer, root, str(work), str(w), str(COMMITS), str(WRITERS)]
         for w in range(WRITERS)
     ]
     commands.append(
-        [sys.executable, "-c", COMPACTOR, root, str(work), str(WRITERS), str(COMMITS)]
+        [sys.executable, compactor, root, str(work), str(WRITERS), str(COMMITS)]
         + [str(data_revisions)]
     )
     outputs = race(commands, work)

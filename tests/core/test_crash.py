@@ -10,18 +10,17 @@ one prepared dataset.
 
 from __future__ import annotations
 
-import shutil
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from harness.processes import kill_at_markers, start_victim
+from harness.dates import day
+from harness.processes import CrashPlan
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import DuplicateRevisionNameError
 
-from .helpers import day, frame, input_files, top_dirs, tree
+from .helpers import frame, input_files, top_dirs, tree
 
 pytestmark = pytest.mark.slow  # writer processes with their own JVMs, SIGKILLed
 
@@ -30,49 +29,6 @@ CRASHED = "crashed"
 # the commit's steps, in order; the first three die before the log entry exists
 BEFORE_ENTRY = ("spark_write", "before_log_entry", "inside_log_entry")
 AFTER_ENTRY = ("before_description", "inside_description")
-
-WRITER = r"""
-import os, sys
-from datetime import datetime, timezone
-from pathlib import Path
-from pyspark.sql import functions as F
-from harness.kill_points import stop_at, stop_here
-from revisions_assets import RevisionedDataset
-from revisions_assets.core.storage import base as storage
-from revisions_assets.core.spark_session import build_spark_session
-
-root, marker, mode = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
-
-def patch(owner, attr, hit):
-    stop_at(owner, attr, hit, marker, mode)
-
-spark = build_spark_session(master="local[1]", app_name=f"crash-{mode}", conf={
-    "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",
-    "spark.default.parallelism": "1", "spark.driver.memory": "512m"})
-ds = RevisionedDataset(root, spark=spark, id_columns=["id"])
-entry = lambda path: "_log" in str(path) and str(path).endswith(".json")
-if mode == "spark_write":
-    revision_dir = os.path.join(root, "crashed")
-    @F.udf("long")
-    def value(part):  # runs inside the write job; blocks once Spark created the output dir
-        if part == 1 and os.path.isdir(revision_dir):
-            stop_here(marker, mode)
-        return 100 + part
-    df = spark.range(0, 4, 1, 2).select("id", value(F.spark_partition_id()).alias("v"))
-else:
-    df = spark.createDataFrame([(i, 100) for i in range(4)], "id long, v long")
-if mode == "before_log_entry":
-    patch(storage.LocalStorage, "create_exclusive", lambda self, rel, data: entry(rel))
-elif mode == "inside_log_entry":  # the entry's temporary file is written, not yet linked
-    patch(storage.os, "link", lambda src, dst, *a, **k: entry(dst))
-elif mode == "before_description":
-    patch(storage.LocalStorage, "write", lambda self, rel, data: rel == "description.parquet")
-elif mode == "inside_description":  # the new description is written, not yet renamed
-    patch(storage.os, "replace", lambda src, dst, *a, **k: str(dst).endswith("description.parquet"))
-ds.commit({"t": df}, timestamp=datetime(2020, 1, 4, tzinfo=timezone.utc), is_major=False,
-          name="crashed")
-print("commit returned: the kill point was never reached", flush=True)
-"""
 
 
 def snapshot(root: str, spark) -> dict:
@@ -86,32 +42,27 @@ def snapshot(root: str, spark) -> dict:
     }
 
 
-@pytest.fixture(scope="module")
-def crashed(spark, tmp_path_factory):
-    """{mode: (dataset root, snapshot before the crash)} after killing one writer per mode."""
-    base = tmp_path_factory.mktemp("crash")
-    template = str(base / "template")
+def prepare(template: str, spark) -> dict:
+    """The dataset every writer commits to: a major and a minor."""
     ds = RevisionedDataset(template, spark=spark, id_columns=["id"])
     rows = "id long, v long"
     ds.commit(
         {"t": frame(spark, [(i, 0) for i in range(6)], rows)}, timestamp=day(0), is_major=True
     )
     ds.commit({"t": frame(spark, [(2, 1), (9, 1)], rows)}, timestamp=day(1), is_major=False)
-    before = snapshot(template, spark)
+    return snapshot(template, spark)
 
-    victims = {}
-    for mode in BEFORE_ENTRY + AFTER_ENTRY:
-        root = str(base / mode)
-        shutil.copytree(template, root)
-        command = [sys.executable, "-c", WRITER, root, str(base / f"{mode}.marker"), mode]
-        victims[mode] = start_victim(command, base / f"{mode}.marker", base / f"{mode}.log")
-    kill_at_markers(victims)
-    return {mode: (str(base / mode), before) for mode in victims}
+
+@pytest.fixture(scope="module")
+def crash_plan() -> CrashPlan:
+    """One writer per mode (tests/harness/crash_commit.py) commits ``crashed`` and is killed."""
+    return CrashPlan("crash_commit.py", BEFORE_ENTRY + AFTER_ENTRY, prepare)
 
 
 @pytest.mark.parametrize("mode", BEFORE_ENTRY)
 def test_killed_before_the_log_entry_leaves_the_dataset_as_it_was(crashed, spark, mode):
-    root, before = crashed[mode]
+    roots, before = crashed
+    root = roots[mode]
     assert Path(root, CRASHED).is_dir(), "the writer died before writing anything"
     if mode != "spark_write":  # complete data files of the uncommitted revision are on disk
         assert any(p.endswith(".parquet") for p in tree(root, CRASHED))
@@ -141,7 +92,8 @@ def test_killed_before_the_log_entry_leaves_the_dataset_as_it_was(crashed, spark
 
 @pytest.mark.parametrize("mode", AFTER_ENTRY)
 def test_killed_after_the_log_entry_leaves_exactly_the_new_revision(crashed, spark, mode):
-    root, before = crashed[mode]
+    roots, before = crashed
+    root = roots[mode]
     # the description is stale (the writer died rewriting it) but still a readable parquet
     stale = pd.read_parquet(Path(root) / "description.parquet")
     assert list(stale["name"]) == before["log"]["name"]

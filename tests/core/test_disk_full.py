@@ -15,13 +15,14 @@ import uuid
 from pathlib import Path
 
 import pytest
+from harness.dates import day
 from pyspark.sql import functions as F
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import StorageError
 
 from .damage import TABLE, copy_dataset, snapshot
-from .helpers import day, frame
+from .helpers import frame
 
 
 def _mount(args: list[str]) -> str | None:

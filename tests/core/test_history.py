@@ -11,6 +11,7 @@ import tempfile
 from datetime import datetime, timedelta
 
 import pytest
+from harness.dates import day, instant
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +20,7 @@ from revisions_assets.core.errors import NoMajorRevisionError, RetentionError
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.storage.backends import open_storage
 
-from .helpers import EPOCH, day, frame, stage_revision
+from .helpers import frame, stage_revision
 from .model import Model, ModelNoMajorError, scd2_history
 
 COLUMNS = ["id", "v", "valid_from", "valid_to", "is_current", "is_deleted", "_revision"]
@@ -182,10 +183,6 @@ def test_history_since_a_time_after_compaction_and_vacuum(spark, root):
 
 
 # -- the property test ----------------------------------------------------------------------
-
-
-def instant(k: int) -> datetime:
-    return EPOCH + timedelta(hours=12 * k)
 
 
 @st.composite

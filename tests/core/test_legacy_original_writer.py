@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from harness.dates import day
 
 from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.core.errors import NoMajorRevisionError
@@ -33,8 +34,8 @@ from revisions_assets.core.maintain.legacy import (
 Record = tuple[str, datetime, bool, dict[str, pd.DataFrame]]
 
 
-def day(n: float) -> datetime:
-    return datetime(2021, 3, 1) + timedelta(days=n)
+#: day 0 of the original writer's records: naive timestamps, as it wrote them
+ORIGINAL_EPOCH = datetime(2021, 3, 1)
 
 
 def write_original(root: Path, records: list[Record]) -> None:
@@ -85,10 +86,15 @@ def ranged(rows: list[tuple[int, str]]) -> pd.DataFrame:
 
 HISTORY: list[Record] = [
     # a minor backfilled before every major, the only one to write featurizer X
-    ("20", day(-2), False, {"A": by_index(id=[1, 9], v=[-1, 90]), "X": by_index(id=[1], v=[5])}),
+    (
+        "20",
+        day(-2, ORIGINAL_EPOCH),
+        False,
+        {"A": by_index(id=[1, 9], v=[-1, 90]), "X": by_index(id=[1], v=[5])},
+    ),
     (
         "0",
-        day(0),
+        day(0, ORIGINAL_EPOCH),
         True,
         {
             "A": by_index(id=[1, 2, 3], v=[10, 20, 30]),
@@ -97,24 +103,39 @@ HISTORY: list[Record] = [
         },
     ),
     # tied with the first major and listed after it: voided by it, so before every major too
-    ("21", day(0), False, {"A": by_index(id=[2], v=[-2])}),
+    ("21", day(0, ORIGINAL_EPOCH), False, {"A": by_index(id=[2], v=[-2])}),
     # ties at day 1: the one listed first wins (the minor '2' over the minor '1')
-    ("2", day(1), False, {"A": by_index(id=[2], v=[22]), "M": multi([("a", 2, 2.5)])}),
-    ("1", day(1), False, {"A": by_index(id=[2, 4], v=[21, 40]), "R": ranged([(3, "z")])}),
-    ("3", day(2), False, {}),  # a revision without any data: skipped
+    (
+        "2",
+        day(1, ORIGINAL_EPOCH),
+        False,
+        {"A": by_index(id=[2], v=[22]), "M": multi([("a", 2, 2.5)])},
+    ),
+    (
+        "1",
+        day(1, ORIGINAL_EPOCH),
+        False,
+        {"A": by_index(id=[2, 4], v=[21, 40]), "R": ranged([(3, "z")])},
+    ),
+    ("3", day(2, ORIGINAL_EPOCH), False, {}),  # a revision without any data: skipped
     # a major without R's folder (R is emptied) tied with a minor listed after it (voided)
-    ("10", day(3), True, {"A": by_index(id=[1, 5], v=[11, 50]), "M": multi([("c", 1, 9.0)])}),
-    ("11", day(3), False, {"A": by_index(id=[6], v=[60])}),
+    (
+        "10",
+        day(3, ORIGINAL_EPOCH),
+        True,
+        {"A": by_index(id=[1, 5], v=[11, 50]), "M": multi([("c", 1, 9.0)])},
+    ),
+    ("11", day(3, ORIGINAL_EPOCH), False, {"A": by_index(id=[6], v=[60])}),
     # a minor listed before a major of its own time: it survives the major
-    ("12", day(4), False, {"A": by_index(id=[7], v=[70]), "R": ranged([(4, "w")])}),
+    ("12", day(4, ORIGINAL_EPOCH), False, {"A": by_index(id=[7], v=[70]), "R": ranged([(4, "w")])}),
     (
         "13",
-        day(4),
+        day(4, ORIGINAL_EPOCH),
         True,
         {"A": by_index(id=[1], v=[12]), "M": multi([("c", 1, 9.5)]), "R": ranged([(5, "v")])},
     ),
     # an out-of-order backfill, listed late with an early time
-    ("r14", day(3.5), False, {"A": by_index(id=[5], v=[55])}),
+    ("r14", day(3.5, ORIGINAL_EPOCH), False, {"A": by_index(id=[5], v=[55])}),
 ]
 
 
@@ -158,8 +179,12 @@ def test_every_read_equals_the_original_reader(imported):
         for t in times:
             expected = outcome(lambda: original_read(HISTORY, table, t))  # noqa: B023
             assert outcome(lambda: engine_read(table, t)) == expected, (table, t)  # noqa: B023
-    assert outcome(lambda: original_read(HISTORY, "A", day(-1))) == "NoMajorRevisionError"
-    assert engine_read("X", day(5)) == {}  # only a skipped minor wrote it: emptied, as it was
+    assert (
+        outcome(lambda: original_read(HISTORY, "A", day(-1, ORIGINAL_EPOCH)))
+        == "NoMajorRevisionError"
+    )
+    # only a skipped minor wrote X: emptied, as it was
+    assert engine_read("X", day(5, ORIGINAL_EPOCH)) == {}
 
 
 def test_numeric_names_stay_visible_and_addressable(spark, imported):

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from harness.dates import day
 
 from revisions_assets import RevisionedDataset, UpstreamPosition
 from revisions_assets.core.errors import RetentionError, UnknownTableError
 
-from .helpers import by_id, day, frame, input_files, top_dirs, tree
+from .helpers import by_id, frame, input_files, top_dirs, tree
 
 ROWS = "id long, day int"
 #: the docs/concepts/read-semantics.md example, continued: r8 after it, r5 a backfill committed

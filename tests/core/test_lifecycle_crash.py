@@ -10,41 +10,18 @@ after its entry leaves marked revisions whose files the next vacuum deletes.
 
 from __future__ import annotations
 
-import shutil
-import sys
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from harness.processes import kill_at_markers, start_victim
+from harness.dates import day
+from harness.processes import CrashPlan
 
 from revisions_assets import RevisionedDataset
 
-from .helpers import day, frame, input_files, top_dirs
+from .helpers import frame, input_files, top_dirs
 
 MODES = ("compaction_before_entry", "compaction_after_entry", "vacuum_marked", "vacuum_deleting")
-
-WORKER = r"""
-from datetime import timedelta
-from harness.kill_points import local_victim
-
-ds, spark, patch, mode = local_victim()
-deletions = []
-if mode == "compaction_before_entry":  # its files are written, its entry is not
-    patch("create_exclusive", lambda rel, data: rel.startswith("_log/"))
-elif mode == "compaction_after_entry":  # committed, description.parquet not rewritten
-    patch("write", lambda rel, data: rel == "description.parquet")
-elif mode == "vacuum_marked":  # the vacuum entry is committed, nothing deleted yet
-    patch("delete_tree", lambda rel: True)
-    patch("delete_files", lambda rels: True)
-elif mode == "vacuum_deleting":  # one folder deleted, then killed
-    patch("delete_tree", lambda rel: deletions.append(rel) or len(deletions) == 2)
-if mode.startswith("compaction"):
-    ds.compact()
-else:
-    ds.vacuum(retain=timedelta(0))
-print("returned: the kill point was never reached", flush=True)
-"""
 
 ROWS = "id long, v long"
 
@@ -54,27 +31,23 @@ def state(root: str, spark) -> dict:
     return {r["id"]: (r["v"], r["_revision"]) for r in df.collect()}
 
 
-@pytest.fixture(scope="module")
-def crashed(spark, tmp_path_factory):
-    """{mode: root} after killing one maintenance process per mode, and the state before."""
-    base = tmp_path_factory.mktemp("lifecycle-crash")
-    template = str(base / "template")
+def prepare(template: str, spark) -> dict:
+    """The dataset every process maintains: a major, three minors, a compaction of them and
+    a minor after it; returns its state."""
     ds = RevisionedDataset(template, spark=spark, id_columns=["id"], compact_after=None)
     ds.commit({"t": frame(spark, [(i, 0) for i in range(6)], ROWS)}, day(0), True, name="m")
     for n in (1, 2, 3):
         ds.commit({"t": frame(spark, [(n, n)], ROWS)}, day(n), False, name=f"minor{n}")
     ds.compact()
     ds.commit({"t": frame(spark, [(4, 4)], ROWS)}, day(4), False, name="minor4")
-    before = state(template, spark)
-    victims = {}
-    for mode in MODES:
-        root = str(base / mode)
-        shutil.copytree(template, root)
-        marker = base / f"{mode}.marker"
-        command = [sys.executable, "-c", WORKER, root, str(marker), mode]
-        victims[mode] = start_victim(command, marker, base / f"{mode}.log")
-    kill_at_markers(victims)
-    return {mode: str(base / mode) for mode in MODES}, before
+    return state(template, spark)
+
+
+@pytest.fixture(scope="module")
+def crash_plan() -> CrashPlan:
+    """One compaction or vacuum per mode (tests/harness/crash_maintenance.py), killed at its
+    step."""
+    return CrashPlan("crash_maintenance.py", MODES, prepare)
 
 
 @pytest.mark.slow

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from harness.dates import day
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.storage.backends import open_storage
 
-from .helpers import STAGED_SCHEMA, day, frame, input_files, stage_revision, top_dirs
+from .helpers import STAGED_SCHEMA, frame, input_files, stage_revision, top_dirs
 from .model import Model
 
 TOTAL = 2000

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable
 
 import pytest
+from harness.dates import day
 
 from revisions_assets import RevisionedDataset, UpstreamPosition
 from revisions_assets.core.errors import (
@@ -27,7 +28,7 @@ from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.storage.base import LocalStorage
 from revisions_assets.core.write import transaction
 
-from .helpers import by_id, day, frame, tree
+from .helpers import by_id, frame, tree
 
 UP = "upstream-features"
 

@@ -10,13 +10,14 @@ import threading
 from datetime import timedelta
 
 import pytest
+from harness.dates import day
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import CommitConflictError, StorageError
 from revisions_assets.core.maintain import compaction
 from revisions_assets.core.maintain.purge import Purge
 
-from .helpers import day, frame, tree
+from .helpers import frame, tree
 
 SCHEMA = "id long, v long"
 

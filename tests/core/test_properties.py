@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 import pytest
+from harness.dates import instant
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -40,7 +41,7 @@ from revisions_assets.core.errors import (
 from revisions_assets.core.read.plan.refs import resolve_position
 from revisions_assets.core.read.plan.requests import plan_history
 
-from .helpers import EPOCH, frame, micros
+from .helpers import frame, micros
 from .model import (
     Model,
     ModelChanges,
@@ -52,11 +53,6 @@ from .model import (
 TABLES = ("a", "b")
 SCHEMA = "id long, v long, _deleted boolean"
 TOMB = None
-
-
-def instant(k: int) -> datetime:
-    """Half-day steps from 2020-01-01: revisions use even k, queries any k."""
-    return EPOCH + timedelta(hours=12 * k)
 
 
 ids = st.integers(min_value=0, max_value=15)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from harness.dates import day
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import (
@@ -23,7 +24,7 @@ from revisions_assets.core.errors import (
     UnknownTableError,
 )
 
-from .helpers import by_id, day, frame
+from .helpers import by_id, frame
 
 ROWS = "id long, v long"
 SECRET = 777

@@ -20,6 +20,7 @@ from dataclasses import fields
 from datetime import timedelta
 
 import pytest
+from harness.dates import day
 
 from revisions_assets import DatasetReader, RevisionedDataset, TableWrite
 from revisions_assets.core.errors import RetentionError
@@ -27,7 +28,7 @@ from revisions_assets.core.log.records import PURGED_FIELDS
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.storage.backends import open_storage
 
-from .helpers import day, frame, stage_revision
+from .helpers import frame, stage_revision
 
 ROWS = "id long, v long"
 

@@ -9,53 +9,34 @@ the description is rewritten: the purged state.
 
 from __future__ import annotations
 
-import shutil
-import sys
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from harness.processes import kill_at_markers, start_victim
+from harness.dates import day
+from harness.processes import CrashPlan
 
 from revisions_assets import RevisionedDataset
 
-from .helpers import by_id, day, frame
+from .helpers import by_id, frame
 
 MODES = ("purge_before_entry", "purge_after_entry")
-
-WORKER = r"""
-from harness.kill_points import local_victim
-
-ds, spark, patch, mode = local_victim()
-if mode == "purge_before_entry":  # its files are rewritten, its entry is not committed
-    patch("create_exclusive", lambda rel, data: rel.startswith("_log/"))
-else:  # committed, description.parquet not rewritten
-    patch("write", lambda rel, data: rel == "description.parquet")
-ds.purge("t", spark.createDataFrame([(3,)], "id long"), reason="crash test")
-print("returned: the kill point was never reached", flush=True)
-"""
 
 ROWS = "id long, v long"
 
 
-@pytest.fixture(scope="module")
-def crashed(spark, tmp_path_factory):
-    """{mode: root} after killing one purge per mode, and the state before."""
-    base = tmp_path_factory.mktemp("purge-crash")
-    template = str(base / "template")
+def prepare(template: str, spark) -> dict:
+    """The dataset every purge runs on: a major and a minor; returns its state by id."""
     ds = RevisionedDataset(template, spark=spark, id_columns=["id"], compact_after=None)
     ds.commit({"t": frame(spark, [(i, 0) for i in range(5)], ROWS)}, day(0), True, name="m")
     ds.commit({"t": frame(spark, [(3, 1), (4, 1)], ROWS)}, day(1), False, name="minor")
-    before = by_id(ds.read("t"), "v")
-    victims = {}
-    for mode in MODES:
-        root = str(base / mode)
-        shutil.copytree(template, root)
-        marker = base / f"{mode}.marker"
-        command = [sys.executable, "-c", WORKER, root, str(marker), mode]
-        victims[mode] = start_victim(command, marker, base / f"{mode}.log")
-    kill_at_markers(victims)
-    return {mode: str(base / mode) for mode in MODES}, before
+    return by_id(ds.read("t"), "v")
+
+
+@pytest.fixture(scope="module")
+def crash_plan() -> CrashPlan:
+    """One purge per mode (tests/harness/crash_purge.py), killed at its step."""
+    return CrashPlan("crash_purge.py", MODES, prepare)
 
 
 @pytest.mark.slow

@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from harness.dates import day
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import ReadOnlyDatasetError
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.storage.backends import open_storage
 
-from .helpers import day, frame, stage_revision, tree
+from .helpers import frame, stage_revision, tree
 
 
 def test_a_read_only_handle_never_writes(spark, root):

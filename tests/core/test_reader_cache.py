@@ -14,6 +14,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from harness.dates import day
 
 from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.core.errors import (
@@ -23,7 +24,7 @@ from revisions_assets.core.errors import (
     RetentionError,
 )
 
-from .helpers import day, frame
+from .helpers import frame
 
 SCHEMA = "id long, v long"
 

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 import polars as pl
 import pytest
+from harness.dates import EPOCH, day
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
@@ -26,14 +27,10 @@ from pyspark.sql.types import TimestampType
 from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.core.errors import RevisionsError
 
-from .helpers import EPOCH, frame
+from .helpers import frame
 
 SCHEMA = "id long, v long, w long, _deleted boolean"
 TOMB = None
-
-
-def instant(k: int) -> datetime:
-    return EPOCH + timedelta(days=k)
 
 
 ids = st.integers(min_value=0, max_value=9)
@@ -75,7 +72,7 @@ def apply(spark, ds: RevisionedDataset, n: int, op) -> None:
             )
             ds.commit(
                 {"t": data},
-                instant(step + n // 2),
+                day(step + n // 2),
                 is_major=kind in ("major", "carry", "skip_major"),
                 name=f"r{n}",
                 carry=kind == "carry",
@@ -163,8 +160,8 @@ def test_reader_matches_engine(spark, first, ops, data):
         )
         for k in range(-1, 9):
             same_outcome(
-                lambda k=k: ds.read("t", as_of=instant(k)),
-                lambda k=k: reader.read("t", as_of=instant(k)),
+                lambda k=k: ds.read("t", as_of=day(k)),
+                lambda k=k: reader.read("t", as_of=day(k)),
                 same_frame,
             )
         back = data.draw(st.integers(0, 3), label="HEAD~n")
@@ -182,9 +179,9 @@ def test_reader_matches_engine(spark, first, ops, data):
         since_sequence = data.draw(st.integers(0, head), label="since_sequence")
         only_changed = data.draw(st.booleans(), label="only_changed")
         for kwargs in (
-            {"since": instant(since), "until": instant(until) if until is not None else None},
+            {"since": day(since), "until": day(until) if until is not None else None},
             {"since_sequence": since_sequence},
-            {"since": instant(since), "at": "HEAD~1"},
+            {"since": day(since), "at": "HEAD~1"},
         ):
             same_outcome(
                 lambda kw=kwargs: ds.changes("t", only_changed=only_changed, **kw),
@@ -195,8 +192,8 @@ def test_reader_matches_engine(spark, first, ops, data):
         # the SCD2 history, whole and known at a time
         same_outcome(lambda: ds.history("t"), lambda: reader.history("t"), same_frame)
         same_outcome(
-            lambda: ds.history("t", since=instant(since), until=instant(since + 2)),
-            lambda: reader.history("t", since=instant(since), until=instant(since + 2)),
+            lambda: ds.history("t", since=day(since), until=day(since + 2)),
+            lambda: reader.history("t", since=day(since), until=day(since + 2)),
             same_frame,
         )
 

@@ -12,12 +12,13 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 import pytest
+from harness.dates import day
 from pyspark.sql import functions as F
 
 from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.core.errors import ArgumentTypeError, InvalidArgumentError
 
-from .helpers import day, frame
+from .helpers import frame
 
 SCHEMA = "id long, v long, w string"
 

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from harness.dates import day
 from pyspark.sql.types import LongType, StringType, TimestampType
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import NoMajorRevisionError, UnknownRevisionError
 
-from .helpers import by_id, day, frame, input_files, micros, top_dirs
+from .helpers import by_id, frame, input_files, micros, top_dirs
 
 ROWS = "id long, v string, _deleted boolean"
 MAJOR0 = {"timestamp": day(0), "is_major": True}

@@ -1,4 +1,4 @@
-"""Row hashes (issue 11): the hash's stability, skip-unchanged minors, change reads filtered
+"""Row hashes: the hash's stability, skip-unchanged minors, change reads filtered
 to real changes and soft majors, by worked examples and against tests/core/model.py."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import os
 
 import pyarrow.parquet as pq
 import pytest
+from harness.dates import day
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
@@ -22,7 +23,7 @@ from revisions_assets.core.sqltext import quoted
 from revisions_assets.core.write import file_size, transaction
 from revisions_assets.core.write.commit import CommitPlanner
 
-from .helpers import by_id, day, frame
+from .helpers import by_id, frame
 from .model import Model, ModelNoMajorError, unchanged_skipped, value_changes
 
 SCHEMA = "id long, v long, w string"

@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from harness.dates import day
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import (
@@ -25,7 +26,7 @@ from revisions_assets.core.errors import (
 )
 from revisions_assets.core.write import transaction
 
-from .helpers import day, frame, input_files, top_dirs, tree
+from .helpers import frame, input_files, top_dirs, tree
 
 TABLE = "features_x"
 SCHEMA = "entity_id long, score double, label string"

@@ -6,10 +6,11 @@ from __future__ import annotations
 from datetime import timedelta, timezone
 
 import pytest
+from harness.dates import day
 
 from revisions_assets import RevisionedDataset
 
-from .helpers import by_id, day, frame
+from .helpers import by_id, frame
 from .model import Model
 
 # name, day offset, major, ids: the table of docs/concepts/read-semantics.md (r<n> is stamped

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from harness.dates import day
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -34,7 +35,7 @@ from revisions_assets.core.timeutil import to_utc
 from revisions_assets.s3a import s3a_conf
 
 from .damage import TABLE, copy_dataset
-from .helpers import day, frame
+from .helpers import frame
 
 # values of every kind; each argument draws from those it does not accept
 ANY_VALUE = st.one_of(

@@ -1,4 +1,4 @@
-"""Issue 11 in Dagster: unchanged rows are not committed, soft majors re-score only what
+"""Row hashes in Dagster: unchanged rows are not committed, soft majors re-score only what
 changed, and the positions still move."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The Dagster resources' public methods refuse wrong-typed or out-of-range arguments with a
 RevisionsError subclass (or, for resource fields, Dagster's own config validation), never a
-raw TypeError/AttributeError from deep inside (issue 12)."""
+raw TypeError/AttributeError from deep inside."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import dagster as dg
 import pytest
+from harness.dates import day
 
 from revisions_assets.core.log.records import Revision, TableWrite, UpstreamPosition
 from revisions_assets.core.runs.versions import decide_major
@@ -31,8 +32,8 @@ GROUPS = UpstreamRef("groups", "groups", "ref", "groups", ("grp",), "reference")
 ROOTS = {"features": "/data/main", "groups": "/data/ref"}
 
 
-def day(d: int) -> datetime:
-    return datetime(2024, 1, d, tzinfo=UTC)
+#: day 0 of the January 2024 the partitions cover: ``day(d, JANUARY)`` is 2024-01-d, key(d)'s day
+JANUARY = datetime(2023, 12, 31, tzinfo=UTC)
 
 
 def key(d: int) -> str:
@@ -51,10 +52,10 @@ def rev(
     """A revision of ``table`` stamped at the end of day ``end_day - 1``."""
     return Revision(
         name=f"r{seq}",
-        timestamp=day(end_day),
+        timestamp=day(end_day, JANUARY),
         is_major=major,
         sequence=seq,
-        committed_at=day(end_day),
+        committed_at=day(end_day, JANUARY),
         tables={table: TableWrite(("id",), "{}", version, 1, 0, (), 0)},
         producer={"partition_key": partitions} if partitions else {},
         upstream=upstream,
@@ -79,8 +80,9 @@ def slices(scores, features, groups, pins=None):
 
 def test_windows_and_majors():
     keys = dg.PartitionKeyRange(key(3), key(4))
-    assert compute_window(DAILY, keys, is_major=False) == (day(3), day(5))
-    assert compute_window(DAILY, keys, is_major=True) == (day(1), day(5))  # from the first day
+    assert compute_window(DAILY, keys, is_major=False) == (day(3, JANUARY), day(5, JANUARY))
+    # a major starts from the first day
+    assert compute_window(DAILY, keys, is_major=True) == (day(1, JANUARY), day(5, JANUARY))
     head = rev(4, "features", 3, version="1")
     assert decide_major(None, "features", "1", False) == (True, "first revision of the table")
     assert decide_major(head, "features", "2", False)[0] is True

@@ -17,14 +17,17 @@ Output goes to files, never pipes: a full pipe would block a process.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -151,6 +154,38 @@ def kill_at_markers(victims: Mapping[str, Victim], timeout: float = START_TIMEOU
         for victim in victims.values():
             if victim.proc.poll() is None:
                 kill_group(victim.proc)
+
+
+#: the worker programs in this folder, launched by path
+HARNESS = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class CrashPlan:
+    """What a crash test kills: ``worker`` (a program in tests/harness, run as
+    ``python WORKER ROOT MARKER MODE``) once per mode of ``modes``, each on its own copy of
+    the dataset ``prepare(root, spark)`` commits; ``prepare`` returns what the tests compare
+    with after the crash."""
+
+    worker: str
+    modes: tuple[str, ...]
+    prepare: Callable[[str, Any], Any]
+
+
+def crash_copies(plan: CrashPlan, spark: Any, base: Path) -> tuple[dict[str, str], Any]:
+    """Prepare the template in ``base``, copy it once per mode, start the worker on each copy
+    and kill it at its marker: ``({mode: root}, what prepare returned)``."""
+    template = str(base / "template")
+    before = plan.prepare(template, spark)
+    victims = {}
+    for mode in plan.modes:
+        root = str(base / mode)
+        shutil.copytree(template, root)
+        marker = base / f"{mode}.marker"
+        command = [sys.executable, str(HARNESS / plan.worker), root, str(marker), mode]
+        victims[mode] = start_victim(command, marker, base / f"{mode}.log")
+    kill_at_markers(victims)
+    return {mode: str(base / mode) for mode in plan.modes}, before
 
 
 def race(

@@ -163,7 +163,8 @@ def test_a_store_ignoring_conditional_writes_is_refused(s3_options):
 
 
 def test_credentials_never_reach_the_log_or_reprs(s3_spark, s3_root, s3_options, caplog):
-    from core.helpers import day, frame
+    from core.helpers import frame
+    from harness.dates import day
 
     caplog.set_level(logging.DEBUG, logger="revisions_assets")
     ds = RevisionedDataset(s3_root, spark=s3_spark, id_columns=["id"], storage_options=s3_options)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from core.helpers import day, frame
+from core.helpers import frame
+from harness.dates import day
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.cli import cli

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from core.helpers import day, frame
+from core.helpers import frame
+from harness.dates import day
 from harness.processes import kill_at_markers, start_victim
 
 from revisions_assets import RevisionedDataset

@@ -11,7 +11,8 @@ import dataclasses
 from datetime import UTC, datetime
 
 import pytest
-from core.helpers import day, frame
+from core.helpers import frame
+from harness.dates import day
 from test_log import record
 
 from revisions_assets import RevisionedDataset

@@ -10,7 +10,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from core.helpers import by_id, day, frame
+from core.helpers import by_id, frame
+from harness.dates import day
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import RetentionError

@@ -4,7 +4,8 @@ download cache, and credentials that never appear in what the reader says."""
 from __future__ import annotations
 
 import pytest
-from core.helpers import day, frame
+from core.helpers import frame
+from harness.dates import day
 
 from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.core.errors import NotCachedError

@@ -11,7 +11,7 @@ import io
 
 import pandas as pd
 import pytest
-from core.helpers import day, frame
+from core.helpers import frame
 from core.test_reads import test_tombstones  # noqa: F401  (collected here, S3 fixtures)
 from core.test_worked_example import (  # noqa: F401
     EXAMPLE,
@@ -23,6 +23,7 @@ from core.test_worked_example import (  # noqa: F401
     test_positional_reads,
     test_rows_name_their_revision,
 )
+from harness.dates import day
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.storage.backends import open_storage
