@@ -14,14 +14,22 @@ DEFAULT_TARGET_FILE_BYTES = 128 * 2**20
 FIRST_FILE_ROWS = 1_000_000
 
 
+#: the newest writes of a table whose bytes per row size a file, beside its latest major's
+RECENT_WRITES = 16
+
+
 def rows_per_file(
     revisions: Sequence[Revision], table: str, target_bytes: int = DEFAULT_TARGET_FILE_BYTES
 ) -> int:
     """How many rows of ``table`` make a file of about ``target_bytes`` (the size compactions
-    aim at), at the bytes per row of the revision that wrote the most rows (small files are
-    mostly footer); ``FIRST_FILE_ROWS`` before any row was written."""
-    writes = [r.tables[table] for r in revisions if table in r.tables]
-    largest = max(writes, key=lambda w: w.rows, default=None)
+    aim at), at the bytes per row of the write with the most rows among the table's latest
+    major and its newest writes (small files are mostly footer); ``FIRST_FILE_ROWS`` before
+    any row was written. Only those writes are parsed: a fresh handle on a long log reads
+    the rest lazily, and a commit must not pay for the whole history."""
+    writing = [r for r in revisions if table in r.tables]
+    major = next((r for r in reversed(writing) if r.is_major), None)
+    candidates = [*([major] if major is not None else []), *writing[-RECENT_WRITES:]]
+    largest = max((r.tables[table] for r in candidates), key=lambda w: w.rows, default=None)
     if largest is None or not largest.rows or not largest.bytes:
         return FIRST_FILE_ROWS
     return max(1, target_bytes * largest.rows // largest.bytes)
