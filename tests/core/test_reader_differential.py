@@ -226,20 +226,20 @@ def test_reader_matches_engine(spark, first, ops, data):
             st.tuples(st.sampled_from(["id", "v", "w"]), st.integers(0, 3)), label="filter"
         )
         committed = [r.committed_at for r in ds.revisions()]
-        options = data.draw(
+        drawn = data.draw(
             st.fixed_dictionaries(
-                {},
-                optional={
-                    "as_of": st.integers(-1, 8).map(day),
-                    "known_at": st.sampled_from(committed),
-                    "at": st.one_of(
-                        st.integers(0, head), st.integers(0, 3).map(lambda n: f"HEAD~{n}")
-                    ),
+                {
+                    "as_of": st.none() | st.integers(-1, 8).map(day),
+                    "known_at": st.none() | st.sampled_from(committed),
+                    "at": st.none()
+                    | st.integers(0, head)
+                    | st.integers(0, 3).map(lambda n: f"HEAD~{n}"),
                     "with_revision": st.booleans(),
-                },
+                }
             ),
             label="scan options",
         )
+        options = {k: v for k, v in drawn.items() if v not in (None, False)}
         event(f"scan options: {sorted(options)}")
         filtered = data.draw(st.booleans(), label="filter the scan")
 

@@ -10,6 +10,7 @@ a compaction (rows ranked by revision, not anti-joined).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import duckdb
@@ -261,3 +262,26 @@ def test_the_file_gate_words_damage_alike_on_both_handles(spark, tmp_path):
         assert "r1/t/part-00000.parquet" in message and "'r1'" in message
         assert "run `revisions verify`" in message
         damaged.unlink(missing_ok=True)  # then: missing
+
+
+def test_the_flat_maintenance_and_log_names_warn_and_do_what_the_namespaces_do(spark, tmp_path):
+    root = str(tmp_path / "ds")
+    log = RevisionLog(open_storage(root))
+    stage_revision(log, root, "r0", day(0), True, {(1,): {"v": 1}})
+    stage_revision(log, root, "r1", day(1), False, {(1,): {"v": 2}})
+    ds = RevisionedDataset(root, spark=spark, compact_after=None)
+    calls = {
+        "ds.inspect.log()": lambda: len(ds.log()) == len(ds.inspect.log()) == 2,
+        "ds.inspect.revisions_on_base()": lambda: ds.revisions_on_base("t") == 1,
+        "ds.maintenance.compaction_due()": lambda: ds.compaction_due("t") is False,
+        "ds.maintenance.last_compactions": lambda: ds.last_compactions == (),
+        "ds.inspect.upstream_position()": lambda: ds.upstream_position("up", "t") == 0,
+        "ds.maintenance.verify()": lambda: ds.verify() == ds.maintenance.verify(),
+        "ds.maintenance.vacuum()": lambda: ds.vacuum(dry_run=True).revisions == (),
+        "ds.maintenance.compact()": lambda: ds.compact("t").name.startswith("compaction-"),
+    }
+    for new, call in calls.items():
+        with pytest.warns(DeprecationWarning, match=rf"call {re.escape(new)} instead"):
+            assert call()
+    assert ds.inspect.revisions_on_base("t") == 0  # the compaction is the base now
+    assert DatasetReader(root).inspect.log().height == 3

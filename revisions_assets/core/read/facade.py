@@ -232,7 +232,7 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
         )
         return Scan(self.snapshot(), request).read()
 
-    @deprecated("log()", "inspect.log()")
+    @deprecated("ds.log()", "ds.inspect.log()")
     def log(self) -> Any:
         """Deprecated: ``inspect.log()``."""
         return self.inspect.log()

@@ -62,6 +62,7 @@ class Snapshot:
 
 #: the kinds of read: a state, the changes in a window, the SCD2 history
 ReadKind = Literal["state", "changes", "history"]
+_KIND_NAMES = {"state": "a state read", "changes": "a change read", "history": "a history"}
 #: how each kind is called in messages
 _CALLS: dict[str, str] = {"state": "read", "changes": "changes", "history": "history"}
 #: the options of each kind, and what to do instead of an option that does not apply
@@ -89,13 +90,20 @@ _INSTEAD = {
     ("history", "at"): "known_at gives the history as known at a commit time",
     ("history", "with_revision"): "every row of a history carries _revision",
 }
+#: what to do instead of an option of another kind of read, by kind
+_OTHER_KIND = {
+    "state": "it belongs to a change read or a history: scan(...).changes(...), .history(...)",
+    "changes": "it belongs to a state read or a history",
+    "history": "it belongs to a change read: scan(...).changes(...)",
+}
 _OPTION_NAMES = {"filters": "filter"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ReadRequest:
     """What one read asks for, checked when built: a state (``kind="state"``), the changes
-    in a window (``"changes"``) or the SCD2 history (``"history"``) of ``table``.
+    in a window (``"changes"``) or the SCD2 history (``"history"``) of ``table``. (Not
+    compared by value: its filters are engine expressions, whose ``==`` builds a filter.)
 
     Times may be given as datetimes or ISO strings with an offset: once built they are aware
     UTC datetimes; ``columns`` a tuple; ``filters`` the
@@ -139,11 +147,10 @@ class ReadRequest:
         }
         for option, present in given.items():
             if present and option not in _APPLIES[self.kind]:
-                instead = _INSTEAD.get((self.kind, option), "it applies to another kind of read")
+                instead = _INSTEAD.get((self.kind, option), _OTHER_KIND[self.kind])
                 raise InvalidArgumentError(
-                    f"{call}(): {_OPTION_NAMES.get(option, option)} does not apply to a "
-                    f"{'state read' if self.kind == 'state' else call + ' read'} of table "
-                    f"{self.table!r}: {instead}"
+                    f"{call}(): {_OPTION_NAMES.get(option, option)} does not apply to "
+                    f"{_KIND_NAMES[self.kind]} of table {self.table!r}: {instead}"
                 )
         by_sequence = given["since_sequence"] or given["until_sequence"]
         if by_sequence and (given["since"] or given["until"] or given["at"] or given["known_at"]):
