@@ -129,7 +129,7 @@ def same_changes(cs, pcs) -> None:
 
 
 @settings(
-    max_examples=30,
+    max_examples=4,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
