@@ -247,7 +247,7 @@ def open_dataset(root: str, endpoint_url: str | None) -> RevisionedDataset:
         from ..core.dataset import RevisionedDataset
 
     ds = RevisionedDataset(root, read_only=True, storage_options=storage_options(endpoint_url))
-    if ds.head_sequence == 0:  # a root of the original layout is refused on open
+    if ds.snapshot(refresh=False).head_sequence == 0:  # the original layout is refused on open
         raise DatasetNotFoundError(f"{ds.root} is not a revisioned dataset (no {LOG_DIR}/)")
     return ds
 

@@ -355,7 +355,8 @@ def describe_command(root: str, table: str | None, as_json: bool, endpoint_url: 
     from ..core.reader import DatasetReader
 
     reader = DatasetReader(root, storage_options=storage_options(endpoint_url))
-    view = reader.snapshot().view
+    snapshot = reader.snapshot(refresh=False)  # the log as the reader read it on opening
+    view = snapshot.view
     if table is not None:
         view.table_revisions(table)  # UnknownTableError naming the known tables
     refs = table_refs(view)
@@ -367,7 +368,7 @@ def describe_command(root: str, table: str | None, as_json: bool, endpoint_url: 
         rows.append(
             {
                 "table": name,
-                "rows": reader.read(name, columns=[]).height,
+                "rows": snapshot.scan(name).count(),
                 **summary,
                 "columns": columns_of(view, name),
                 "on_base": [

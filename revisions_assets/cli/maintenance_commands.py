@@ -107,7 +107,7 @@ def verify_command(
             ds = open_dataset(root, endpoint_url)
             start_spark(ds, endpoint_url)
             with working("reading the data", as_json):
-                findings = ds.verify(deep=True)
+                findings = ds.maintenance.verify(deep=True)
     rows = [
         {"severity": f.severity, "kind": f.kind, "path": f.path, "message": f.message, "fix": f.fix}
         for f in findings
@@ -160,7 +160,7 @@ def compact_command(
     if due:
         start_spark(ds, endpoint_url)
         with working("compacting", as_json):
-            record = ds.compact(table, target_file_bytes=target_file_bytes)
+            record = ds.maintenance.compact(table, target_file_bytes=target_file_bytes)
     rows = [] if record is None else compaction_rows(record)
     if as_json:
         out.rows(rows)
@@ -375,7 +375,7 @@ def purge_command(
         ds = open_dataset(root, endpoint_url) if dry_run else open_writable(root, endpoint_url)
         spark = start_spark(ds, endpoint_url)
         with working(f"purging {root}", as_json):
-            record = ds.purge(
+            record = ds.maintenance.purge(
                 table, spark.createDataFrame(values, schema), reason=reason, dry_run=dry_run
             )
         swaps = record.purge.swaps.get(table, ()) if record and record.purge else ()

@@ -68,7 +68,7 @@ def vacuum_job(
                 context.log.info(f"{dataset}: no revision yet, nothing to vacuum")
                 continue
             handles = [location.dataset(c, spark) for c in consumers if location.read_log(c)]
-            report = location.dataset(dataset, spark).vacuum(
+            report = location.dataset(dataset, spark).maintenance.vacuum(
                 retain=timedelta(days=config.retain_days),
                 grace=timedelta(hours=config.grace_hours),
                 keep_majors=config.keep_majors,

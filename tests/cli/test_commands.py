@@ -12,6 +12,8 @@ from click.testing import CliRunner
 from core.legacy_layout import worked_example
 
 from revisions_assets.cli import cli
+from revisions_assets.core.log.layout import entry_path
+from revisions_assets.core.storage.base import LocalStorage
 
 from .conftest import Staged
 
@@ -196,6 +198,36 @@ def test_spark_reads_what_the_reader_reads(spark, staged, args):
     """``--spark`` (the engine) and the default (the reader in this process) agree."""
     args = [a.format(features=staged.features) for a in args]
     assert rows(*args, "--spark") == rows(*args)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["diff", "{features}", "t", "--since", "2020-01-02T00:00Z"],
+        ["diff", "{features}", "t", "--since", "3", "--until", "5", "--stats"],
+        ["diff", "{features}", "t", "--since", "2020-01-06T00:00Z", "--spark"],
+        ["show", "{features}", "t", "--at", "HEAD~1"],
+        ["history", "{features}", "t", "--id", "id=2", "--spark"],
+        ["describe", "{features}"],
+    ],
+)
+def test_a_command_reads_the_log_once(spark, staged, args, monkeypatch):
+    """One snapshot per command: the log is read once, when the command opens the dataset,
+    and every read plans on that snapshot. A read of the log ends where the entry after
+    the head is missing: the probes for it count the reads."""
+    head = len(rows("log", staged.features))
+    past_head = entry_path(head + 1)
+    probes = []
+    read = LocalStorage.read
+
+    def counted(storage: LocalStorage, rel: str) -> bytes | None:
+        if rel == past_head:
+            probes.append(rel)
+        return read(storage, rel)
+
+    monkeypatch.setattr(LocalStorage, "read", counted)
+    run(*[a.format(features=staged.features) for a in args], "--json")
+    assert len(probes) == 1
 
 
 @pytest.mark.parametrize(

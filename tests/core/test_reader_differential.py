@@ -4,11 +4,14 @@ Random histories written by the Spark engine — majors, minors with tombstones,
 majors (``carry=True`` and skip-unchanged majors), out-of-order timestamps, compactions, a
 purge, a vacuum — then every read kind (latest, as of, as known at, ``HEAD~n``, a sequence,
 changes by time and by sequence, ``only_changed``, ``columns=``, history) must give the
-same rows from both, or the same error with the same message; and the reader's lazy
-forms — ``scan`` with a random projection and filter (a filter on a value column included:
-it must not resurrect older rows), ``batches`` — give what ``read`` gives. The engine
-itself is held to the read rules by ``test_properties.py``; this test holds the reader to
-the engine.
+same rows from both, or the same error with the same message. The scan value with a
+random request (``as_of``, ``known_at``, ``at``, ``columns`` with ids, a filter on the ids
+or on a value column, which must not resurrect older rows, ``with_revision``) gives the
+same rows through every conversion both handles offer (``read``, ``to_arrow``, ``count``,
+``plan_files``, and ``to_changes`` of a change read built from it, by time or by
+sequence; ``to_pandas`` is ``to_arrow`` converted, on both), and the reader's
+``to_batches`` gives what the engine reads. The engine itself is held to the read rules by
+``test_properties.py``; this test holds the reader to the engine.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import tempfile
 from datetime import UTC, datetime, timedelta
 
 import polars as pl
+import pyarrow as pa
 import pytest
 from harness.dates import EPOCH, day
 from hypothesis import HealthCheck, event, given, settings
@@ -57,10 +61,10 @@ def apply(spark, ds: RevisionedDataset, n: int, op) -> None:
     kind, step, rows = op
     try:
         if kind == "compact":
-            ds.compact("t")
+            ds.maintenance.compact("t")
         elif kind == "purge":
             ids_df = frame(spark, [(i,) for i in sorted(rows)], "id long")
-            ds.purge("t", ids_df, reason="erasure request")
+            ds.maintenance.purge("t", ids_df, reason="erasure request")
         else:
             data = frame(
                 spark,
@@ -114,6 +118,14 @@ def same_frame(spark_df, polars_df) -> None:
     assert polars_rows(polars_df) == spark_rows(spark_df)
 
 
+def same_frames(spark_df, polars_dfs) -> None:
+    """Each Polars frame has the Spark frame's columns and rows (collected once)."""
+    expected = spark_rows(spark_df)
+    for polars_df in polars_dfs:
+        assert polars_df.columns == spark_df.columns
+        assert polars_rows(polars_df) == expected
+
+
 def same_changes(cs, pcs) -> None:
     assert (pcs.is_reset, pcs.until_sequence) == (cs.is_reset, cs.until_sequence)
     assert [r.name for r in pcs.revisions] == [r.name for r in cs.revisions]
@@ -142,7 +154,7 @@ def test_reader_matches_engine(spark, first, ops, data):
             apply(spark, ds, n, op)
         horizon = data.draw(st.integers(1, ds.head_sequence), label="vacuum horizon")
         committed = ds.revisions()[horizon - 1].committed_at
-        report = ds.vacuum(
+        report = ds.maintenance.vacuum(
             retain=timedelta(0),
             now=committed + timedelta(microseconds=1),
             keep_majors=data.draw(st.booleans(), label="keep majors"),
@@ -197,8 +209,10 @@ def test_reader_matches_engine(spark, first, ops, data):
             same_frame,
         )
 
-        # some columns: changes of them only, their history, a projection and a filter
-        columns = data.draw(st.lists(st.sampled_from(["v", "w"]), unique=True), label="columns")
+        # some columns (ids included): changes of them only, their history
+        columns = data.draw(
+            st.lists(st.sampled_from(["id", "v", "w"]), unique=True), label="columns"
+        )
         picked = columns or None
         same_outcome(
             lambda: ds.changes(
@@ -214,33 +228,79 @@ def test_reader_matches_engine(spark, first, ops, data):
             lambda: reader.history("t", columns=picked),
             same_frame,
         )
+
+        # the scan value: a random request on each handle, run by every conversion both offer
         column, bound = data.draw(
             st.tuples(st.sampled_from(["id", "v", "w"]), st.integers(0, 3)), label="filter"
         )
-        known_at = ds.revisions()[data.draw(st.integers(0, head - 1), label="known at")]
-
-        def projected(df):
-            return df.select("id", *columns) if columns else df
-
-        same_outcome(
-            lambda: projected(
-                ds.read("t", known_at=known_at.committed_at).where(F.col(column) < bound)
+        committed = [r.committed_at for r in ds.revisions()]
+        drawn = data.draw(
+            st.fixed_dictionaries(
+                {
+                    "as_of": st.none() | st.integers(-1, 8).map(day),
+                    "known_at": st.none() | st.sampled_from(committed),
+                    "at": st.none()
+                    | st.integers(0, head)
+                    | st.integers(0, 3).map(lambda n: f"HEAD~{n}"),
+                    "with_revision": st.booleans(),
+                }
             ),
-            lambda: reader.read(
-                "t", columns=picked, known_at=known_at.committed_at, filter=pl.col(column) < bound
+            label="scan options",
+        )
+        options = {k: v for k, v in drawn.items() if v not in (None, False)}
+        event(f"scan options: {sorted(options)}")
+        filtered = data.draw(st.booleans(), label="filter the scan")
+
+        def scan(handle, condition):
+            built = handle.scan("t", columns=picked, **options)
+            return built.filter(condition) if filtered else built
+
+        engine_scan = lambda: scan(ds, F.col(column) < bound)  # noqa: E731
+        reader_scan = lambda: scan(reader, pl.col(column) < bound)  # noqa: E731
+        same_outcome(
+            lambda: engine_scan().read(),
+            lambda: [
+                reader_scan().read(),
+                pl.from_arrow(reader_scan().to_batches(batch_size=2).read_all()),
+            ],
+            same_frames,
+        )
+        same_outcome(
+            lambda: arrow_rows(engine_scan().to_arrow()),
+            lambda: arrow_rows(reader_scan().to_arrow()),
+            lambda a, b: a == b,
+        )
+        same_outcome(lambda: engine_scan().count(), lambda: reader_scan().count(), int.__eq__)
+        same_outcome(
+            lambda: engine_scan().plan_files(),
+            lambda: reader_scan().plan_files(),
+            lambda a, b: a == b,
+        )
+        # a change read built from a scan: its at, known_at, columns and with_revision carry
+        window = data.draw(
+            st.sampled_from(
+                [{"since": day(since)}, {"since": day(since), "until": day(since + 3)}, {}]
             ),
-            same_frame,
+            label="change window",
+        )
+        carried = {k: v for k, v in options.items() if k != "as_of"}
+        same_outcome(
+            lambda: ds.scan("t", columns=picked, **carried).changes(**window).to_changes(),
+            lambda: reader.scan("t", columns=picked, **carried).changes(**window).to_changes(),
+            same_changes,
         )
         same_outcome(
-            lambda: projected(ds.read("t").where(F.col(column) < bound)),
-            lambda: projected(reader.scan("t").filter(pl.col(column) < bound)).collect(),
-            same_frame,
+            lambda: ds.scan("t").changes(since_sequence=since_sequence).plan_files(),
+            lambda: reader.scan("t").changes(since_sequence=since_sequence).plan_files(),
+            lambda a, b: a == b,
         )
-        same_outcome(
-            lambda: ds.read("t", columns=picked),
-            lambda: pl.from_arrow(reader.batches("t", columns=picked, batch_size=2).read_all()),
-            same_frame,
-        )
+
+
+def arrow_rows(table) -> list[tuple]:
+    """An Arrow table's rows, sorted, instants as microseconds since 1970 (both handles give
+    them in UTC)."""
+    assert all(t.tz == "UTC" for t in table.schema.types if pa.types.is_timestamp(t) and t.tz)
+    return polars_rows(pl.from_arrow(table))
 
 
 def test_types_round_trip(spark, root):

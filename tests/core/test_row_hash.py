@@ -321,8 +321,10 @@ def test_changes_of_some_columns(spark, root):
     ds.commit({"t": frame(spark, [(1, 1, "X"), (2, 5, "B")], SCHEMA)}, day(2), True)
     assert by_id(ds.changes("t", since_sequence=2, columns=["v"]).changed) == {}
     assert sorted(by_id(ds.changes("t", since_sequence=2).changed)) == [1, 2]
-    with pytest.raises(InvalidArgumentError, match=r"\['id'\] are not value columns"):
-        ds.changes("t", since_sequence=2, columns=["id"])
+    # an id column is accepted and counts for nothing: an entity's ids never change
+    assert by_id(ds.changes("t", since_sequence=2, columns=["id", "v"]).changed) == {}
+    with pytest.raises(InvalidArgumentError, match=r"\['nope'\] are not columns"):
+        ds.changes("t", since_sequence=2, columns=["nope"])
 
 
 # -- against the model ---------------------------------------------------------------------------

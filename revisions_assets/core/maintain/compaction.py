@@ -25,11 +25,13 @@ from ..log.records import (
 )
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
+from ..read.execute.files import FileGate
 from ..read.execute.frames import Rows
 from ..read.execute.spark import SparkExecutor, merge_kind
-from ..read.plan.scans import MergePlan, plan_merge
+from ..read.plan.requests import Snapshot, plan_state
+from ..read.plan.scans import MergePlan
 from ..read.plan.schema import to_struct_json
-from ..read.plan.selection import Selection, head_state
+from ..read.plan.selection import Selection
 from ..storage.base import Storage
 from ..timeutil import now_utc
 from ..write.transaction import (
@@ -61,10 +63,12 @@ class Compactor:
         storage: Storage,
         revision_log: RevisionLog,
         executor: SparkExecutor,
+        gate: FileGate,
     ):
         self.storage = storage
         self.log = revision_log
         self.executor = executor
+        self.gate = gate
 
     def run(
         self, tables: Sequence[str] | None, target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES
@@ -73,11 +77,11 @@ class Compactor:
         self.log.refresh()
         view = self.log.view()
         jobs = []
+        snapshot = Snapshot(self.storage.uri, view)
         for table in tables if tables is not None else view.tables():
-            selection = head_state(view, table)
-            plan = plan_merge(view, selection, f"{self.storage.uri}: compaction of {table!r}")
-            if plan.on_base:
-                jobs.append(_TableJob(table, selection, plan))
+            state = plan_state(snapshot, table)  # what a default read of the table reads
+            if state.rows.on_base:
+                jobs.append(_TableJob(table, state.selection, state.rows))
         if not jobs:
             return None
         name = f"compaction-{uuid.uuid4().hex}"
@@ -109,6 +113,7 @@ class Compactor:
     def _write(self, name: str, job: _TableJob, target_file_bytes: int) -> TableWrite:
         plan, table = job.plan, job.table
         rows = Rows(keep_deleted=True, with_sequence=True, with_hash=True)
+        self.gate.check(table, plan.files)
         df = self.executor.merge(plan, rows)
         in_bytes = sum(t.bytes for t in plan.tasks)
         in_rows = sum(t.rows for t in plan.tasks)

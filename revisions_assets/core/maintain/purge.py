@@ -31,7 +31,7 @@ from ..errors import CommitConflictError, IdColumnsError
 from ..log.records import PURGE, PurgedWrite, PurgeMark, Revision
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
-from ..read.execute.files import check_data_files
+from ..read.execute.files import FileGate
 from ..read.execute.spark_scan import file_key, recorded_schema, spark_file_key
 from ..storage.base import Storage
 from ..timeutil import now_utc
@@ -69,7 +69,7 @@ class Purge:
         ids = self._ids(ids, table, id_columns, history[-1].tables[table].schema_json)
         entries = self._live_entries(view, table)
         files = [(e.name, f) for e in entries for f in e.tables[table].files]
-        check_data_files(self.storage, table, files, set())
+        FileGate(self.storage).check(table, files)
         hits = self._scan(table, entries, ids, id_columns)
         if not hits and not dry_run:
             log.info("%s: purge of table %r: no live file holds the ids", self.storage.uri, table)

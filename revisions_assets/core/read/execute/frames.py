@@ -57,11 +57,6 @@ class SpanScan:
     base: ScanTask | None = None
     base_orders: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
-    @property
-    def files(self) -> list[tuple[str, str]]:
-        tasks = [*self.tasks, *([self.base] if self.base else [])]
-        return [(t.entry, f) for t in tasks for f in t.files]
-
 
 class Executor(ABC, Generic[Frame]):
     """What an engine provides: scans, merges, and the few operations it does its own way."""
