@@ -260,6 +260,12 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
             )
         return frame.filter(condition)
 
+    def _joined(self, frame: pl.LazyFrame, events_df: Any, what: str) -> Any:
+        """A lazy join of lazy events (it streams: ``sink_parquet``), else collected."""
+        if isinstance(events_df, pl.LazyFrame):
+            return frame
+        return super()._joined(frame, events_df, what)
+
     def _results(self, frames: Sequence[pl.LazyFrame], what: str) -> list[pl.DataFrame]:
         """The frames collected together; a failure reading files is a StorageError naming
         the read (``what`` names the dataset too)."""

@@ -8,7 +8,7 @@ runs the plan on the handle's executor (``read/execute/``).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from ..arguments import check_text
@@ -18,10 +18,12 @@ from ..timeutil import TimeLike
 from .execute.changes import read_changes
 from .execute.frames import Executor, Rows, lazy
 from .execute.history import read_history
+from .plan.as_of_join import plan_as_of_join
 from .plan.refs import Position, find_revision
 from .plan.requests import Snapshot, plan_changes, plan_history, plan_state, project
 from .plan.scans import current_schema
 from .plan.schema import Schema, names
+from .plan.spans import EVENT, KnownAt, warn_known_at_none
 from .results import ChangeSet, TableInfo
 
 Frame = TypeVar("Frame")
@@ -199,3 +201,36 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
             self.snapshot(), table, since=since, until=until, known_at=known_at, columns=columns
         )
         return self._results([read_history(self._executor, plan)], plan.what)[0]
+
+    def as_of_join(
+        self,
+        events_df: Any,
+        table: str,
+        *,
+        event_time: str,
+        on: Sequence[str] | Mapping[str, str],
+        known_at: KnownAt = EVENT,
+        columns: Sequence[str] | None = None,
+    ) -> Any:
+        """A point-in-time join: each row of ``events_df`` with the row of ``table`` as of
+        its ``event_time``, as known at ``known_at`` (``read/plan/as_of_join.py``), then the
+        table's value columns and ``_revision`` (the revision that wrote the row); nulls
+        where the entity did not exist then or was deleted. Every event row is kept.
+
+        ``known_at``: ``"event"`` (the default: what was committed by each event's own
+        time, so corrections made later never leak into a training set),
+        ``"all_committed"`` (every revision committed so far, corrections included) or an
+        aware time. ``on``: the event columns matching the id columns (a list of shared
+        names, or ``{event column: id column}``). ``columns``: only these value columns.
+        ``events_df``: a Spark DataFrame on Spark; a Polars DataFrame or LazyFrame (a lazy
+        one gives a lazy result), or a pandas DataFrame, in ``DatasetReader``.
+        """
+        if known_at is None:
+            warn_known_at_none(stacklevel=2)
+        plan = plan_as_of_join(self.snapshot(), table, known_at=known_at, columns=columns)
+        frame = self._executor.as_of_join(plan, events_df, event_time=event_time, on=on)
+        return self._joined(frame, events_df, plan.what)
+
+    def _joined(self, frame: Any, events_df: Any, what: str) -> Any:
+        """The result of a point-in-time join, as the handle's other reads hand theirs over."""
+        return self._results([frame], what)[0]
