@@ -156,12 +156,22 @@ def test_compactions_are_not_read(spark, corrected):
 
 def test_vacuumed_revisions_fail_only_when_needed(spark, corrected):
     corrected.vacuum(retain=timedelta(0), now=day(3) + HOUR, keep_majors=False)
+    reader = DatasetReader(corrected.root)
     late = spark.createDataFrame([(1, day(4), "late")], EVENTS_SCHEMA)
     out = corrected.as_of_join(late, "t", event_time="at", on=["id"])
     assert [(r.v, r._revision) for r in out.collect()] == [(30, "r2")]
+    joined = reader.as_of_join(late.toPandas().assign(at=[day(4)]), "t", event_time="at", on=["id"])
+    assert joined.select("v", "_revision").rows() == [(30, "r2")]
     early = spark.createDataFrame([(1, day(0.5), "early")], EVENTS_SCHEMA)
-    with pytest.raises(RetentionError, match="as_of_join of table 't'.*revision 'r0'"):
+    with pytest.raises(
+        RetentionError, match="as_of_join of table 't'.*revision 'r0'"
+    ) as spark_error:
         corrected.as_of_join(early, "t", event_time="at", on=["id"])
+    with pytest.raises(RetentionError) as polars_error:
+        reader.as_of_join(
+            pl.DataFrame({"id": [1], "at": [day(0.5)]}), "t", event_time="at", on=["id"]
+        )
+    assert str(polars_error.value) == str(spark_error.value)
 
 
 @pytest.mark.parametrize(

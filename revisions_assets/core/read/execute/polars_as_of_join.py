@@ -7,10 +7,9 @@ row's span cut at the start of the entity's next later row (a window over those 
 so each entity's spans are disjoint; an as-of join on the ids (``join_asof``, backward on
 the span's start) then finds the one row that can hold each event, kept when the event
 falls before its end. The first revision's rows (the major, most of the table) need no
-window: a hash join on the ids gives them to the events no later row took. Nothing is
-collected but, when a vacuum removed a span's files, the range of the event times; a lazy
-result streams (``sink_parquet``, ``collect_batches``) with the major's rows as the join's
-build side.
+window: a hash join on the ids gives them to the events no later row took. The result keeps
+the events' order. Nothing is collected but, when a vacuum removed a span's files, the
+range of the event times.
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ _START, _END = "__span_start_us", "__span_end_us"
 _KEY_PREFIX = "__key_"
 _FIRST_PREFIX = "__first_"
 _FIRST_FOUND = "__first_found"
+_ROW = "__event_row"
 
 
 def event_frame(events: object) -> pl.LazyFrame:
@@ -77,7 +77,10 @@ def polars_as_of_join(
         *[pl.col(e).cast(types[i], strict=False).alias(_KEY_PREFIX + i) for e, i in pairs.items()],
     )
     if plan.removed:  # does any event fall in a span whose files a vacuum removed?
-        low, high = marked.select(pl.min(_EVENT_US), pl.max(_EVENT_US)).collect().row(0)
+        times = pl.col(_EVENT_US)
+        low, high = (
+            marked.select(times.min().alias("low"), times.max().alias("high")).collect().row(0)
+        )
         reads = plan.reads(low, high)
     else:
         reads = plan.reads()
@@ -101,6 +104,7 @@ def polars_as_of_join(
     later = reads.later
     joined = marked
     if later:
+        marked = marked.with_row_index(_ROW)  # the events' order, restored at the end
         # each row wins from its span's start until its span ends or the entity's next
         # later row starts (a later span never ends before an earlier one's): disjoint
         # spans per entity, so the row with the latest start at or before the event is
@@ -133,7 +137,7 @@ def polars_as_of_join(
     # cuts it: a plain hash join on the ids
     first = reads.first
     base = rows((first,), _FIRST_PREFIX).with_columns(pl.lit(True).alias(_FIRST_FOUND))
-    joined = joined.join(base, on=keys, how="left")
+    joined = joined.join(base, on=keys, how="left", maintain_order="left")
     found = pl.col(_FIRST_FOUND).fill_null(False) & (when >= first.start_us)
     if first.end_us is not None:
         found = found & (when < first.end_us)
@@ -157,4 +161,6 @@ def polars_as_of_join(
         deleted = pick(pl.col(DELETED), pl.col(_FIRST_PREFIX + DELETED)).fill_null(False)
         added = [pl.when(~deleted).then(c) for c in added]
         added = [c.alias(n) for c, n in zip(added, [*values, REVISION], strict=True)]
+    if later:
+        joined = joined.sort(_ROW)
     return joined.select(*columns.names(), *added)
