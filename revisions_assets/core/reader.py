@@ -53,8 +53,9 @@ PolarsSchema = dict[str, pl.DataType]
 
 class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
     """Reads a revisioned dataset in this process, without a JVM (see the module doc):
-    ``read``, ``changes``, ``history``, ``tables`` and ``revisions`` as ``RevisionedDataset``
-    gives them (``read/facade.py``), as Polars DataFrames; ``scan`` and ``batches`` lazily.
+    ``read``, ``changes``, ``history``, ``as_of_join``, ``tables`` and ``revisions`` as
+    ``RevisionedDataset`` gives them (``read/facade.py``), as Polars DataFrames; ``scan`` and
+    ``batches`` lazily.
 
     ``root``: a local path, ``file://`` or ``s3://`` URI; ``storage_options`` as for
     ``RevisionedDataset`` (S3 endpoint and credentials). ``cache_dir``: a local folder
