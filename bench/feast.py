@@ -51,7 +51,8 @@ import json, polars as pl
 from revisions_assets import DatasetReader
 events = pl.read_parquet({events!r})
 out = DatasetReader({root!r}).as_of_join(
-    events, {table!r}, event_time="event_time", on=["id"], known_at="all_committed"
+    events, {table!r}, event_time="event_time", on=["id"], known_at="all_committed",
+    columns={features!r},
 )
 print(json.dumps({{"rows": out.height, "peak": peak_mib()}}))
 """
@@ -60,7 +61,7 @@ import json, polars as pl
 from revisions_assets import DatasetReader
 out = DatasetReader({root!r}).as_of_join(
     pl.scan_parquet({events!r}), {table!r}, event_time="event_time", on=["id"],
-    known_at="all_committed",
+    known_at="all_committed", columns={features!r},
 )
 out.sink_parquet({sink!r})
 print(json.dumps({{"rows": pl.scan_parquet({sink!r}).select(pl.len()).collect().item(),
@@ -74,7 +75,7 @@ spark.sparkContext.setLogLevel("ERROR")
 ds = RevisionedDataset({root!r}, spark=spark, read_only=True)
 out = ds.as_of_join(
     spark.read.parquet({events!r}), {table!r}, event_time="event_time", on=["id"],
-    known_at="all_committed",
+    known_at="all_committed", columns={features!r},
 )
 out.write.format("noop").mode("overwrite").save()
 print(json.dumps({{"rows": 0, "peak": peak_mib()}}))
@@ -185,7 +186,7 @@ def training_sets(ctx: Context) -> Outcome:
     export_for_feast(reader, export)
     sink = str(ctx.folder("s15", "sink") / "joined.parquet")
     repo = ctx.folder("s15", "repo")
-    args = {"root": ds.root, "table": TABLE, "events": events_file}
+    args = {"root": ds.root, "table": TABLE, "events": events_file, "features": list(FEATURES)}
     probes: dict[str, list[dict]] = {}
 
     def probe(label: str, code: str):
@@ -232,9 +233,9 @@ def training_sets(ctx: Context) -> Outcome:
             "DatasetReader.as_of_join / engine as_of_join",
             "<= 0.25",
             0.25,
-            note="known_at='all_committed'; a new interpreter each time (Spark: session start, "
-            "the join into a no-op sink; the reader: the events from Parquet, the result "
-            "collected)",
+            note=f"known_at='all_committed', the {len(FEATURES)} features; a new interpreter each "
+            "time (Spark: session start, the join into a no-op sink; the reader: the events "
+            "from Parquet, the result collected)",
         ),
         Row(
             "15 training set vs Feast, time",
