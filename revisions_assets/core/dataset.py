@@ -39,13 +39,11 @@ from .maintain.legacy import LegacyRevision, plan_import
 from .maintain.purge import Purge
 from .maintain.vacuum import DEFAULT_GRACE, Vacuum, VacuumReport, consumer_positions
 from .maintain.verify import Finding, deep_findings, verify_storage
-from .read.execute.as_of_join import as_of_join_plan
 from .read.execute.files import FileGate
 from .read.execute.spark import MergeStrategy, SparkExecutor
 from .read.execute.spark_scan import spark_schema
 from .read.facade import DatasetReads
 from .read.plan.schema import Schema
-from .read.plan.spans import KnownAt
 from .read.scan import Scan
 from .spark_errors import spark_storage_errors
 from .storage.backends import open_storage
@@ -205,7 +203,7 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
         """Deprecated: ``maintenance.verify()``."""
         return self.maintenance.verify(*args, **kwargs)
 
-    # -- reads (``read/facade.py``: read, changes, history, tables, revisions) ------------
+    # -- reads (``read/facade.py``: read, changes, history, as_of_join, tables, revisions) -
 
     def _schema(self, schema: Schema) -> StructType:
         return spark_schema(schema)
@@ -244,30 +242,6 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
     def _count(self, scan: Scan[DataFrame]) -> int:
         with spark_storage_errors("read", scan._plan.what):
             return scan._frames()[0].count()
-
-    def as_of_join(
-        self,
-        events_df: DataFrame,
-        table: str,
-        *,
-        event_time: str,
-        on: Sequence[str] | Mapping[str, str],
-        known_at: KnownAt = None,
-    ) -> DataFrame:
-        """A point-in-time join (``core/read/execute/as_of_join.py``): each event row with
-        the row of ``table`` as of its ``event_time``, as known at ``known_at`` (None:
-        everything committed; ``"event"``: what was committed by the event's time; or a
-        time)."""
-        return as_of_join_plan(
-            self.spark,
-            self.storage,
-            self.snapshot().view,
-            events_df,
-            table,
-            event_time=event_time,
-            on=on,
-            known_at=known_at,
-        )
 
     # -- commit ---------------------------------------------------------------------------
 

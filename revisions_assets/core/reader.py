@@ -53,9 +53,10 @@ PolarsSchema = dict[str, pl.DataType]
 
 class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
     """Reads a revisioned dataset in this process, without a JVM (see the module doc):
-    ``scan``, ``read``, ``changes``, ``history``, ``tables`` and ``revisions`` as
-    ``RevisionedDataset`` gives them (``read/facade.py``), as Polars DataFrames; a scan
-    converts to a lazy ``LazyFrame`` (``to_polars``) or a stream of Arrow batches.
+    ``scan``, ``read``, ``changes``, ``history``, ``as_of_join``, ``tables`` and
+    ``revisions`` as ``RevisionedDataset`` gives them (``read/facade.py``), as Polars
+    DataFrames; a scan converts to a lazy ``LazyFrame`` (``to_polars``) or a stream of Arrow
+    batches.
 
     ``root``: a local path, ``file://`` or ``s3://`` URI; ``storage_options`` as for
     ``RevisionedDataset`` (S3 endpoint and credentials). ``cache_dir``: a local folder
@@ -234,6 +235,12 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
 
     def _filtered(self, frame: pl.LazyFrame, condition: pl.Expr) -> pl.LazyFrame:
         return frame.filter(condition)
+
+    def _joined(self, frame: pl.LazyFrame, events_df: Any, what: str) -> Any:
+        """A lazy join of lazy events (it streams: ``sink_parquet``), else collected."""
+        if isinstance(events_df, pl.LazyFrame):
+            return frame
+        return super()._joined(frame, events_df, what)
 
     def _results(self, frames: Sequence[pl.LazyFrame], what: str) -> list[pl.DataFrame]:
         """The frames collected together; a failure reading files is a StorageError naming

@@ -611,7 +611,7 @@ def test_history_and_as_of_join_across_a_carrying_major_and_a_backfill(spark, wo
         [(i, day(t), f"e{n}") for n, (i, t, _, _) in enumerate(events)],
         "id long, at timestamp, label string",
     )
-    out = ds.as_of_join(at, "t", event_time="at", on=["id"])
+    out = ds.as_of_join(at, "t", event_time="at", on=["id"], known_at="all_committed")
     got = {r.label: (r.v, r._revision) for r in out.collect()}
     assert got == {f"e{n}": (v, rev) for n, (_, _, v, rev) in enumerate(events)}
     for n, (i, t, v, rev) in enumerate(events):  # each equals the state read at its time

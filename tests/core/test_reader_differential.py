@@ -17,6 +17,7 @@ sequence; ``to_pandas`` is ``to_arrow`` converted, on both), and the reader's
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import polars as pl
@@ -30,6 +31,7 @@ from pyspark.sql.types import TimestampType
 
 from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.core.errors import RevisionsError
+from revisions_assets.core.read.plan.spans import ALL_COMMITTED, EVENT
 
 from .helpers import frame
 
@@ -56,8 +58,9 @@ def operations(draw):
     return kind, draw(st.integers(min_value=0, max_value=5)), rows
 
 
-def apply(spark, ds: RevisionedDataset, n: int, op) -> None:
-    """One operation on the engine; refusals (a carry without state, …) are part of life."""
+def apply(spark, ds: RevisionedDataset, n: int, op, stamp: Callable[[int], datetime] = day) -> None:
+    """One operation on the engine, its revision stamped ``stamp(step)``; refusals (a carry
+    without state, …) are part of life."""
     kind, step, rows = op
     try:
         if kind == "compact":
@@ -76,7 +79,7 @@ def apply(spark, ds: RevisionedDataset, n: int, op) -> None:
             )
             ds.commit(
                 {"t": data},
-                day(step + n // 2),
+                stamp(step + n // 2),
                 is_major=kind in ("major", "carry", "skip_major"),
                 name=f"r{n}",
                 carry=kind == "carry",
@@ -301,6 +304,61 @@ def arrow_rows(table) -> list[tuple]:
     them in UTC)."""
     assert all(t.tz == "UTC" for t in table.schema.types if pa.types.is_timestamp(t) and t.tz)
     return polars_rows(pl.from_arrow(table))
+
+
+@settings(
+    max_examples=2,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    first=st.dictionaries(ids, st.tuples(values, values), min_size=1, max_size=6),
+    ops=st.lists(operations(), min_size=2, max_size=5),
+    data=st.data(),
+)
+def test_as_of_join_matches_engine(spark, first, ops, data):
+    start = datetime.now(UTC)
+
+    def stamp(step: int) -> datetime:  # logical times among the commits' own
+        return start + step * timedelta(milliseconds=400)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ds = RevisionedDataset(f"{tmp}/ds", spark=spark, id_columns=["id"], compact_after=None)
+        apply(spark, ds, 0, ("major", 0, first), stamp)
+        for n, op in enumerate(ops, start=1):
+            apply(spark, ds, n, op, stamp)
+        log = ds.revisions()
+        if data.draw(st.booleans(), label="vacuum"):
+            horizon = data.draw(st.integers(1, len(log)), label="vacuum horizon")
+            report = ds.maintenance.vacuum(
+                retain=timedelta(0),
+                now=log[horizon - 1].committed_at + timedelta(microseconds=1),
+                keep_majors=False,
+                grace=timedelta(0),
+            )
+            event(f"vacuum removed revisions: {bool(report.revisions)}")
+        reader = DatasetReader(f"{tmp}/ds")
+        # event and knowledge times on every clock's tick, and just before: ties included
+        tick = timedelta(microseconds=1)
+        moments = sorted(
+            {t - d for r in log for t in (r.timestamp, r.committed_at) for d in (tick * 0, tick)}
+            | {start - timedelta(days=1), log[-1].committed_at + timedelta(days=1)}
+        )
+        times = st.sampled_from(moments)
+        events = data.draw(st.lists(st.tuples(ids, times), min_size=1, max_size=12), label="ev")
+        rows = [(k, t, n) for n, (k, t) in enumerate(events)]
+        spark_events = spark.createDataFrame(rows, "id long, at timestamp, n long")
+        polars_events = pl.DataFrame(rows, schema=["id", "at", "n"], orient="row")
+        columns = data.draw(st.sampled_from([None, ["v"], ["w"], []]), label="columns")
+        for known_at in (ALL_COMMITTED, EVENT, data.draw(times, label="known_at")):
+            join = {"event_time": "at", "on": ["id"], "known_at": known_at, "columns": columns}
+            same_outcome(
+                lambda join=join: ds.as_of_join(spark_events, "t", **join),
+                lambda join=join: reader.as_of_join(polars_events, "t", **join),
+                same_frame,
+            )
+        late = any(r.committed_at > s.timestamp for r in log for s in log if s.key > r.key)
+        event(f"a revision stamped before an earlier commit: {late}")
 
 
 def test_types_round_trip(spark, root):

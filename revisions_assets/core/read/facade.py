@@ -9,7 +9,7 @@ log, planned once (``read/plan/``) and run on the handle's executor (``read/exec
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from ..arguments import check_text
@@ -21,10 +21,12 @@ from ..log.view import LogView
 from ..timeutil import TimeLike
 from .execute.files import FileGate
 from .execute.frames import Executor
+from .plan.as_of_join import plan_as_of_join
 from .plan.refs import Position
 from .plan.requests import ReadRequest
 from .plan.scans import head_plan
 from .plan.schema import Schema
+from .plan.spans import EVENT, KnownAt, warn_known_at_none
 from .results import ChangeSet, TableInfo
 from .scan import DatasetSnapshot, Scan
 
@@ -231,6 +233,40 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
             table, "history", known_at=known_at, columns=columns, since=since, until=until
         )
         return Scan(self.snapshot(), request).read()
+
+    def as_of_join(
+        self,
+        events_df: Any,
+        table: str,
+        *,
+        event_time: str,
+        on: Sequence[str] | Mapping[str, str],
+        known_at: KnownAt = EVENT,
+        columns: Sequence[str] | None = None,
+    ) -> Any:
+        """A point-in-time join: each row of ``events_df`` with the row of ``table`` as of
+        its ``event_time``, as known at ``known_at`` (``read/plan/as_of_join.py``), then the
+        table's value columns and ``_revision`` (the revision that wrote the row); nulls
+        where the entity did not exist then or was deleted. Every event row is kept.
+
+        ``known_at``: ``"event"`` (the default: what was committed by each event's own
+        time, so corrections made later never leak into a training set),
+        ``"all_committed"`` (every revision committed so far, corrections included) or an
+        aware time. ``on``: the event columns matching the id columns (a list of shared
+        names, or ``{event column: id column}``). ``columns``: only these value columns.
+        ``events_df``: a Spark DataFrame on Spark; a Polars DataFrame or LazyFrame (a lazy
+        one gives a lazy result), or a pandas DataFrame, in ``DatasetReader``.
+        """
+        if known_at is None:
+            warn_known_at_none(stacklevel=2)
+        plan = plan_as_of_join(self.snapshot(), table, known_at=known_at, columns=columns)
+        self._gate.check(table, plan.files)
+        frame = self._executor.as_of_join(plan, events_df, event_time=event_time, on=on)
+        return self._joined(frame, events_df, plan.what)
+
+    def _joined(self, frame: Any, events_df: Any, what: str) -> Any:
+        """The result of a point-in-time join, as the handle's other reads hand theirs over."""
+        return self._results([frame], what)[0]
 
     @deprecated("ds.log()", "ds.inspect.log()")
     def log(self) -> Any:

@@ -32,8 +32,10 @@ from ...spark_errors import storage_cause
 from ...sqltext import quoted
 from ...storage.base import Storage
 from ...timeutil import to_micros
+from ..plan.as_of_join import AsOfJoinPlan
 from ..plan.scans import MergePlan, current_schema, major_schema
 from ..plan.schema import Schema
+from .as_of_join import spark_as_of_join
 from .files import missing_file_error
 from .frames import SPAN_ORDER, STATE, Executor, Rows, SpanScan
 from .spark_scan import (
@@ -184,6 +186,13 @@ class SparkExecutor(Executor[DataFrame]):
             if failure is None:
                 raise
             raise failure from exc
+
+    def as_of_join(
+        self, plan: AsOfJoinPlan, events: DataFrame, *, event_time: str, on: object
+    ) -> DataFrame:
+        return spark_as_of_join(
+            self.spark, self.storage, plan, events, event_time=event_time, on=on
+        )
 
     def read_failure(
         self, table: str, files: Sequence[tuple[str, str]], exc: BaseException

@@ -12,6 +12,7 @@ row's span at the entity's next row.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -23,9 +24,13 @@ from ...timeutil import TimeLike, to_micros, to_utc
 from ...uris import describe
 from .selection import carried_by
 
-#: ``known_at="event"`` of a point-in-time join: what was known at each event's own time
+#: ``known_at="event"`` of a point-in-time join (the default): what was known at each
+#: event's own time, so a correction committed after the event never leaks into its row
 EVENT = "event"
-KnownAt = TimeLike | Literal["event"] | None
+#: ``known_at="all_committed"``: every revision committed so far, corrections made after the
+#: events included (what a training set must not see, unless asked for)
+ALL_COMMITTED = "all_committed"
+KnownAt = TimeLike | Literal["event", "all_committed"] | None
 
 
 @dataclass(frozen=True)
@@ -219,11 +224,28 @@ def visible_spans(
 
 
 def check_known_at(known_at: object) -> datetime | str | None:
-    """None, ``"event"`` or an aware point in time (naive ones are refused)."""
-    if known_at is None or known_at == EVENT:
-        return known_at  # type: ignore[return-value]
+    """``"event"``, an aware point in time (naive ones are refused), or everything committed
+    (``"all_committed"``, or None, its old spelling): returned as None, no limit."""
+    if known_at is None or known_at == ALL_COMMITTED:
+        return None
+    if known_at == EVENT:
+        return EVENT
     if isinstance(known_at, str | datetime):
         return to_utc(known_at, "known_at")
     raise ArgumentTypeError(
-        f"known_at must be None, 'event' or an aware datetime/ISO string, got {describe(known_at)}"
+        f"known_at must be 'event', 'all_committed' or an aware datetime/ISO string, got "
+        f"{describe(known_at)}"
+    )
+
+
+def warn_known_at_none(stacklevel: int) -> None:
+    """``known_at=None`` on a point-in-time join: still everything committed for this release,
+    with a warning naming the explicit spelling (it is refused from the next release)."""
+    warnings.warn(
+        "known_at=None means every revision committed so far, corrections made after the "
+        "events included; pass known_at='all_committed' to keep that, or leave known_at out "
+        "for what was known at each event's time (the default). known_at=None will be "
+        "refused in the next release",
+        FutureWarning,
+        stacklevel=stacklevel + 1,
     )
