@@ -24,7 +24,7 @@ from revisions_assets.core.errors import (
     UnknownTableError,
 )
 
-from .helpers import by_id, frame
+from .helpers import by_id, frame, tree
 
 ROWS = "id long, v long"
 SECRET = 777
@@ -95,10 +95,20 @@ def test_purged_data_is_physically_gone_after_vacuum_retain_zero(purged, spark):
     assert SECRET in stored_ids(root)  # swapped out, kept for concurrent readers
     kept = ds.vacuum(retain=timedelta(days=7))
     assert kept.purged_files == () and SECRET in stored_ids(root)
+    sizes = {path: Path(root, path).stat().st_size for path in tree(root)}
+    swapped = sorted(ds.snapshot().view.superseded(entry.sequence))  # what the purge replaced
     report = ds.vacuum(retain=timedelta(0))
     # r0's and the compaction's old files; r1 goes whole (the compaction holds it)
     assert len(report.purged_files) == 2 and "r1" in report.revisions
     assert SECRET not in stored_ids(root)
+    # the entry records every file it deleted, and which of them the purge swapped out
+    gone = {path: size for path, size in sizes.items() if not Path(root, path).exists()}
+    deleted = report.entry.vacuum.deleted
+    assert (deleted.files, deleted.bytes) == (len(gone), sum(gone.values()))
+    assert (report.files, report.bytes) == (deleted.files, deleted.bytes)
+    assert set(deleted.folders) == {"r1", f"{entry.name}-2"} and set(deleted.loose) < set(gone)
+    assert len(swapped) == 3 and set(swapped) <= set(gone)  # r0's, r1's, the compaction's
+    assert deleted.purged == {entry.sequence: tuple(swapped)}
     assert by_id(ds.read("t"), "v") == {k: v for k, v in before["latest"].items() if k != SECRET}
     assert ds.verify() == []
 

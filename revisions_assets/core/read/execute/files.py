@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ...errors import CorruptFileError
 from ...storage.base import LocalStorage, Storage
+from ...storage.footer import PARQUET_MAGIC
 
-PARQUET_MAGIC = b"PAR1"
 _THREADS = 8  # ranged reads of the last bytes in flight on an object store
 
 
