@@ -20,10 +20,12 @@ from harness.dates import day
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import (
     IdColumnsError,
+    MissingFileError,
     ReadOnlyDatasetError,
     UnknownTableError,
 )
 
+from .damage import copy_dataset, data_files
 from .helpers import by_id, frame, tree
 
 ROWS = "id long, v long"
@@ -123,3 +125,19 @@ def test_purge_refuses_bad_input(purged, spark):
         RevisionedDataset(root, read_only=True).purge(
             "t", frame(spark, [(1,)], "id long"), reason="x"
         )
+
+
+def test_a_purge_names_a_missing_file_and_commits_nothing(spark, template, tmp_path):
+    """Found by the damage property test: Spark's PATH_NOT_FOUND leaked from the scan."""
+    root = copy_dataset(template, tmp_path / "ds")
+    (gone,) = data_files(root, "r2")
+    gone.unlink()
+    ds = RevisionedDataset(str(root), spark=spark)
+    with pytest.raises(MissingFileError, match=r"r2/t/part-.*of revision 'r2'.*is missing"):
+        ds.purge("t", frame(spark, [(2,)], "id long"), reason="x")
+    assert ds.head_sequence == 3 and sorted(p.name for p in root.iterdir() if p.is_dir()) == [
+        "_log",
+        "r1",
+        "r2",
+        "r3",
+    ]

@@ -227,11 +227,14 @@ class RevisionLog:
         return stored
 
     def description_is_current(self) -> bool:
+        """Whether description.parquet lists every entry of the log, so that opening need
+        not heal it. One that lists more is left alone: entries past the head are the
+        evidence of a lost head (``lost_entries``), and the next commit rewrites any other."""
         raw = self.storage.read(DESCRIPTION)
         if raw is None:
             return self.head == 0
         try:
-            return pq.read_metadata(io.BytesIO(raw)).num_rows == self.head
+            return pq.read_metadata(io.BytesIO(raw)).num_rows >= self.head
         except (pa.ArrowException, ValueError):
             return False  # damaged: rewrite it
 

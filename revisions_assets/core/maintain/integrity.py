@@ -8,7 +8,7 @@ deleted on the strength of it.
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Collection, Iterable, MutableMapping
 
 from ..log.records import COMPACTION, Revision
 from ..read.execute.files import not_parquet
@@ -53,6 +53,29 @@ def write_findings(
     return findings
 
 
+def rebuilt(records: Iterable[Revision], removed: Collection[int]) -> dict[str, Revision]:
+    """Each compaction a later one rebuilt (``properties["rebuilds"]``) -> that one, while
+    it is not removed: reads use it instead, whatever is wrong with the old one."""
+    return {
+        r.properties["rebuilds"]: r
+        for r in records
+        if r.kind == COMPACTION and "rebuilds" in r.properties and r.sequence not in removed
+    }
+
+
+def as_replaced(findings: Iterable[Finding], by: Revision) -> list[Finding]:
+    """The damage of a compaction ``by`` rebuilt: harmless, no read uses it any more."""
+    return [
+        Finding.of(
+            "compaction_replaced",
+            f.path,
+            f"{f.message}; compaction {by.name!r} (sequence {by.sequence}) rebuilt it and reads "
+            "use that one",
+        )
+        for f in findings
+    ]
+
+
 def _compaction_findings(
     record: Revision, table: str, states: list[StoredFile], what: str
 ) -> list[Finding]:
@@ -79,4 +102,4 @@ def _stored_rows(states: list[StoredFile]) -> int | None:
     return sum(s.rows or 0 for s in states)
 
 
-__all__ = ["write_findings"]
+__all__ = ["as_replaced", "rebuilt", "write_findings"]

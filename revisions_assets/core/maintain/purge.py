@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructField, StructType
 
 from ..columns import DELETED
-from ..errors import CommitConflictError, IdColumnsError, RetentionError
+from ..errors import CommitConflictError, IdColumnsError, RetentionError, RevisionsError
 from ..log.records import PURGE, PurgedWrite, PurgeMark, Revision
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
@@ -76,7 +76,15 @@ class Purge:
         entries = self._live_entries(view, table)
         files = [(e.name, f) for e in entries for f in e.tables[table].files]
         check_data_files(self.storage, table, files, set())
-        hits = self._scan(table, entries, ids, id_columns)
+        try:
+            hits = self._scan(table, entries, ids, id_columns)
+        except RevisionsError:
+            raise
+        except Exception as exc:  # a missing file: MissingFileError naming it, not Spark's
+            failure = self._executor.read_failure(table, files, exc)
+            if failure is None:
+                raise
+            raise failure from exc
         if not hits and not dry_run:
             log.info("%s: purge of table %r: no live file holds the ids", self.storage.uri, table)
             return None  # an empty entry would claim an erasure that removed nothing

@@ -46,7 +46,7 @@ from ..storage.footer import StoredFile
 from ..timeutil import now_utc
 from .defaults import DEFAULT_GRACE
 from .findings import Finding
-from .integrity import write_findings
+from .integrity import as_replaced, rebuilt, write_findings
 from .retention import Horizon, removable, retention_horizon
 
 log = logging.getLogger(__name__)
@@ -337,6 +337,7 @@ class Vacuum:
         the revisions read on them), each checked against the rows its entry records."""
         damaged: set[str] = set()
         findings: list[Finding] = []
+        replaced = rebuilt(view.records, view.removed)
         for table in sorted({t for r in leaving for t in r.tables}):
             try:
                 selection = state_selection(
@@ -349,11 +350,12 @@ class Vacuum:
                 damaged.add(table)
                 findings.append(Finding.of("state_removed", table, str(exc)))
                 continue
-            for task in plan.tasks:
+            for task in plan.tasks:  # a rebuilt base is used until the horizon passes its rebuild
                 problems = self._problems(view.records[task.sequence - 1], table)
+                by = replaced.get(task.entry)
                 if problems:
                     damaged.add(table)
-                    findings += problems
+                    findings += problems if by is None else as_replaced(problems, by)
         return damaged, findings
 
     def _problems(self, record: Revision, table: str) -> list[Finding]:

@@ -1,18 +1,23 @@
 """What is wrong with a dataset's storage, for an operator: ``verify`` only reads.
 
 Each ``Finding`` names its kind, how serious it is, the path (relative to the root), what
-is wrong and how to fix it. ``error``: reads or commits fail or are refused until it is
-repaired; ``warning``: harmless to reads and commits (leftovers that vacuum reclaims, a
-stale derived file that the next commit rewrites).
+is wrong and how to fix it (every kind is in ``findings.KINDS``). ``error``: reads or
+commits fail or are refused until it is repaired; ``warning``: harmless to reads and
+commits (leftovers that vacuum reclaims, a stale derived file that the next commit
+rewrites).
 
 Unlike opening a dataset, which stops at the first damage, ``verify`` reads every log
-entry and lists every file, so it is meant for operators (``revisions verify``), not
-for each run. It works on a dataset that cannot be opened.
+entry, lists every file and reads the footer of every referenced file (``integrity``),
+so it is meant for operators (``revisions verify``), not for each run. It works on a
+dataset that cannot be opened. Its advice never contradicts itself: while an entry is
+missing or damaged, a folder it may reference is that entry's, never an orphan to delete;
+``description.parquet`` listing entries past the log's end is a lost head, not staleness.
 
 ``deep_findings`` (``verify --deep``) also reads the data, with Spark: per table, one
 job over all its live data revisions (one scan: ``execute/spark_scan.revision_rows``)
 counts per revision the rows, tombstones, null ids and duplicated ids, and compares the
-counts with the log.
+counts with the log. It runs only when the other checks found no error
+(``deep_skipped`` says so otherwise).
 """
 
 from __future__ import annotations
@@ -61,7 +66,7 @@ from ..storage.backends import open_storage
 from ..storage.base import Storage
 from ..storage.footer import StoredFile
 from .findings import KINDS, Finding
-from .integrity import write_findings
+from .integrity import as_replaced, rebuilt, write_findings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -214,11 +219,7 @@ def file_findings(
     records (``integrity.write_findings``; each distinct path read once)."""
     findings: list[Finding] = []
     checked = {} if checked is None else checked
-    rebuilt = {  # a damaged compaction a later one rebuilt: no read uses it any more
-        r.properties["rebuilds"]: r
-        for r in records
-        if r.kind == COMPACTION and "rebuilds" in r.properties and r.sequence not in removed
-    }
+    replaced = rebuilt(records, removed)  # damaged compactions no read uses any more
     for record in records:
         if record.sequence in removed:  # a vacuum removed their files on purpose
             continue
@@ -233,18 +234,8 @@ def file_findings(
             if escaped:
                 continue
             problems = write_findings(storage, record, table, checked)
-            by = rebuilt.get(record.name)
-            if by is not None:
-                problems = [
-                    Finding.of(
-                        "compaction_replaced",
-                        f.path,
-                        f"{f.message}; compaction {by.name!r} (sequence {by.sequence}) "
-                        "rebuilt it and reads use that one",
-                    )
-                    for f in problems
-                ]
-            findings += problems
+            by = replaced.get(record.name)
+            findings += problems if by is None else as_replaced(problems, by)
     return findings
 
 
