@@ -130,8 +130,7 @@ def test_purge_refuses_bad_input(purged, spark):
 def test_a_purge_names_a_missing_file_and_commits_nothing(spark, template, tmp_path):
     """Found by the damage property test: Spark's PATH_NOT_FOUND leaked from the scan."""
     root = copy_dataset(template, tmp_path / "ds")
-    (gone,) = data_files(root, "r2")
-    gone.unlink()
+    data_files(root, "r2")[0].unlink()
     ds = RevisionedDataset(str(root), spark=spark)
     with pytest.raises(MissingFileError, match=r"r2/t/part-.*of revision 'r2'.*is missing"):
         ds.purge("t", frame(spark, [(2,)], "id long"), reason="x")
