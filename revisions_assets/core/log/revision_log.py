@@ -246,9 +246,6 @@ class LostEntry:
     sequence: int
     name: str
     kind: str
-    tables: tuple[str, ...]
-    files: int  #: the data files it recorded
-    bytes: int
 
 
 def read_description(storage: Storage) -> pa.Table | None:
@@ -287,12 +284,9 @@ def lost_entries(
     names = stored.column("name").to_pylist()
     if names[:head] != [r.name for r in records] or storage.exists(entry_path(head + 1)):
         return ()
-    rows = stored.slice(head).to_pylist()
+    rows = stored.slice(head).select(["name", "kind"]).to_pylist()
     return tuple(
-        LostEntry(
-            head + n, row["name"], row["kind"], tuple(row["tables"]), row["files"], row["bytes"]
-        )
-        for n, row in enumerate(rows, start=1)
+        LostEntry(head + n, row["name"], row["kind"]) for n, row in enumerate(rows, start=1)
     )
 
 

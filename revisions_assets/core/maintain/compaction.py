@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from ..errors import CommitConflictError, InvalidArgumentError, RetentionError
 from ..log.records import (
     COMPACTION,
-    VACUUM,
     CompactedRange,
     Revision,
     TableWrite,
@@ -45,6 +44,7 @@ from ..write.transaction import (
 )
 from .defaults import DEFAULT_TARGET_FILE_BYTES
 from .integrity import write_findings
+from .vacuum import vacuum_entry
 
 log = logging.getLogger(__name__)
 
@@ -177,19 +177,8 @@ class Compactor:
             if not view.is_removed(c.sequence)
             and write_findings(self.storage, c.record, table, checked)
         }
-        now = now_utc()
-        marker = Revision(
-            name=f"rebuild-{damaged.name}",
-            timestamp=now,
-            is_major=False,
-            sequence=view.head + 1,
-            committed_at=now,
-            tables={},
-            data_change=False,
-            kind=VACUUM,
-            vacuum=VacuumMark(tuple(sorted(unreadable)), view.head, None, 0.0),
-        )
-        return LogView([*view.logged, marker])
+        mark = VacuumMark(tuple(sorted(unreadable)), view.head, None, 0.0)
+        return LogView([*view.logged, vacuum_entry(f"rebuild-{damaged.name}", view.head + 1, mark)])
 
     def _write(self, name: str, job: _TableJob, target_file_bytes: int) -> TableWrite:
         plan, table = job.plan, job.table

@@ -366,24 +366,14 @@ class Vacuum:
     ) -> Revision | None:
         if not plan.marked and not plan.purged:
             return None
-        now = now_utc()
-        return Revision(
-            name=f"vacuum-{uuid.uuid4().hex}",
-            timestamp=now,
-            is_major=False,
-            sequence=view.head + 1,
-            committed_at=now,
-            tables={},
-            data_change=False,
-            kind=VACUUM,
-            vacuum=VacuumMark(
-                removed=tuple(r.sequence for r in plan.marked),
-                horizon_sequence=horizon.sequence,
-                horizon_timestamp=horizon.timestamp,
-                retain_seconds=retain.total_seconds(),
-                deleted=plan.deleted(view, horizon.sequence),
-            ),
+        mark = VacuumMark(
+            removed=tuple(r.sequence for r in plan.marked),
+            horizon_sequence=horizon.sequence,
+            horizon_timestamp=horizon.timestamp,
+            retain_seconds=retain.total_seconds(),
+            deleted=plan.deleted(view, horizon.sequence),
         )
+        return vacuum_entry(f"vacuum-{uuid.uuid4().hex}", view.head + 1, mark)
 
     @staticmethod
     def _orphans(view: LogView, listing: _Listing, cutoff: datetime) -> list[str]:
@@ -413,6 +403,22 @@ class Vacuum:
             if n % 100 == 0:
                 log.info("%s: vacuum: %d folders deleted", self.storage.uri, n)
         self.storage.delete_files([f.path for f in plan.temporary])
+
+
+def vacuum_entry(name: str, sequence: int, mark: VacuumMark) -> Revision:
+    """A vacuum entry at ``sequence``, committed now."""
+    now = now_utc()
+    return Revision(
+        name=name,
+        timestamp=now,
+        is_major=False,
+        sequence=sequence,
+        committed_at=now,
+        tables={},
+        data_change=False,
+        kind=VACUUM,
+        vacuum=mark,
+    )
 
 
 def _staying(view: LogView, leaving: set[int]) -> set[str]:
@@ -451,4 +457,4 @@ def _older(info: FileInfo, cutoff: datetime) -> bool:
     return info.modified is not None and info.modified <= cutoff
 
 
-__all__ = ["DEFAULT_GRACE", "Vacuum", "VacuumReport"]
+__all__ = ["DEFAULT_GRACE", "Vacuum", "VacuumReport", "vacuum_entry"]
