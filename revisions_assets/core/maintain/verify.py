@@ -322,7 +322,8 @@ def _check_description(storage: Storage, scan: _LogScan, findings: list[Finding]
         if problem:
             message = f"{DESCRIPTION} {problem}"
             findings.append(Finding.of("description_stale", DESCRIPTION, message))
-    return {s: names[s] for s in scan.damaged | {r["sequence"] for r in lost}} if agrees else {}
+    named = scan.damaged | {row["sequence"] for row in lost}
+    return {s: names[s] for s in named if s in names} if agrees else {}
 
 
 def _folder_evidence(storage: Storage, row: Mapping[str, Any]) -> str:
