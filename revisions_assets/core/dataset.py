@@ -28,6 +28,7 @@ from .arguments import (
 from .deprecation import deprecated
 from .errors import (
     ArgumentTypeError,
+    InvalidArgumentError,
     ReadOnlyDatasetError,
     RevisionsError,
 )
@@ -38,7 +39,7 @@ from .maintain.compaction import DEFAULT_TARGET_FILE_BYTES, Compactor
 from .maintain.legacy import LegacyRevision, plan_import
 from .maintain.purge import Purge
 from .maintain.vacuum import DEFAULT_GRACE, Vacuum, VacuumReport, consumer_positions
-from .maintain.verify import Finding, deep_findings, verify_storage
+from .maintain.verify import Finding, deep_findings, deep_skipped, verify_storage
 from .read.execute.files import FileGate
 from .read.execute.spark import MergeStrategy, SparkExecutor
 from .read.execute.spark_scan import spark_schema
@@ -410,7 +411,11 @@ class DatasetMaintenance:
         return limit is not None and ds.inspect.revisions_on_base(table) > limit
 
     def compact(
-        self, table: str | None = None, *, target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES
+        self,
+        table: str | None = None,
+        *,
+        target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES,
+        rebuild: str | int | None = None,
     ) -> Revision | None:
         """Write the state of ``table`` (None: every table) as a compaction revision.
 
@@ -420,14 +425,21 @@ class DatasetMaintenance:
         anything on top of its base. Concurrent commits are neither lost nor blocked: the
         entry is appended like any revision. Raises CommitConflictError, committing
         nothing, when a concurrent vacuum removed files it was reading.
+        ``rebuild``: the name (or sequence) of a damaged compaction to write again from
+        the revisions it holds (``Compactor.rebuild``), instead of compacting ``table``.
         """
         ds = self._ds
         ds._require_writable("compact")
         check_text(table, "table", optional=True)
         check_count(target_file_bytes, "target_file_bytes", minimum=1)
+        compactor = self._compactor()
+        if rebuild is not None:
+            if table is not None:
+                raise InvalidArgumentError("compact(): give a table or rebuild=, not both")
+            return compactor.rebuild(rebuild, target_file_bytes)
         if table is not None:
             ds.revisions(table)  # UnknownTableError: a table with no revisions
-        return self._compactor().run([table] if table is not None else None, target_file_bytes)
+        return compactor.run([table] if table is not None else None, target_file_bytes)
 
     def vacuum(
         self,
@@ -504,10 +516,15 @@ class DatasetMaintenance:
     def verify(self, *, deep: bool = False) -> list[Finding]:
         """What is wrong with this dataset's storage, for an operator: empty when healthy.
         Only reads (see ``revisions_assets.core.maintain.verify``). ``deep`` also reads the
-        data with Spark: ids non-null and unique per revision, row counts matching the log."""
+        data with Spark: ids non-null and unique per revision, row counts matching the log;
+        when the other checks found an error, a ``deep_checks_skipped`` finding says so
+        instead."""
         ds = self._ds
         findings = verify_storage(ds.storage)
-        if check_bool(deep, "deep") and not any(f.severity == "error" for f in findings):
+        if check_bool(deep, "deep"):
+            skipped = deep_skipped(findings)
+            if skipped is not None:
+                return [*findings, skipped]
             findings += deep_findings(ds.spark, ds.storage, ds.snapshot().view)
         return findings
 

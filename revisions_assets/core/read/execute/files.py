@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ...errors import CorruptFileError, MissingFileError
 from ...storage.base import LocalStorage, Storage
+from ...storage.footer import PARQUET_MAGIC
 
-PARQUET_MAGIC = b"PAR1"
 _THREADS = 8  # ranged reads of the last bytes in flight on an object store
 #: what to do about a damaged data file, in every message that reports one
 REPAIR = (
