@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 import pyarrow.parquet as pq
 import pytest
 from harness.dates import day, instant
+from harness.examples import examples
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import event as hypothesis_event
 from hypothesis import strategies as st
@@ -744,7 +745,7 @@ def steps(draw, first: bool = False):
 
 
 @settings(
-    max_examples=5,
+    max_examples=examples(5),
     deadline=None,
     # shrinking replays Spark commits for minutes; a failure prints its example unshrunk
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
