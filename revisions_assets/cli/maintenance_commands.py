@@ -119,7 +119,7 @@ def verify_command(
     elif not rows:
         out.note(f"{root}: healthy" + (" (deep)" if deep else ""))
     else:
-        out.rows(rows, columns=["severity", "kind", "path", "message"], wrap=("message",))
+        out.rows(rows, columns=["severity", "kind", "path", "message"], wrap=("path", "message"))
         for kind in dict.fromkeys(r["kind"] for r in rows):
             fix = next(r["fix"] for r in rows if r["kind"] == kind)
             out.note(f"fix {kind}: {fix}")

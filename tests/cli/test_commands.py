@@ -22,7 +22,7 @@ def run(*args: str, code: int = 0):
     return result
 
 
-def rows(*args: str) -> list[dict]:
+def rows(*args: str) -> list[dict] | dict:
     return json.loads(run(*args, "--json").stdout)
 
 
@@ -85,15 +85,20 @@ def test_show(staged):
     with_revision = rows(
         "show", staged.features, "t", "--at", "3", "--with-revision", "--limit", "1"
     )
-    assert with_revision == [
-        {
-            "id": 4,
-            "v": 4,
-            "_revision": "r4",
-            "_revision_timestamp": "2020-01-05T00:00:00+00:00",
-            "_revision_sequence": 3,
-        }
-    ]
+    assert with_revision == {  # with a limit: whether rows were left out, and how many
+        "rows": [
+            {
+                "id": 4,
+                "v": 4,
+                "_revision": "r4",
+                "_revision_timestamp": "2020-01-05T00:00:00+00:00",
+                "_revision_sequence": 3,
+            }
+        ],
+        "limit": 1,
+        "truncated": True,
+        "total": 5,
+    }
     streamed = rows("show", staged.features, "t", "--limit", "0")
     assert streamed == latest
     text = run("show", staged.features, "t", "--limit", "2").stdout
@@ -190,18 +195,28 @@ def test_history(staged):
         ["diff", "{features}", "t", "--since", "2020-01-02T00:00Z"],
         ["diff", "{features}", "t", "--since", "1", "--stats"],
         ["history", "{features}", "t", "--id", "id=2"],
+        # Tuesday's features as known on Tuesday (the reader's answer: test_console_script)
+        [
+            "show",
+            "{redeployed}",
+            "t",
+            "--as-of",
+            "2024-03-05T00:00Z",
+            "--known-at",
+            "2024-03-05T00:00Z",
+        ],
     ],
 )
-def test_spark_reads_what_the_reader_reads(spark, staged, args):
+def test_spark_reads_what_the_reader_reads(spark, staged, redeployed, args):
     """``--spark`` (the engine) and the default (the reader in this process) agree."""
-    args = [a.format(features=staged.features) for a in args]
+    args = [a.format(features=staged.features, redeployed=redeployed) for a in args]
     assert rows(*args, "--spark") == rows(*args)
 
 
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["show", "{missing}", "t"], "is not a revisioned dataset"),
+        (["show", "{missing}", "t"], "none does not exist"),
         (["log", "{legacy}"], "'revisions import-legacy SRC ROOT'"),
         (["show", "{features}", "nope"], "table 'nope' has no revisions"),
         (["history", "{features}", "t", "--id", "id"], "expected column=value"),
@@ -239,7 +254,18 @@ def test_import_legacy(tmp_path):
     assert "featurizer_A [id], featurizer_B [id]" in imported.stdout
     assert "naive timestamps; they are taken in UTC" in imported.stderr
     again = run("import-legacy", str(src), str(dst), code=2)
-    assert "already has 4 revisions" in again.stderr
+    assert "already has 4 revisions" in again.stderr and again.stdout == ""
+    as_json = json.loads(run("import-legacy", str(src), str(tmp_path / "again"), "--json").stdout)
+    assert as_json == {
+        "root": str(tmp_path / "again"),
+        "revisions": 4,
+        "majors": 2,
+        "minors": 2,
+        "tables": [
+            {"table": "featurizer_A", "id_columns": ["id"]},
+            {"table": "featurizer_B", "id_columns": ["id"]},
+        ],
+    }
     assert [(r["name"], r["is_major"]) for r in rows("log", str(dst))] == [
         ("revision_0", True),
         ("revision_2", False),

@@ -29,7 +29,6 @@ import pyarrow.parquet as pq
 
 from ..errors import (
     CorruptLogError,
-    DatasetNotFoundError,
     NoMajorRevisionError,
     PathEscapeError,
     RetentionError,
@@ -45,6 +44,7 @@ from ..log.layout import (
     entry_sequence,
     holds_log,
     is_temp_name,
+    not_a_dataset,
 )
 from ..log.records import Revision
 from ..log.view import LogView
@@ -193,7 +193,7 @@ def verify_storage(storage: Storage) -> list[Finding]:
     (no ``_log/`` and no sign of a lost one): its folders are no leftovers."""
     top = [n.rstrip("/") for n in storage.list_names("")]
     if LOG_DIR not in top and not lost_log_evidence(storage):
-        raise DatasetNotFoundError(f"{storage.uri} is not a revisioned dataset (no {LOG_DIR}/)")
+        raise not_a_dataset(storage)
     findings: list[Finding] = []
     records, head = _check_log(storage, findings)
     removed: set[int] = set()
