@@ -1,8 +1,8 @@
 """Printing results: rich tables for people, stable JSON for programs.
 
-Everything a command prints on stdout is held until the command ends (``pending``): a
-command that fails after it started printing leaves stdout empty; only a streamed JSON
-array (``--json --limit 0``) is written as it is read.
+Everything a command prints on stdout is held until the command ends (``flush``, or
+``discard`` on an error): a command that fails after it started printing leaves stdout
+empty; only a JSON array ``stream_json`` writes row by row goes out as it is read.
 
 JSON is an array of row objects (or one object where a command says so; rows capped by
 an explicit ``--limit`` come as ``{"rows", "limit", "truncated", "total"}``), with
@@ -81,7 +81,8 @@ def text(value: Any) -> str:
 
 #: the width of piped output when COLUMNS is unset: no limit (nothing is cut or folded)
 UNLIMITED = 1_000_000
-#: the narrowest a wrapping column (free text, paths) gets before other columns are left out
+#: what a wrapping column (free text, paths) keeps before other columns are left out;
+#: several share about twice it
 WRAP_MIN = 24
 #: the narrowest it gets on a terminal too narrow for the columns that are never left out
 FOLD_MIN = 8
