@@ -230,15 +230,16 @@ class Output:
             return {n: natural[n] for n in shown}
         widths = {n: least[n] for n in shown}
         # the wrapping columns share what is left (a lone value wider than the screen folds
-        # too), narrowest first: one whose values fit while the others keep their least
-        # width gets them whole, else an equal share (at least FOLD_MIN: a terminal too
-        # narrow for what stays folds it further)
+        # too), narrowest first, in equal shares; one that needs at most FOLD_MIN more than
+        # its share gets its values whole if the others keep their least width (a path one
+        # character short is not folded); a terminal too narrow for what stays folds them
+        # down to FOLD_MIN
         growing = sorted([n for n in shown if n in wrapped] or shown[-1:], key=natural.__getitem__)
         free = room - total(shown, least) + sum(least[n] for n in growing)
         for i, n in enumerate(growing):
             keep = sum(least[m] for m in growing[i + 1 :])
             fair = free // (len(growing) - i)
-            whole = natural[n] <= free - keep
+            whole = natural[n] <= min(free - keep, fair + FOLD_MIN)
             widths[n] = natural[n] if whole else max(min(FOLD_MIN, natural[n]), fair)
             free -= widths[n]
         return widths

@@ -13,7 +13,7 @@ from core.legacy_layout import worked_example
 
 from revisions_assets.cli import cli
 
-from .conftest import Staged
+from .conftest import PYTHON_WORDS, Staged
 
 
 def run(*args: str, code: int = 0):
@@ -99,6 +99,8 @@ def test_show(staged):
         "truncated": True,
         "total": 5,
     }
+    whole = rows("show", staged.features, "t", "--limit", "6")
+    assert (len(whole["rows"]), whole["truncated"], whole["total"]) == (6, False, 6)
     streamed = rows("show", staged.features, "t", "--limit", "0")
     assert streamed == latest
     text = run("show", staged.features, "t", "--limit", "2").stdout
@@ -218,7 +220,11 @@ def test_spark_reads_what_the_reader_reads(spark, staged, redeployed, args):
     [
         (["show", "{missing}", "t"], "none does not exist"),
         (["log", "{legacy}"], "'revisions import-legacy SRC ROOT'"),
-        (["show", "{features}", "nope"], "table 'nope' has no revisions"),
+        (
+            ["show", "{features}", "nope"],
+            "has no revisions in this dataset; known tables: 't', 'u'",
+        ),
+        (["log", "{missing}"], "none does not exist: no revisioned dataset there"),
         (["history", "{features}", "t", "--id", "id"], "expected column=value"),
         (["history", "{features}", "t", "--id", "x=1"], "'x' is not an id column"),
         (["history", "{features}", "t", "--id", "id=abc"], "'abc' is not a bigint"),
@@ -228,6 +234,11 @@ def test_spark_reads_what_the_reader_reads(spark, staged, redeployed, args):
         (["show", "{features}", "t", "--as-of", "2020-01-04T00:00Z", "--at", "2"], "not both"),
         (["show", "{features}", "t", "--at", "HEAD~9"], "has 5 data revisions (HEAD..HEAD~4)"),
         (["diff", "{features}", "t", "--since", "2", "--until", "2020-01-04T00:00Z"], "both be"),
+        (
+            ["diff", "{features}", "t", "--since", "4", "--until", "2"],
+            "--since 4 is after --until 2",
+        ),
+        (["diff", "{features}", "t", "--since", "7"], "--since 7 is after the head of the log"),
         (["show", "{features}", "t", "--where", "nope > 1"], "--where 'nope > 1'"),
         (["show", "{features}", "t", "--limit", "-1"], "--limit"),
     ],
@@ -238,6 +249,7 @@ def test_bad_input_is_one_line_and_exit_2(staged, tmp_path, args, message):
     assert result.stdout == ""
     assert result.stderr.startswith("revisions: error: ") and result.stderr.count("\n") == 1
     assert message in result.stderr and "Traceback" not in result.stderr
+    assert not [w for w in PYTHON_WORDS if w in result.stderr], result.stderr  # options only
 
 
 def test_debug_shows_the_traceback(staged):

@@ -27,7 +27,7 @@ from revisions_assets.core.log.records import canonical_json
 from revisions_assets.core.log.revision_log import LOG_DIR, RevisionLog, entry_path
 from revisions_assets.core.storage.backends import open_storage
 
-from .conftest import Staged
+from .conftest import PYTHON_WORDS, Staged
 
 BIN = Path(sys.executable).parent
 SPARK_BANNER = "log4j"
@@ -127,10 +127,6 @@ def as_json(done: subprocess.CompletedProcess):
     return json.loads(done.stdout)
 
 
-#: what an error in the CLI's terms never shows: Python calls, arguments and lists
-PYTHON_WORDS = ("():", "since_sequence", "until_sequence", "as_of", "known_at", "['", "int()")
-
-
 def one_line_error(*parts: str) -> Callable[[subprocess.CompletedProcess], None]:
     def check(done: subprocess.CompletedProcess) -> None:
         assert done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
@@ -212,17 +208,10 @@ def test_exit_codes_and_json_shapes(staged: Staged, variants: Variants):
     def wide_text(done):
         assert "the first 20 rows (--limit N shows more, --limit 0 all)" in done.stdout
 
-    def capped(truncated: bool):
-        def check(done):
-            page = as_json(done)
-            assert (page["limit"], page["truncated"], page["total"]) == (
-                5,
-                truncated,
-                5 + 20 * truncated,
-            )
-            assert [r["id"] for r in page["rows"]] == list(range(5))
-
-        return check
+    def capped(done):
+        page = as_json(done)
+        assert (page["limit"], page["truncated"], page["total"]) == (5, True, 25)
+        assert [r["id"] for r in page["rows"]] == list(range(5))
 
     def wraps_findings(done):
         lines = done.stdout.splitlines()
@@ -253,7 +242,11 @@ def test_exit_codes_and_json_shapes(staged: Staged, variants: Variants):
         Case(("log", f, "--table", "t"), 0, narrow_log, columns=80),
         Case(("describe", f, "--json"), 0, describe_all),
         Case(("describe", f, "t"), 0, lambda d: "rows:        6" in d.stdout),
-        Case(("describe", f, "nope"), 2, one_line_error("table 'nope' has no revisions")),
+        Case(
+            ("describe", f, "nope"),
+            2,
+            one_line_error("table 'nope' has no revisions", "known tables: 't', 'u'"),
+        ),
         Case(("lag", s, "--max-behind", "1", "--json"), 1, lag_rows(f, True)),
         Case(
             ("lag", s, "--max-age", "1000d", "--max-behind", "2", "--json"), 0, lag_rows(f, False)
@@ -269,12 +262,7 @@ def test_exit_codes_and_json_shapes(staged: Staged, variants: Variants):
         ),
         Case(("show", v.wide, "w", "--json"), 0, wide_json),
         Case(("show", v.wide, "w"), 0, wide_text),
-        Case(("show", v.wide, "w", "--json", "--limit", "5"), 0, capped(truncated=True)),
-        Case(
-            ("show", v.wide, "w", "--json", "--limit", "5", "--where", "id < 5"),
-            0,
-            capped(truncated=False),
-        ),
+        Case(("show", v.wide, "w", "--json", "--limit", "5"), 0, capped),
         Case(
             ("show", v.wide, "w", "--at", "a1b2c", "--json", "--limit", "1"),
             0,
@@ -312,24 +300,12 @@ def test_exit_codes_and_json_shapes(staged: Staged, variants: Variants):
             2,
             one_line_error("--since 2020-01-05T00:00Z is after --until 2020-01-02T00:00Z"),
         ),
-        Case(("diff", f, "t", "--since", "4", "--until", "2"), 2, one_line_error("swap them")),
-        Case(("diff", f, "t", "--since", "7"), 2, one_line_error("after the head of the log")),
         Case(("diff", v.damaged, "t", "--since", "1"), 3, one_line_error("r6/t/part-00000")),
-        Case(("show", f, "nope"), 2, one_line_error("known tables: 't', 'u'")),
-        Case(
-            ("history", f, "t", "--id", "id=x"),
-            2,
-            one_line_error("--id 'id=x': 'x' is not a bigint"),
-        ),
-        *[
-            Case((command, "/nonexistent", *rest), 2, one_line_error("/nonexistent does not exist"))
-            for command, *rest in (("log",), ("verify",), ("show", "t"), ("vacuum", "--dry-run"))
-        ],
+        Case(("show", "/nonexistent", "t"), 2, one_line_error("/nonexistent does not exist")),
         Case(("verify", f, "--json"), 0, lambda d: not as_json(d)["healthy"]),
         Case(("verify", v.damaged), 1, lambda d: "missing_file" in d.stdout),
         # narrow terminals wrap paths and messages, never leave them out
         Case(("verify", v.truncated), 1, wraps_findings, columns=80),
-        Case(("verify", v.truncated), 1, lambda d: "r6/t/part-00000.parquet " in d.stdout),
         Case(("show", v.damaged, "t"), 3, one_line_error("r6/t/part-00000.parquet")),
         Case(("log", v.corrupt), 3, one_line_error("is not valid JSON")),
         Case(("vacuum", f, "--retain", "0"), 2, one_line_error("below the floor of 1d", "--force")),
