@@ -238,6 +238,19 @@ def test_spark_reads_what_the_reader_reads(spark, staged, redeployed, args):
             ["diff", "{features}", "t", "--since", "4", "--until", "2"],
             "--since 4 is after --until 2",
         ),
+        (
+            [
+                "diff",
+                "{features}",
+                "t",
+                "--since",
+                "2020-01-05T00:00Z",
+                "--until",
+                "2020-01-02T00:00Z",
+            ],
+            "--since 2020-01-05T00:00Z is after --until 2020-01-02T00:00Z; the window is "
+            "(--since, --until]: swap them",
+        ),
         (["diff", "{features}", "t", "--since", "7"], "--since 7 is after the head of the log"),
         (["show", "{features}", "t", "--where", "nope > 1"], "--where 'nope > 1'"),
         (["show", "{features}", "t", "--limit", "-1"], "--limit"),

@@ -208,11 +208,6 @@ def test_exit_codes_and_json_shapes(staged: Staged, variants: Variants):
     def wide_text(done):
         assert "the first 20 rows (--limit N shows more, --limit 0 all)" in done.stdout
 
-    def capped(done):
-        page = as_json(done)
-        assert (page["limit"], page["truncated"], page["total"]) == (5, True, 25)
-        assert [r["id"] for r in page["rows"]] == list(range(5))
-
     def wraps_findings(done):
         lines = done.stdout.splitlines()
         assert lines[0].split() == ["severity", "kind", "path", "message"], done.stdout
@@ -262,7 +257,6 @@ def test_exit_codes_and_json_shapes(staged: Staged, variants: Variants):
         ),
         Case(("show", v.wide, "w", "--json"), 0, wide_json),
         Case(("show", v.wide, "w"), 0, wide_text),
-        Case(("show", v.wide, "w", "--json", "--limit", "5"), 0, capped),
         Case(
             ("show", v.wide, "w", "--at", "a1b2c", "--json", "--limit", "1"),
             0,
@@ -294,14 +288,8 @@ def test_exit_codes_and_json_shapes(staged: Staged, variants: Variants):
         ),
         Case(("history", f, "t", "--id", "id=2", "--id", "id=10", "--json"), 0, two_entities),
         Case(("diff", f, "t", "--since", "4", "--json"), 0, lambda d: len(as_json(d)) == 2),
-        # errors after the heading was due: stdout stays empty, the message names options
-        Case(
-            ("diff", f, "t", "--since", "2020-01-05T00:00Z", "--until", "2020-01-02T00:00Z"),
-            2,
-            one_line_error("--since 2020-01-05T00:00Z is after --until 2020-01-02T00:00Z"),
-        ),
+        # an error after the heading was due: stdout stays empty
         Case(("diff", v.damaged, "t", "--since", "1"), 3, one_line_error("r6/t/part-00000")),
-        Case(("show", "/nonexistent", "t"), 2, one_line_error("/nonexistent does not exist")),
         Case(("verify", f, "--json"), 0, lambda d: not as_json(d)["healthy"]),
         Case(("verify", v.damaged), 1, lambda d: "missing_file" in d.stdout),
         # narrow terminals wrap paths and messages, never leave them out
