@@ -48,7 +48,6 @@ if TYPE_CHECKING:  # polars loads when a command runs: `revisions --help` starts
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
-MORE = "the first {limit} rows (--limit N shows more, --limit 0 all)"
 
 
 def spark_option(f: F) -> F:
@@ -116,7 +115,7 @@ def iso(when: datetime) -> str:
     help="A SQL filter, e.g. \"day > 3 AND city = 'Oslo'\" (Polars SQL; Spark SQL with --spark).",
 )
 @click.option("--with-revision", is_flag=True, help="Add the revision that wrote each row.")
-@limit_option(20)
+@limit_option(20, paged=True)
 @json_option
 @spark_option
 @common_options
@@ -171,9 +170,7 @@ def show_command(
 
 def emit_rows(out: Output, df: pl.DataFrame, limit: int) -> None:
     rows = df.head(limit).to_dicts() if limit else df.to_dicts()
-    out.rows(rows, columns=df.columns)
-    if limit and df.height > limit:
-        out.note(MORE.format(limit=limit))
+    out.limited(rows, limit, bool(limit) and df.height > limit, df.height, columns=df.columns)
 
 
 def filtered(df: pl.DataFrame, where: str) -> pl.DataFrame:
@@ -194,7 +191,7 @@ def filtered(df: pl.DataFrame, where: str) -> pl.DataFrame:
 )
 @click.option("--until", help="Up to (inclusive): a time or a sequence (default: the head).")
 @click.option("--stats", is_flag=True, help="Counts of changed values per column instead of rows.")
-@limit_option(20)
+@limit_option(20, paged=True)
 @json_option
 @spark_option
 @common_options
@@ -225,6 +222,7 @@ def diff_command(
     by_sequence = isinstance(start, int)
     if end is not None and isinstance(end, int) != by_sequence:
         raise click.UsageError("--since and --until must both be sequences or both be times")
+    check_window(start, end, since, until, snapshot.head_sequence)
     if by_sequence:
         changed = snapshot.scan(table).changes(since_sequence=start, until_sequence=end)  # type: ignore[arg-type]
         before: Scan | None = snapshot.scan(table, at=start)
@@ -269,7 +267,21 @@ def diff_command(
         values,
         limit,
         bool(limit) and diff.height > limit,
+        diff.height,
     )
+
+
+def check_window(
+    start: int | datetime, end: int | datetime | None, since: str, until: str | None, head: int
+) -> None:
+    """--since before --until (or, for a sequence, at most the log's head ``head``), said
+    with the options: the engine's own refusal names its Python arguments."""
+    if end is not None and start > end:  # type: ignore[operator]
+        raise InputError(
+            f"--since {since} is after --until {until}; the window is (--since, --until]: swap them"
+        )
+    if end is None and isinstance(start, int) and start > head:
+        raise InputError(f"--since {since} is after the head of the log (sequence {head})")
 
 
 @click.command("history")
@@ -284,7 +296,7 @@ def diff_command(
 )
 @click.option("--since", help="Only versions still valid after this time (with an offset).")
 @click.option("--until", help="The history as known at this logical time.")
-@limit_option(100)
+@limit_option(100, paged=True)
 @json_option
 @spark_option
 @common_options
@@ -322,6 +334,7 @@ def history_command(
         rows, more = spark_data.history(
             versions_scan, entities, write.id_columns, limit, endpoint_url
         )
+        total = None
     else:
         versions = versions_scan.filter(
             pl.any_horizontal(
@@ -330,13 +343,13 @@ def history_command(
         ).read()
         versions = versions.sort([*write.id_columns, "valid_from"])
         rows = (versions.head(limit) if limit else versions).to_dicts()
-        more = bool(limit) and versions.height > limit
+        more, total = bool(limit) and versions.height > limit, versions.height
     by_name = {r.name: r for r in history}
     for row in rows:
         revision = by_name[row["_revision"]]
         row["_revision_sequence"] = revision.sequence
         row["_revision_kind"] = "major" if revision.is_major else "minor"
-    emit_history(Output(as_json), table, write.id_columns, entities, rows, limit, more)
+    emit_history(Output(as_json), table, write.id_columns, entities, rows, (limit, more, total))
 
 
 COMMANDS = (show_command, diff_command, history_command)

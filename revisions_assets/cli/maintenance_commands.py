@@ -146,7 +146,7 @@ def finding_row(finding: Finding) -> dict[str, str]:
 def finding_rows(out: Output, findings: Sequence[Finding]) -> None:
     """Findings as a table, then the fix of each kind once."""
     rows = [finding_row(f) for f in findings]
-    out.rows(rows, columns=["severity", "kind", "path", "message"], wrap=("message",))
+    out.rows(rows, columns=["severity", "kind", "path", "message"], wrap=("path", "message"))
     for kind in dict.fromkeys(r["kind"] for r in rows):
         fix = next(r["fix"] for r in rows if r["kind"] == kind)
         out.note(f"fix {kind}: {fix}")

@@ -60,9 +60,7 @@ def emit(out: Output, df: DataFrame, limit: int, columns: Sequence[str] | None =
     if out.as_json and not limit:
         out.stream_json(rows)
         return
-    out.rows(rows, columns=columns)
-    if more:
-        out.note(f"the first {limit} rows (--limit N shows more, --limit 0 all)")
+    out.limited(rows, limit, more, columns=columns)  # type: ignore[arg-type]
 
 
 def show(scan: Scan, ids: Sequence[str], where: str | None, endpoint_url: str | None) -> DataFrame:

@@ -25,13 +25,12 @@ import pyarrow as pa
 from .arguments import check_bool, check_count, check_options
 from .errors import (
     ArgumentTypeError,
-    DatasetNotFoundError,
     InvalidArgumentError,
     NotCachedError,
     RevisionsError,
     StorageError,
 )
-from .log.layout import LOG_DIR
+from .log.layout import not_a_dataset
 from .log.records import Revision
 from .log.revision_log import RevisionLog
 from .log.view import LogView
@@ -110,7 +109,7 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
                     f"{self._cache.folder if self._cache else cache_dir}: no cached log of "
                     f"{self.root}; open the reader online with this cache_dir first"
                 )
-            raise DatasetNotFoundError(f"{self.root} is not a revisioned dataset (no {LOG_DIR}/)")
+            raise not_a_dataset(self._source)
         if self._cache is not None and not self.offline:
             self._cache.prune(self._log.view().live_files())
 

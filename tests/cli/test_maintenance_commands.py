@@ -169,15 +169,18 @@ def test_purge_over_two_roots(spark, staged, tmp_path):
     [
         (["vacuum", "{features}", "--retain", "7x"], "'7x' is not a duration"),
         (["vacuum", "{features}", "--grace", "-1h"], "'-1h' is not a duration"),
-        (["vacuum", "{missing}"], "is not a revisioned dataset"),
-        (["verify", "{missing}"], "is not a revisioned dataset"),
+        (["vacuum", "{missing}"], "none does not exist"),
+        (["verify", "{missing}"], "none does not exist"),
         (["compact", "{features}", "--table", "nope"], "table 'nope' has no revisions"),
         (["purge", "{features}", "t", "--id", "id", "--reason", "r"], "expected column=value"),
         (["purge", "{features}", "nope", "--id", "id=1", "--reason", "r"], "table 'nope'"),
         (["purge", "{features}", "t", "--id", "id=x", "--reason", "r"], "'x' is not a bigint"),
         (["purge", "{features}", "t", "--id", "id=1", "--reason", " "], "--reason must not"),
         (["purge", "{features}", "--id", "id=1", "--reason", "r"], "ROOT [ROOT ...] TABLE"),
-        (["purge", "{features}", "{missing}", "t", "--id", "id=1", "--reason", "r"], "is not a"),
+        (
+            ["purge", "{features}", "{missing}", "t", "--id", "id=1", "--reason", "r"],
+            "none does not exist",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(staged, tmp_path, args, message):

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 import polars as pl
 import pytest
 from harness.dates import HOUR, day, instant
+from harness.examples import examples
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
@@ -276,7 +277,7 @@ def histories(draw):
 
 
 @settings(
-    max_examples=15,
+    max_examples=examples(15),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

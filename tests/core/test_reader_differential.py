@@ -24,6 +24,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 from harness.dates import EPOCH, day
+from harness.examples import examples
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
@@ -140,7 +141,7 @@ def same_changes(cs, pcs) -> None:
 
 
 @settings(
-    max_examples=4,
+    max_examples=examples(4),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -9,6 +9,7 @@ import os
 import pyarrow.parquet as pq
 import pytest
 from harness.dates import day
+from harness.examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
@@ -341,7 +342,7 @@ STEPS = st.lists(
 )
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=list(HealthCheck))
 @given(steps=STEPS)
 def test_value_changes_match_the_model(spark, tmp_path_factory, steps):
     root = str(tmp_path_factory.mktemp("hash") / "ds")

@@ -166,7 +166,7 @@ class LogView:
         if not history:
             raise UnknownTableError(
                 f"table {table!r} has no revisions in this dataset; known tables: "
-                f"{self.tables() or 'none'}"
+                f"{', '.join(map(repr, self.tables())) or 'none'}"
             )
         return history
 
@@ -289,6 +289,7 @@ def table_revisions(records: Sequence[Revision], table: str) -> list[Revision]:
     if not history:
         known = sorted({t for r in records if r.is_data for t in r.tables})
         raise UnknownTableError(
-            f"table {table!r} has no revisions in this dataset; known tables: {known or 'none'}"
+            f"table {table!r} has no revisions in this dataset; known tables: "
+            f"{', '.join(map(repr, known)) or 'none'}"
         )
     return history

@@ -32,7 +32,6 @@ import pyarrow as pa
 
 from ..errors import (
     CorruptLogError,
-    DatasetNotFoundError,
     NoMajorRevisionError,
     PathEscapeError,
     RetentionError,
@@ -50,6 +49,7 @@ from ..log.layout import (
     entry_sequence,
     holds_log,
     is_temp_name,
+    not_a_dataset,
 )
 from ..log.records import COMPACTION, MAJOR, MINOR, Revision, stored_dataset
 from ..log.revision_log import (
@@ -86,7 +86,7 @@ def verify_storage(
     (no ``_log/`` and no sign of a lost one): its folders are no leftovers."""
     top = [n.rstrip("/") for n in storage.list_names("")]
     if LOG_DIR not in top and not lost_log_evidence(storage):
-        raise DatasetNotFoundError(f"{storage.uri} is not a revisioned dataset (no {LOG_DIR}/)")
+        raise not_a_dataset(storage)
     findings: list[Finding] = []
     scan = _check_log(storage, findings)
     prefix = [r for r in scan.records if r.sequence <= scan.head]

@@ -92,7 +92,10 @@ def live_spans(
             else:
                 upcoming = ordered[i]
                 carrying = []  # a complete major voids everything before it
-    governing = {r.timestamp: r for r in ordered if r.is_major}  # later keys overwrite
+    majors_at: dict[datetime, list[Revision]] = {}  # the majors of each timestamp, by key
+    for r in ordered:
+        if r.is_major:
+            majors_at.setdefault(r.timestamp, []).append(r)
     spans = []
     seen_major = False
     for revision, voider in zip(ordered, next_major, strict=True):
@@ -100,10 +103,24 @@ def live_spans(
         if not seen_major or (voider is not None and voider.timestamp <= revision.timestamp):
             continue
         end = voider.timestamp if voider is not None else None
-        ended_by = governing[end] if end is not None else None
+        ended_by = deleting_major(majors_at[end], voider, table) if voider is not None else None
         spans.append(LiveSpan(revision, revision.timestamp, end, ended_by))
     carrying = [(r, r.timestamp) for r in ordered if carried_by(r, table)]
     return tuple(carried_pieces(spans, carrying, table))
+
+
+def deleting_major(majors: Sequence[Revision], voider: Revision, table: str) -> Revision:
+    """The major a revision's rows are deleted by when ``voider`` voids it: of ``majors``
+    (those stamped at the voider's time, in key order), the one that governs then, unless
+    it carries the state of the major before it, whose absence of the entity it only keeps
+    (docs/guides/versions.md: a carried deletion keeps its revision), and so on back to
+    the voider."""
+    n = len(majors) - 1
+    while n > 0 and majors[n - 1].key >= voider.key:
+        if majors[n - 1].sequence not in carried_by(majors[n], table):
+            break
+        n -= 1
+    return majors[n]
 
 
 _S = TypeVar("_S")
