@@ -153,12 +153,23 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
         at: Position = None,
         known_at: TimeLike | None = None,
         columns: Sequence[str] | None = None,
+        filter: Any = None,
+        with_revision: bool = False,
         batch_size: int | None = None,
     ) -> pa.RecordBatchReader:
         """The state of ``table`` as a stream of Arrow record batches of about
         ``batch_size`` rows, in bounded memory: for states larger than memory, or for
-        DuckDB (``duckdb.sql("select ... from batches")``). ``scan(...).to_batches()``."""
-        scan = self.scan(table, as_of=as_of, at=at, known_at=known_at, columns=columns)
+        DuckDB (``duckdb.sql("select ... from batches")``). The options are ``read``'s;
+        ``scan(...).to_batches()``."""
+        scan = self.scan(
+            table,
+            as_of=as_of,
+            at=at,
+            known_at=known_at,
+            columns=columns,
+            filter=filter,
+            with_revision=with_revision,
+        )
         return scan.to_batches(batch_size)
 
     def download(

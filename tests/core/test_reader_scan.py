@@ -110,6 +110,11 @@ def test_batches_stream_the_state_and_duckdb_reads_them(dataset):
     assert stream is not None and total == [(10 + 6 + 7 + 1,)]
     small = reader.scan("t").filter(pl.col("v") < 8).select("v").to_batches(batch_size=1)
     assert rows(pl.from_arrow(small.read_all())) == [(2, 6), (3, 7), (4, 1)]
+    # batches() takes read()'s options
+    options = {"filter": pl.col("v") < 8, "with_revision": True}
+    assert rows(pl.from_arrow(reader.batches("t", **options).read_all())) == rows(
+        reader.read("t", **options)
+    )
 
 
 def test_sinks_and_the_streaming_engine_give_the_read(dataset, tmp_path):
