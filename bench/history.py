@@ -66,8 +66,8 @@ def commit_latency(ctx: Context) -> Outcome:
     for size in sizes:
         append_minors(ds, template, max(0, size - ds.head_sequence))
         warm = fresh()  # the long-lived handle of this size
-        if warm.compaction_due(TABLE):  # what the default policy would have done
-            warm.compact(TABLE)
+        if warm.maintenance.compaction_due(TABLE):  # what the default policy would have done
+            warm.maintenance.compact(TABLE)
         ctx.log(f"  log of {warm.head_sequence:,} revisions")
         results[size] = {
             "commit, fresh handle": measure(
@@ -82,8 +82,8 @@ def commit_latency(ctx: Context) -> Outcome:
         for kind, t in results[size].items():
             out.series.setdefault(kind, []).append((size, t.median))
     for root in (ds.root, small.root):  # no compaction inside a timed commit
-        if (handle := fresh(root)).compaction_due(TABLE):
-            handle.compact(TABLE)
+        if (handle := fresh(root)).maintenance.compaction_due(TABLE):
+            handle.maintenance.compact(TABLE)
     large_size, small_size = fresh().head_sequence, fresh(small.root).head_sequence
     large, little = measure_pair(
         ctx,

@@ -36,7 +36,7 @@ def maintenance(ctx: Context) -> Outcome:
         stage_minors(ctx, ds, first, generation["next"] - 1)
 
     def compaction() -> None:
-        if ds.compact(TABLE) is None:
+        if ds.maintenance.compact(TABLE) is None:
             raise RuntimeError("the benchmark expected a compaction")
 
     compacted, major = measure_pair(
@@ -70,14 +70,14 @@ def maintenance(ctx: Context) -> Outcome:
     template = commit(tiny, updates(spark, TINY_N, 0.01, 1), is_major=False).tables[TABLE]
     append_minors(tiny, template, max(0, cfg.vacuum_revisions - tiny.head_sequence - 1))
     tiny.refresh()
-    tiny.compact(TABLE)
+    tiny.maintenance.compact(TABLE)
     records = len(tiny.revisions())
-    dry = tiny.vacuum(retain=timedelta(0), dry_run=True)
+    dry = tiny.maintenance.vacuum(retain=timedelta(0), dry_run=True)
     files = len(tiny.storage.list_files(""))
     vacuum = measure(
         ctx,
         f"vacuum dry run over {records:,} log entries",
-        lambda: tiny.vacuum(retain=timedelta(0), dry_run=True),
+        lambda: tiny.maintenance.vacuum(retain=timedelta(0), dry_run=True),
     )
     open_handle = measure(ctx, "open a handle", lambda: RevisionedDataset(tiny.root, spark=spark))
     rows.append(

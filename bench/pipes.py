@@ -54,8 +54,8 @@ def pipes_commit(ctx: Context) -> Outcome:
     revisions = ctx.config.pipes_revisions
     append_minors(ds, template, revisions - ds.head_sequence)
     ds = new_dataset(ctx, "pipes")
-    if ds.compaction_due(TABLE):  # what the default policy would have done
-        ds.compact(TABLE)
+    if ds.maintenance.compaction_due(TABLE):  # what the default policy would have done
+        ds.maintenance.compact(TABLE)
     ctx.log(f"  log of {ds.head_sequence:,} entries")
     day = at(revisions + 24).replace(hour=0)  # the first day after the staged revisions
     conf = {k: ctx.spark.sparkContext.getConf().get(k) for k in SPARK_KEYS}

@@ -145,7 +145,7 @@ def read_after_minors(ctx: Context) -> Outcome:
         minors = k
         snapshot = str(ctx.folder("s2", f"snapshot_k{k}"))
         ds.read(TABLE).write.mode("overwrite").parquet(snapshot)
-        on_base = ds.revisions_on_base(TABLE)
+        on_base = ds.inspect.revisions_on_base(TABLE)
         ctx.log(f"  k = {k}: {len(ds.revisions(TABLE)) - 1} minors, {on_base} on the base read")
         ours, plain = measure_pair(
             ctx,

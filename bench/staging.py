@@ -6,7 +6,7 @@ using realistic records: the id columns, schema, counts and files of a real
 revision. Every revision gets files of its own (hard links to a real revision's files,
 or files a single Spark job wrote for many revisions), as every committed revision has.
 Where the default ``compact_after`` policy would have compacted, the histories get a
-real compaction (``ds.compact()``). What is then measured always goes through the
+real compaction (``ds.maintenance.compact()``). What is then measured always goes through the
 public API.
 """
 
@@ -95,7 +95,7 @@ def stage_history(
         end = last if point is None else point
         stage_minors(ctx, ds, start, end)
         if point is not None:
-            ds.compact()
+            ds.maintenance.compact()
         start = end + 1
 
 

@@ -41,7 +41,7 @@ def rows(df: DataFrame) -> list[list]:
 def score(ds_in: RevisionedDataset, scores: RevisionedDataset, name: str, when: float) -> dict:
     """Consume the features' changes since the recorded position; commit scores atomically
     with the new position (a reset makes the scoring revision major)."""
-    since = scores.upstream_position(ds_in.root, "features")
+    since = scores.inspect.upstream_position(ds_in.root, "features")
     cs = ds_in.changes("features", since_sequence=since)
     out = cs.df.select("id", (F.col("v") * F.col("grp")).alias("score"), "_deleted")
     rev = scores.commit(
@@ -114,9 +114,9 @@ def run(spark: SparkSession, root: str) -> dict:
     window = feats.changes("features", since=day(0), until=day(2))
     out["changes_day_0_2"] = [window.is_reset, rows(window.df)]
     out["scores"] = rows(scores.read("scores", with_revision=True).drop("_revision_timestamp"))
-    log = feats.log()[["name", "is_major", "version", "sequence", "rows", "tombstones"]]
+    log = feats.inspect.log()[["name", "is_major", "version", "sequence", "rows", "tombstones"]]
     out["log"] = log.astype(str).values.tolist()
-    out["score_positions"] = scores.upstream_position(feats.root, "features")
+    out["score_positions"] = scores.inspect.upstream_position(feats.root, "features")
     # row hashes (core/hashing.py) are the same under every Spark: equal to the local ones
     latest = feats.read("features")
     out["row_hashes"] = rows(latest.select("id", row_hash(latest.schema, ["grp", "v"])))

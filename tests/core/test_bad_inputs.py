@@ -604,7 +604,7 @@ CASES = [
         "upstream-position-dataset-int",
         ArgumentTypeError,
         ("dataset", "int 5"),
-        lambda c: c.open().upstream_position(5, TABLE),
+        lambda c: c.open().inspect.upstream_position(5, TABLE),
     ),
     # damaged logs: refused on open, nothing rewritten
     Case(
@@ -818,8 +818,8 @@ CASES = [
             ("read", read()),
             ("changes", changes(since_sequence=0)),
             ("history", lambda c: c.open().history(TABLE)),
-            ("compact", lambda c: c.open().compact(TABLE)),
-            ("purge", lambda c: c.open().purge(TABLE, c.df([(1,)], "id long"), reason="x")),
+            ("compact", lambda c: c.open().maintenance.compact(TABLE)),
+            ("purge", lambda c: c.open().maintenance.purge(TABLE, c.df([(1,)], "id long"), reason="x")),
             ("reader", lambda c: DatasetReader(c.root).read(TABLE)),
         )
     ],

@@ -148,7 +148,7 @@ def test_compactions_are_not_read(spark, corrected):
     join = {"event_time": "at", "on": ["id"], "known_at": ALL_COMMITTED}
     before = corrected.as_of_join(events, "t", **join).collect()
     assert [(r.v, r._revision) for r in before] == [(11, "r3"), (40, "r5")]
-    assert corrected.compact("t") is not None
+    assert corrected.maintenance.compact("t") is not None
     after = corrected.as_of_join(events, "t", **join)
     assert sorted(after.collect()) == sorted(before)
     compaction = corrected.revisions()[-1]
@@ -156,7 +156,7 @@ def test_compactions_are_not_read(spark, corrected):
 
 
 def test_vacuumed_revisions_fail_only_when_needed(spark, corrected):
-    corrected.vacuum(retain=timedelta(0), now=day(3) + HOUR, keep_majors=False)
+    corrected.maintenance.vacuum(retain=timedelta(0), now=day(3) + HOUR, keep_majors=False)
     reader = DatasetReader(corrected.root)
     late = spark.createDataFrame([(1, day(4), "late")], EVENTS_SCHEMA)
     out = corrected.as_of_join(late, "t", event_time="at", on=["id"])

@@ -363,7 +363,7 @@ def test_worked_example_record_reads_and_changes(spark, worked):
     w = r3.tables["t"]
     assert (r3.is_major, r3.sequence, w.carries) == (True, 3, (1, 2))
     assert (w.rows, w.tombstones, w.rows_offered) == (3, 1, 5)
-    assert ds.log().set_index("name").loc["r3", "rows"] == 3
+    assert ds.inspect.log().set_index("name").loc["r3", "rows"] == 3
     # its files hold the changed rows and a tombstone for the entity the offer lacks
     files = [pq.read_table(f"{ds.root}/{f}").to_pylist() for f in w.files]
     written = {r["id"]: (r["v"], r["_deleted"]) for rows in files for r in rows}
@@ -658,7 +658,7 @@ def test_compaction_after_a_carrying_major_reads_the_same(spark, worked):
     assert before[0] == {1: ("A", "r5"), 2: ("B", "r2"), 5: ("e", "r2"), 6: ("f", "r3")}
     assert before[1][2] == ("L", "late")
     changed = m.check_changes(since_sequence=2).changed
-    compaction = ds.compact("t")
+    compaction = ds.maintenance.compact("t")
     assert compaction is not None and compaction.kind == "compaction"
     assert [m.read(**where) for where in reads] == before
     assert compaction.name in top_dirs(input_files(ds.read("t"), ds.root))
@@ -685,9 +685,9 @@ def test_vacuum_keeps_the_carried_state(spark, tmp_path, worked):
     m.commit("r5", day(3), "minor", {1: "A"})
     ds = m.ds
     head = m.check_read()
-    dry = ds.vacuum(retain=timedelta(0), keep_majors=False, dry_run=True)
+    dry = ds.maintenance.vacuum(retain=timedelta(0), keep_majors=False, dry_run=True)
     assert dry.revisions == ("late",)  # voided at head; r1 and r2 are carried
-    report = ds.vacuum(retain=timedelta(0), keep_majors=False)
+    report = ds.maintenance.vacuum(retain=timedelta(0), keep_majors=False)
     assert report.revisions == ("late",) and report.horizon.sequence == 5
     assert m.read() == head
     assert m.read(as_of=day(3)) == head
@@ -699,14 +699,14 @@ def test_vacuum_keeps_the_carried_state(spark, tmp_path, worked):
     with pytest.raises(RetentionError, match="'late'"):
         ds.read("t", as_of=day(1.7))
     # a second vacuum finds nothing more to remove
-    assert ds.vacuum(retain=timedelta(0), keep_majors=False, dry_run=True).revisions == ()
+    assert ds.maintenance.vacuum(retain=timedelta(0), keep_majors=False, dry_run=True).revisions == ()
 
     # carried files a vacuum removed: a skip major at that time is written complete
     other = mirror(spark, str(tmp_path / "other"), compact_after=None)
     other.commit("a1", day(0), "major", {1: "a", 2: "b"})
     other.commit("a2", day(1), "minor", {2: "B"})
     other.commit("a3", day(2), "major", {1: "x"})
-    assert other.ds.vacuum(retain=timedelta(0), keep_majors=False).revisions == ("a1", "a2")
+    assert other.ds.maintenance.vacuum(retain=timedelta(0), keep_majors=False).revisions == ("a1", "a2")
     back = other.ds.commit(
         {"t": frame(spark, [(1, "a"), (3, "c")], SCHEMA)},
         day(1.5),
@@ -727,8 +727,8 @@ def test_a_carrying_major_after_compaction_and_vacuum(spark, worked):
     m = worked
     ds = m.ds
     m.commit("r4", day(3), "minor", {3: "C"})
-    assert ds.compact("t") is not None
-    report = ds.vacuum(retain=timedelta(0), keep_majors=False)
+    assert ds.maintenance.compact("t") is not None
+    report = ds.maintenance.vacuum(retain=timedelta(0), keep_majors=False)
     assert {"r1", "r2"} <= set(report.revisions)  # the compaction holds their rows
     assert m.read() == {**R3, 3: ("C", "r4")}
     position = ds.head_sequence

@@ -83,7 +83,7 @@ def test_two_writers_and_a_compactor_commit_at_once(spark, tmp_path):
     assert sorted((r.properties["writer"], int(r.properties["i"])) for r in data[1:]) == sorted(
         (str(w), i) for w in range(WRITERS) for i in range(COMMITS)
     )
-    assert list(fresh.log()["name"]) == [r.name for r in records]
+    assert list(fresh.inspect.log()["name"]) == [r.name for r in records]
 
     model = Model()
     model.commit(base.name, base.timestamp, True, {"t": {(i,): {"v": -1} for i in range(BASE_IDS)}})

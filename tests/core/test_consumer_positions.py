@@ -23,7 +23,7 @@ def scores(spark, root):
 
 
 def test_positions_are_recorded_and_guarded(spark, scores):
-    assert scores.upstream_position(UP, "f") == 3
+    assert scores.inspect.upstream_position(UP, "f") == 3
     df = spark.createDataFrame([(2, 0.7)], "id long, score double")
     with pytest.raises(ConsumerPositionConflictError, match=r"from sequence 2, but 3 is already"):
         scores.commit(
@@ -45,7 +45,7 @@ def test_positions_are_recorded_and_guarded(spark, scores):
         upstream=[UpstreamPosition(UP, "f", 5)],
         expected_positions={(UP, "f"): 3},
     )
-    assert rev.sequence == 2 and scores.upstream_position(UP, "f", "s") == 5
+    assert rev.sequence == 2 and scores.inspect.upstream_position(UP, "f", "s") == 5
 
 
 def test_an_empty_output_still_records_a_moved_position(spark, scores):
@@ -58,7 +58,7 @@ def test_an_empty_output_still_records_a_moved_position(spark, scores):
         expected_positions={(UP, "f"): 3},
     )
     assert rev is not None and rev.tables["s"].rows == 0
-    assert scores.upstream_position(UP, "f", "s") == 4
+    assert scores.inspect.upstream_position(UP, "f", "s") == 4
     assert sorted(r.id for r in scores.read("s").collect()) == [1]
     # nothing new read and nothing written: no revision
     assert (

@@ -35,7 +35,7 @@ def snapshot(root: str, spark) -> dict:
     ds = RevisionedDataset(root, spark=spark)
     df = ds.read("t", with_revision=True)
     return {
-        "log": ds.log().drop(columns=["tables"]).to_dict("list"),
+        "log": ds.inspect.log().drop(columns=["tables"]).to_dict("list"),
         "entries": [p for p in tree(root, "_log") if p.endswith(".json")],
         "state": sorted(map(tuple, df.collect())),
         "files_read": input_files(df, root),

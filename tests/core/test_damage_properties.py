@@ -102,17 +102,17 @@ def maintain_damaged(
         try:
             ds = RevisionedDataset(root, spark=spark, compact_after=None)
             if command == "vacuum":
-                report = ds.vacuum(retain=timedelta(0), grace=timedelta(0), now=now)
+                report = ds.maintenance.vacuum(retain=timedelta(0), grace=timedelta(0), now=now)
                 if report.entry is not None:
                     horizon = (report.horizon.sequence, report.horizon.timestamp)
                 event(f"damaged: vacuum kept {min(len(report.kept), 2)}+ entries")
             elif command == "compact":
-                ds.compact()
+                ds.maintenance.compact()
             elif command == "purge":
                 ids_df = engine_frame(spark, dict.fromkeys(purged, 0)).select("id")
-                purge_entry = ds.purge(table, ids_df, reason="damage test")
+                purge_entry = ds.maintenance.purge(table, ids_df, reason="damage test")
             else:
-                kinds = {f.kind for f in ds.verify(deep=True)}
+                kinds = {f.kind for f in ds.maintenance.verify(deep=True)}
                 assert not kinds & {"null_id", "duplicate_id", "purge_lost_rows"}
             event(f"damaged: {command} ran")
         except RevisionsError as exc:

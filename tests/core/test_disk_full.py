@@ -101,7 +101,7 @@ def test_a_full_disk_refuses_the_commit_cleanly(small_fs, template, spark):
     assert "on_full_disk" in str(error)
 
     filler.unlink()
-    assert ds.verify() == []  # no temporary file, no claimed folder left
+    assert ds.maintenance.verify() == []  # no temporary file, no claimed folder left
     assert small_commit(ds, spark).sequence == 4
 
 
@@ -118,7 +118,7 @@ def test_a_disk_filling_up_during_the_spark_write(small_fs, template, spark):
     assert f"{root}/big/{TABLE}" in str(error)
 
     filler.unlink()
-    assert ds.verify() == []
+    assert ds.maintenance.verify() == []
     assert [r.name for r in ds.revisions()] == ["r1", "r2", "r3"]
 
 

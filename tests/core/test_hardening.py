@@ -337,7 +337,7 @@ def test_a_lost_newest_entry_is_noticed_and_nothing_is_written_on_top(template, 
     ds = RevisionedDataset(str(root))  # reads the two entries left; never heals the description
     assert ds.head_sequence == 2 and snapshot(root) == before
     with pytest.raises(CorruptLogError, match=r"lost its newest entries.*3 \(minor 'r3'\)"):
-        ds.vacuum(retain=timedelta(0), grace=timedelta(0))
+        ds.maintenance.vacuum(retain=timedelta(0), grace=timedelta(0))
     log = RevisionLog(LocalStorage(root))
     record = replace(log.refresh()[-1], name="r3b", sequence=3, raw=None)
     with pytest.raises(CorruptLogError, match="a commit now would take its sequence"):

@@ -157,10 +157,10 @@ def test_history_since_a_time_after_compaction_and_vacuum(spark, root):
         ],
     )
     ds = RevisionedDataset(root, spark=spark, compact_after=None)
-    compaction = ds.compact()
+    compaction = ds.maintenance.compact()
     full = versions(ds.history("t", since=day(2.5)))
     ds.commit({"t": frame(spark, [(3, 33), (4, 40)], "id long, v long")}, day(3), False, "v1", "n3")
-    report = ds.vacuum(retain=timedelta(0), now=compaction.committed_at)
+    report = ds.maintenance.vacuum(retain=timedelta(0), now=compaction.committed_at)
     assert report.revisions == ("n1", "n2") and report.horizon.timestamp == day(2)
     reader = DatasetReader(root)
     since = versions(ds.history("t", since=day(2.5)))

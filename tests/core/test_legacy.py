@@ -46,7 +46,7 @@ def imported(spark, tmp_path_factory):
 
 def test_the_worked_example_keeps_its_history(imported):
     _, ds = imported
-    log = ds.log()
+    log = ds.inspect.log()
     assert list(log["name"]) == ["revision_0", "revision_2", "revision_4", "revision_6"]
     assert list(log["timestamp"]) == [pd.Timestamp(2020, 1, d, tz="UTC") for d in (1, 3, 5, 7)]
     assert list(log["is_major"]) == [True, False, True, False]
@@ -137,7 +137,7 @@ def test_index_levels_named_by_id_columns_dataset_wide_majors_and_timestamps(spa
     ds = RevisionedDataset.import_legacy(
         tmp_path / "src", tmp_path / "dst", spark=spark, id_columns=["k", "s"]
     )
-    log = ds.log()
+    log = ds.inspect.log()
     assert list(log["timestamp"]) == [t.tz_convert("UTC") for t in berlin]  # aware: no warning
     assert list(log["version"]) == ["1", "1", "2"]
     assert ds.tables()["f"].id_columns == ("k", "s")

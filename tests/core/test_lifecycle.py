@@ -60,12 +60,12 @@ def test_worked_example_compaction_then_vacuum(spark, root):
     assert by_id(ds.read("t"), "day") == latest
 
     # compaction: the state at the head (r4, r6, r8 on the major r4) in one new revision
-    c1 = ds.compact()
+    c1 = ds.maintenance.compact()
     assert (c1.kind, c1.sequence, c1.data_change, c1.is_major) == ("compaction", 6, False, False)
     assert c1.timestamp == day(8)  # the newest timestamp among the revisions it replaces
     covers = c1.replaces["t"]
     assert (covers.major, covers.through, covers.revisions) == (3, 5, 3)
-    assert ds.compact() is None  # nothing on top of the base any more
+    assert ds.maintenance.compact() is None  # nothing on top of the base any more
     df = ds.read("t", with_revision=True)
     assert folders_read(df, ds) == {c1.name}
     assert by_id(df, "day") == latest  # the same rows ...
@@ -76,7 +76,7 @@ def test_worked_example_compaction_then_vacuum(spark, root):
     assert by_id(ds.read("t", at="HEAD~1"), "day") == expect((range(4, 6), 4), (range(6, 11), 6))
     assert folders_read(ds.read("t", as_of=day(7)), ds) == {"r4", "r6"}
     assert ds.revision("HEAD").name == "r8"
-    assert list(ds.log()["kind"]) == ["major", "minor", "major", "minor", "minor", "compaction"]
+    assert list(ds.inspect.log()["kind"]) == ["major", "minor", "major", "minor", "minor", "compaction"]
 
     # r5: a backfill stamped 2020-01-06, committed after c1. It wins where
     # docs/concepts/read-semantics.md says so
@@ -94,16 +94,16 @@ def test_worked_example_compaction_then_vacuum(spark, root):
 
     # a week later: vacuum. The horizon is sequence 6 (c1), time 2020-01-09 (r8).
     week_later = c1.committed_at + timedelta(days=7)
-    dry = ds.vacuum(retain=timedelta(days=7), now=week_later, dry_run=True)
+    dry = ds.maintenance.vacuum(retain=timedelta(days=7), now=week_later, dry_run=True)
     assert sorted(dry.revisions) == ["r2", "r6", "r8"]  # voided by r4, or held by c1
     assert dry.entry is None and ds.head_sequence == 7 and Path(root, "r2").is_dir()
-    report = ds.vacuum(retain=timedelta(days=7), now=week_later)
+    report = ds.maintenance.vacuum(retain=timedelta(days=7), now=week_later)
     assert (report.horizon.sequence, report.horizon.timestamp) == (6, day(8))
     assert sorted(report.revisions) == sorted(dry.revisions)
     assert (report.files, report.bytes, report.folders) == (dry.files, dry.bytes, dry.folders)
     assert report.entry.kind == "vacuum" and report.entry.sequence == 8
     assert not any(Path(root, name).exists() for name in ("r2", "r6", "r8"))
-    log = ds.log().set_index("name")
+    log = ds.inspect.log().set_index("name")
     assert list(log.loc[["r2", "r6", "r8"], "vacuumed_by"]) == [8, 8, 8]
     assert not log.loc[["r0", "r4", "r5", c1.name], "vacuumed"].any()
 
@@ -136,7 +136,7 @@ def test_compaction_keeps_tombstones_for_later_backfills(spark, root):
     commit(ds, spark, "m", 0, True, range(3))
     tomb = frame(spark, [(1, None, True)], "id long, day int, _deleted boolean")
     ds.commit({"t": tomb}, timestamp=day(4), is_major=False, name="gone")
-    c = ds.compact("t")
+    c = ds.maintenance.compact("t")
     assert (c.tables["t"].rows, c.tables["t"].tombstones) == (3, 1)
     commit(ds, spark, "late", 2, False, [1, 2])  # stamped before the deletion
     assert by_id(ds.read("t"), "day") == {0: (0,), 2: (2,)}
@@ -148,17 +148,17 @@ def test_compact_after_policy(spark, root):
     commit(ds, spark, "m", 0, True, range(4))
     commit(ds, spark, "a", 1, False, [0])
     commit(ds, spark, "b", 2, False, [1])
-    assert ds.last_compactions == () and ds.revisions_on_base("t") == 2
-    assert not ds.compaction_due("t")
+    assert ds.maintenance.last_compactions == () and ds.inspect.revisions_on_base("t") == 2
+    assert not ds.maintenance.compaction_due("t")
     commit(ds, spark, "c", 3, False, [2])  # three on top of the major: past the policy
-    (compaction,) = ds.last_compactions
+    (compaction,) = ds.maintenance.last_compactions
     assert compaction.replaces["t"].revisions == 4
-    assert ds.revisions_on_base("t") == 0 and not ds.compaction_due("t")
+    assert ds.inspect.revisions_on_base("t") == 0 and not ds.maintenance.compaction_due("t")
     assert [r.name for r in ds.revisions("t")] == ["m", "a", "b", "c"]
     assert by_id(ds.read("t"), "day") == {0: (1,), 1: (2,), 2: (3,), 3: (0,)}
-    assert RevisionedDataset(root, spark=spark, compact_after=None).compaction_due("t") is False
+    assert RevisionedDataset(root, spark=spark, compact_after=None).maintenance.compaction_due("t") is False
     with pytest.raises(UnknownTableError):
-        ds.compact("nope")
+        ds.maintenance.compact("nope")
 
 
 def test_vacuum_keeps_what_consumers_read_next(spark, root, tmp_path):
@@ -166,7 +166,7 @@ def test_vacuum_keeps_what_consumers_read_next(spark, root, tmp_path):
     commit(ds, spark, "m", 0, True, range(4))
     commit(ds, spark, "a", 1, False, [0])
     commit(ds, spark, "b", 2, False, [1])
-    ds.compact()
+    ds.maintenance.compact()
     now = ds.revisions()[-1].committed_at + timedelta(seconds=1)
     consumer = RevisionedDataset(str(tmp_path / "scores"), spark=spark, id_columns=["id"])
     consumer.commit(
@@ -175,10 +175,10 @@ def test_vacuum_keeps_what_consumers_read_next(spark, root, tmp_path):
         is_major=True,
         upstream=[UpstreamPosition(ds.root, "t", 2)],
     )
-    dry = ds.vacuum(retain=timedelta(0), now=now, dry_run=True, consumers=[consumer])
+    dry = ds.maintenance.vacuum(retain=timedelta(0), now=now, dry_run=True, consumers=[consumer])
     assert dry.revisions == ("a",)  # the consumer read "a" already; "b" is its next change
-    assert ds.vacuum(retain=timedelta(0), now=now, dry_run=True, keep_after_sequence=2) == dry
-    alone = ds.vacuum(retain=timedelta(0), now=now, dry_run=True)
+    assert ds.maintenance.vacuum(retain=timedelta(0), now=now, dry_run=True, keep_after_sequence=2) == dry
+    alone = ds.maintenance.vacuum(retain=timedelta(0), now=now, dry_run=True)
     assert sorted(alone.revisions) == ["a", "b"]
 
 
@@ -196,12 +196,12 @@ def test_vacuum_reclaims_what_failed_writers_leave(spark, root):
     (base / "m" / "._claimed.def.tmp").write_bytes(b"")  # died between link and unlink
     (base / "notes").mkdir()
     (base / "notes" / "readme.txt").write_text("not written by a writer: left alone")
-    report = ds.vacuum(dry_run=True)
+    report = ds.maintenance.vacuum(dry_run=True)
     assert report.orphans == () and report.temporary_files == ()  # younger than the grace
     old = time.time() - 7200
     for path in tree(root):
         os.utime(base / path, (old, old))
-    report = ds.vacuum(dry_run=True)
+    report = ds.maintenance.vacuum(dry_run=True)
     assert report.orphans == ("claimed-only", "killed")
     assert sorted(report.temporary_files) == [
         ".description.parquet.abc.tmp",
@@ -209,7 +209,7 @@ def test_vacuum_reclaims_what_failed_writers_leave(spark, root):
         "m/._claimed.def.tmp",
     ]
     assert report.revisions == () and (report.files, report.bytes) == (6, 18)
-    ds.vacuum()
+    ds.maintenance.vacuum()
     assert not (base / "killed").exists() and not (base / "claimed-only").exists()
     assert (base / "notes" / "readme.txt").exists()
     assert [p for p in tree(root) if p.endswith(".tmp")] == []
@@ -227,13 +227,13 @@ def test_vacuum_keeps_what_a_damaged_compaction_holds_until_it_is_rebuilt(spark,
     for name, d, major, ids in EXAMPLE:
         commit(ds, spark, name, d, major, ids)
     latest = by_id(ds.read("t", with_revision=True), "day", "_revision")
-    c1 = ds.compact()
+    c1 = ds.maintenance.compact()
     (stored,) = Path(root, c1.name, "t").glob("*.parquet")
     intact = stored.read_bytes()
     stored.write_bytes(intact[: len(intact) // 2])  # as a full disk or a cut copy leaves it
     files = tree(root)
 
-    report = ds.vacuum(retain=timedelta(0))
+    report = ds.maintenance.vacuum(retain=timedelta(0))
     assert (report.revisions, report.entry, tree(root)) == ((), None, files)
     assert sorted(report.kept) == ["r2", "r6", "r8"]  # voided by r4, or held by c1
     (finding,) = report.findings
@@ -243,28 +243,28 @@ def test_vacuum_keeps_what_a_damaged_compaction_holds_until_it_is_rebuilt(spark,
         c1.name,
     )
     assert "its last bytes are not PAR1" in finding.message and "--rebuild" in finding.fix
-    assert [f.kind for f in ds.verify()] == ["compaction_damaged"]
+    assert [f.kind for f in ds.maintenance.verify()] == ["compaction_damaged"]
 
-    rebuilt = ds.compact(rebuild=c1.name[:12])  # a unique prefix names it
+    rebuilt = ds.maintenance.compact(rebuild=c1.name[:12])  # a unique prefix names it
     assert rebuilt.replaces == c1.replaces and rebuilt.properties == {"rebuilds": c1.name}
     assert by_id(ds.read("t", with_revision=True), "day", "_revision") == latest
     assert folders_read(ds.read("t"), ds) == {rebuilt.name}
-    assert [(f.kind, f.severity) for f in ds.verify()] == [("compaction_replaced", "warning")]
-    report = ds.vacuum(retain=timedelta(0))
+    assert [(f.kind, f.severity) for f in ds.maintenance.verify()] == [("compaction_replaced", "warning")]
+    report = ds.maintenance.vacuum(retain=timedelta(0))
     assert sorted(report.revisions) == sorted(["r2", "r6", "r8", c1.name]) and not report.kept
     assert by_id(ds.read("t", with_revision=True), "day", "_revision") == latest
-    assert ds.verify() == []
+    assert ds.maintenance.verify() == []
 
 
 def test_a_compaction_whose_sources_are_gone_cannot_be_rebuilt(spark, root):
     ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
     for name, d, major, ids in EXAMPLE:
         commit(ds, spark, name, d, major, ids)
-    c1 = ds.compact()
-    ds.vacuum(retain=timedelta(0))  # r6 and r8 go: c1 holds them
+    c1 = ds.maintenance.compact()
+    ds.maintenance.vacuum(retain=timedelta(0))  # r6 and r8 go: c1 holds them
     head = ds.head_sequence
     with pytest.raises(RetentionError, match=r"'r6'.*cannot be rebuilt: restore its files"):
-        ds.compact(rebuild=c1.name)
+        ds.maintenance.compact(rebuild=c1.name)
     with pytest.raises(InvalidArgumentError, match="'r4'.*is not a compaction"):
-        ds.compact(rebuild="r4")
+        ds.maintenance.compact(rebuild="r4")
     assert ds.head_sequence == head and c1.name in {p.split("/")[0] for p in tree(root)}

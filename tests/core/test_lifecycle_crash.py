@@ -38,7 +38,7 @@ def prepare(template: str, spark) -> dict:
     ds.commit({"t": frame(spark, [(i, 0) for i in range(6)], ROWS)}, day(0), True, name="m")
     for n in (1, 2, 3):
         ds.commit({"t": frame(spark, [(n, n)], ROWS)}, day(n), False, name=f"minor{n}")
-    ds.compact()
+    ds.maintenance.compact()
     ds.commit({"t": frame(spark, [(4, 4)], ROWS)}, day(4), False, name="minor4")
     return state(template, spark)
 
@@ -57,12 +57,12 @@ def test_killed_compaction_before_its_entry(crashed, spark):
     ds = RevisionedDataset(root, spark=spark)
     assert [r.kind for r in ds.revisions()].count("compaction") == 1  # only the template's
     (orphan,) = [
-        p.name for p in Path(root).glob("compaction-*") if p.name not in ds.log()["name"].tolist()
+        p.name for p in Path(root).glob("compaction-*") if p.name not in ds.inspect.log()["name"].tolist()
     ]
     assert any(Path(root, orphan).rglob("*.parquet"))  # the killed one wrote its files
     assert state(root, spark) == before
     assert orphan not in top_dirs(input_files(ds.read("t"), root))
-    report = ds.vacuum(grace=timedelta(0), retain=timedelta(days=1))
+    report = ds.maintenance.vacuum(grace=timedelta(0), retain=timedelta(days=1))
     assert report.orphans == (orphan,) and not Path(root, orphan).exists()
     assert state(root, spark) == before
 
@@ -74,7 +74,7 @@ def test_killed_compaction_after_its_entry(crashed, spark):
     ds = RevisionedDataset(root, spark=spark)  # heals description.parquet
     compactions = [r for r in ds.revisions() if r.kind == "compaction"]
     assert len(compactions) == 2 and compactions[-1].replaces["t"].revisions == 5
-    assert ds.log()["kind"].tolist()[-1] == "compaction"
+    assert ds.inspect.log()["kind"].tolist()[-1] == "compaction"
     assert state(root, spark) == before
     assert top_dirs(input_files(ds.read("t"), root)) == {compactions[-1].name}
 
@@ -91,10 +91,10 @@ def test_killed_vacuum_is_finished_by_the_next(crashed, spark, mode):
     left = {name for name in marked if Path(root, name).exists()}
     assert left if mode == "vacuum_marked" else 0 < len(left) < 3
     assert state(root, spark) == before
-    dry = ds.vacuum(retain=timedelta(0), dry_run=True)
+    dry = ds.maintenance.vacuum(retain=timedelta(0), dry_run=True)
     assert set(dry.revisions) == left and dry.entry is None
-    report = ds.vacuum(retain=timedelta(0))
+    report = ds.maintenance.vacuum(retain=timedelta(0))
     assert report.entry is None and set(report.revisions) == left
     assert not any(Path(root, name).exists() for name in marked)
     assert state(root, spark) == before
-    assert ds.vacuum(retain=timedelta(0)).revisions == ()  # idempotent
+    assert ds.maintenance.vacuum(retain=timedelta(0)).revisions == ()  # idempotent

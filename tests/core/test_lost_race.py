@@ -140,7 +140,7 @@ def test_a_consumer_whose_position_the_rival_moved_is_refused(spark, root, base,
         )
     assert len(lost_races(caplog)) == 1  # the refusal came from the re-check, not the first
     assert [r.name for r in base.revisions()] == ["base", "rival"]
-    assert base.upstream_position(UP, "f") == 5
+    assert base.inspect.upstream_position(UP, "f") == 5
     assert not any(p.startswith("writer/") for p in tree(root))  # its folder is cleaned up
     assert by_id(base.read("t"), "v") == {0: (0,), 1: (10,)}
 

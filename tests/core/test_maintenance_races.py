@@ -36,11 +36,11 @@ def test_a_purge_gives_up_when_a_commit_lands_after_its_scan(spark, root, monkey
 
     monkeypatch.setattr(Purge, "_scan", scan_then_a_commit_lands)
     with pytest.raises(CommitConflictError, match="purge of table 't' gave up"):
-        ds.purge("t", frame(spark, [(1,)], "id long"), reason="erasure request")
+        ds.maintenance.purge("t", frame(spark, [(1,)], "id long"), reason="erasure request")
     assert [r.name for r in ds.revisions()][-1] == "late"  # the commit, no purge entry
     assert not [p for p in tree(root) if p.startswith("purge-")]  # its rewrites removed
     monkeypatch.undo()
-    ds.purge("t", frame(spark, [(1,)], "id long"), reason="erasure request")  # run it again
+    ds.maintenance.purge("t", frame(spark, [(1,)], "id long"), reason="erasure request")  # run it again
     assert sorted(ds.read("t").toPandas()["id"]) == [2]
 
 
@@ -54,7 +54,7 @@ def test_a_failed_policy_compaction_never_fails_the_commit(spark, root, monkeypa
 
     monkeypatch.setattr(compaction, "claim_folder", disk_full)
     record = ds.commit({"t": frame(spark, [(3, 30)], SCHEMA)}, day(2), is_major=False)
-    assert record is not None and ds.last_compactions == ()
+    assert record is not None and ds.maintenance.last_compactions == ()
     assert ds.revisions()[-1].name == record.name  # committed, nothing compacted
     assert "compaction after revision" in caplog.text and "no space left" in caplog.text
     assert sorted(ds.read("t").toPandas()["id"]) == [1, 2, 3]
@@ -77,15 +77,15 @@ def test_a_vacuum_racing_commits_loses_nothing(spark, root):
     thread.start()
     vacuums = 0
     while thread.is_alive():
-        RevisionedDataset(root, spark=spark).vacuum(retain=timedelta(0))
+        RevisionedDataset(root, spark=spark).maintenance.vacuum(retain=timedelta(0))
         vacuums += 1
     thread.join()
     assert errors == []
-    log = ds.log()
+    log = ds.inspect.log()
     kinds = list(log["kind"])
     # the race happened: vacuum entries landed between the writer's commits
     first, last = kinds.index("minor"), len(kinds) - 1 - kinds[::-1].index("minor")
     assert "vacuum" in kinds[first:last], kinds
     assert sorted(ds.read("t").toPandas()["id"]) == list(range(commits + 1))
-    assert [f for f in ds.verify() if f.severity == "error"] == []
+    assert [f for f in ds.maintenance.verify() if f.severity == "error"] == []
     assert vacuums > 1

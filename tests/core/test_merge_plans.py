@@ -166,6 +166,6 @@ def test_a_root_whose_name_needs_quoting(spark, tmp_path):
     want = [(1, "a"), (2, "B"), (3, "c"), (4, "d")]
     assert state() == want
     assert sorted(r.id for r in ds.changes("t", since_sequence=1).df.collect()) == [2, 4]
-    assert ds.compact("t") is not None and state() == want
-    ds.purge("t", spark.createDataFrame([(3,)], "id long"), reason="test")
+    assert ds.maintenance.compact("t") is not None and state() == want
+    ds.maintenance.purge("t", spark.createDataFrame([(3,)], "id long"), reason="test")
     assert state() == [(1, "a"), (2, "B"), (4, "d")]

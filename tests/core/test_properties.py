@@ -247,7 +247,7 @@ def refused_by_retention(ds, tables, timestamp, is_major) -> bool:
     (docs/concepts/lifecycle.md)."""
     if not is_major:
         return False
-    log = ds.log()
+    log = ds.inspect.log()
     removed = log[log["vacuumed"] & log["kind"].isin(["major", "minor"])]
     return any(
         table in written and stamp > timestamp
@@ -314,7 +314,7 @@ def commit_carrying(engine: Engine, model, name, timestamp, kind, tables, engine
     removed carried files, carry=True may be refused and a skip_unchanged major is written
     complete (docs/guides/versions.md), which the model then mirrors."""
     engine.sync()
-    removed = set(engine.ds.log().query("vacuumed")["sequence"])
+    removed = set(engine.ds.inspect.log().query("vacuumed")["sequence"])
     probe = copy.deepcopy(model)
     try:
         want = probe.carrying_major(name, timestamp, tables, complete=kind == "skip")
@@ -360,7 +360,7 @@ def purge_one(spark, engine: Engine, model, data) -> None:
     purged = data.draw(st.sets(ids, min_size=1, max_size=3), label="purged ids")
     if table not in {t for r in ds.revisions() if r.is_data for t in r.tables}:
         with pytest.raises(UnknownTableError):
-            ds.purge(table, engine_frame(spark, dict.fromkeys(purged, 0)).select("id"), reason="x")
+            ds.maintenance.purge(table, engine_frame(spark, dict.fromkeys(purged, 0)).select("id"), reason="x")
         return
 
     def latest():
@@ -373,7 +373,7 @@ def purge_one(spark, engine: Engine, model, data) -> None:
             return None
 
     before = latest()
-    entry = ds.purge(table, engine_frame(spark, dict.fromkeys(purged, 0)).select("id"), reason="x")
+    entry = ds.maintenance.purge(table, engine_frame(spark, dict.fromkeys(purged, 0)).select("id"), reason="x")
     # no live file holds the ids: nothing is committed (the model drops them from removed
     # revisions only, which no read may use)
     assert entry is None or (entry.kind == "purge" and entry.purge.entities == len(purged))
@@ -395,7 +395,7 @@ def maintain(spark, engine: Engine, model, data, op: str) -> None:
     elif op == "compact":
         table = data.draw(st.sampled_from([None, *TABLES]), label="compact table")
         try:
-            compaction = ds.compact(table)
+            compaction = ds.maintenance.compact(table)
         except UnknownTableError:
             assert table not in {t for r in ds.revisions() if r.is_data for t in r.tables}
             return
@@ -415,7 +415,7 @@ def maintain(spark, engine: Engine, model, data, op: str) -> None:
             # a consumer at this position from now on: every vacuum keeps its next read
             engine.consumer = data.draw(st.integers(0, len(records)), label="consumer position")
         engine.vacuums += 1
-        report = ds.vacuum(
+        report = ds.maintenance.vacuum(
             retain=timedelta(0),
             now=now,
             keep_majors=data.draw(st.booleans(), label="keep majors"),
@@ -466,7 +466,7 @@ def test_engine_matches_model(spark, first, rest, data):
         assert [ds.revisions()[s - 1].name for s in engine.data] == [
             r.name for r in model.revisions
         ]
-        log = ds.log()
+        log = ds.inspect.log()
         assert list(log["sequence"]) == list(range(1, len(log) + 1))
         stamps = [r.timestamp for r in model.revisions]
         event(f"committed revisions: {model.head}")

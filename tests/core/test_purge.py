@@ -48,7 +48,7 @@ def purged(spark, tmp_path_factory):
     ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
     ds.commit({"t": frame(spark, [(1, 0), (2, 0), (SECRET, 0)], ROWS)}, day(0), True, name="r0")
     ds.commit({"t": frame(spark, [(2, 1), (SECRET, 1)], ROWS)}, day(1), False, name="r1")
-    ds.compact()
+    ds.maintenance.compact()
     ds.commit({"t": frame(spark, [(3, 2)], ROWS)}, day(2), False, name="r2")
     before = {
         "latest": by_id(ds.read("t"), "v"),
@@ -56,9 +56,9 @@ def purged(spark, tmp_path_factory):
         "at": by_id(ds.read("t", at=2), "v"),
         "head~1": ds.revision("HEAD~1"),
     }
-    dry = ds.purge("t", frame(spark, [(SECRET,)], "id long"), reason="dry", dry_run=True)
+    dry = ds.maintenance.purge("t", frame(spark, [(SECRET,)], "id long"), reason="dry", dry_run=True)
     assert ds.head_sequence == 4 and dry.purge.rows_removed == 3  # r0, r1, the compaction
-    entry = ds.purge("t", frame(spark, [(SECRET,)], "id int"), reason="GDPR request 42")
+    entry = ds.maintenance.purge("t", frame(spark, [(SECRET,)], "id int"), reason="GDPR request 42")
     return root, ds, before, entry
 
 
@@ -87,19 +87,19 @@ def test_purge_entry_is_an_audit_record_and_not_a_data_change(purged):
     text = next(iter(raw)).read_text()
     assert str(SECRET) not in text  # counts, never the purged values
     assert ds.revision("HEAD~1") == before["head~1"]
-    assert ds.log()["kind"].tolist() == ["major", "minor", "compaction", "minor", "purge"]
+    assert ds.inspect.log()["kind"].tolist() == ["major", "minor", "compaction", "minor", "purge"]
     assert ds.changes("t", since_sequence=4).df.count() == 0  # nothing to consume from a purge
-    assert ds.verify() == []
+    assert ds.maintenance.verify() == []
 
 
 def test_purged_data_is_physically_gone_after_vacuum_retain_zero(purged, spark):
     root, ds, before, entry = purged
     assert SECRET in stored_ids(root)  # swapped out, kept for concurrent readers
-    kept = ds.vacuum(retain=timedelta(days=7))
+    kept = ds.maintenance.vacuum(retain=timedelta(days=7))
     assert kept.purged_files == () and SECRET in stored_ids(root)
     sizes = {path: Path(root, path).stat().st_size for path in tree(root)}
     swapped = sorted(ds.snapshot().view.superseded(entry.sequence))  # what the purge replaced
-    report = ds.vacuum(retain=timedelta(0))
+    report = ds.maintenance.vacuum(retain=timedelta(0))
     # r0's and the compaction's old files; r1 goes whole (the compaction holds it)
     assert len(report.purged_files) == 2 and "r1" in report.revisions
     assert SECRET not in stored_ids(root)
@@ -112,17 +112,17 @@ def test_purged_data_is_physically_gone_after_vacuum_retain_zero(purged, spark):
     assert len(swapped) == 3 and set(swapped) <= set(gone)  # r0's, r1's, the compaction's
     assert deleted.purged == {entry.sequence: tuple(swapped)}
     assert by_id(ds.read("t"), "v") == {k: v for k, v in before["latest"].items() if k != SECRET}
-    assert ds.verify() == []
+    assert ds.maintenance.verify() == []
 
 
 def test_purge_refuses_bad_input(purged, spark):
     root, ds, *_ = purged
     with pytest.raises(UnknownTableError, match="'nope'"):
-        ds.purge("nope", frame(spark, [(1,)], "id long"), reason="x")
+        ds.maintenance.purge("nope", frame(spark, [(1,)], "id long"), reason="x")
     with pytest.raises(IdColumnsError, match=r"\['id'\]"):
-        ds.purge("t", frame(spark, [(1, 2)], "id long, v long"), reason="x")
+        ds.maintenance.purge("t", frame(spark, [(1, 2)], "id long, v long"), reason="x")
     with pytest.raises(ReadOnlyDatasetError):
-        RevisionedDataset(root, read_only=True).purge(
+        RevisionedDataset(root, read_only=True).maintenance.purge(
             "t", frame(spark, [(1,)], "id long"), reason="x"
         )
 
@@ -133,7 +133,7 @@ def test_a_purge_names_a_missing_file_and_commits_nothing(spark, template, tmp_p
     data_files(root, "r2")[0].unlink()
     ds = RevisionedDataset(str(root), spark=spark)
     with pytest.raises(MissingFileError, match=r"r2/t/part-.*of revision 'r2'.*is missing"):
-        ds.purge("t", frame(spark, [(2,)], "id long"), reason="x")
+        ds.maintenance.purge("t", frame(spark, [(2,)], "id long"), reason="x")
     assert ds.head_sequence == 3 and sorted(p.name for p in root.iterdir() if p.is_dir()) == [
         "_log",
         "r1",

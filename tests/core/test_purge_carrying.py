@@ -87,7 +87,7 @@ def test_a_purge_of_one_plane_removes_one_row_from_every_read(spark, root):
     }
     assert len(before["latest"]) == PLANES and before["latest"][TARGET] == (99, "c7")
 
-    entry = ds.purge("t", frame(spark, [(TARGET,)], "id long"), reason="erasure")
+    entry = ds.maintenance.purge("t", frame(spark, [(TARGET,)], "id long"), reason="erasure")
     # the target's rows in the major, minors 3 and 6, and the carrying major
     assert (entry.purge.rows_removed, len(entry.purge.swaps["t"])) == (4, 4)
     head = ds.revisions("t")[-1].tables["t"]  # as reads see it: the purged write
@@ -109,7 +109,7 @@ def test_a_purge_of_one_plane_removes_one_row_from_every_read(spark, root):
     changes = ds.changes("t", since_sequence=1)  # a reset by the carrying major
     assert changes.is_reset and changes.df.count() == PLANES - 1
     assert ds.changes("t", since_sequence=8).df.count() == 0  # a purge changes nothing
-    assert ds.verify(deep=True) == []
+    assert ds.maintenance.verify(deep=True) == []
 
 
 def test_every_other_field_of_a_write_survives_a_purge():
@@ -175,7 +175,7 @@ def small(spark, root: str, kind: str) -> RevisionedDataset:
     ds.commit({"t": frame(spark, [(i, 1) for i in range(40, 45)], rows)}, day(1), False, name="n1")
     ds.commit({"t": frame(spark, [(45, 2), (46, 2)], rows)}, day(2), False, name="n2")
     if kind == "compacted":
-        assert ds.compact() is not None
+        assert ds.maintenance.compact() is not None
     if kind == "skip":
         offer = [*SMALL.items(), *((i, 1) for i in range(40, 45)), (45, 9), (46, 2)]
         ds.commit({"t": frame(spark, offer, rows)}, day(3), True, name="c", skip_unchanged=True)
@@ -197,18 +197,18 @@ KEPT = set(range(47)) - {1, 41, 45}
 def test_reads_heal_a_purge_of_an_earlier_release(spark, root, monkeypatch, kind):
     ds = small(spark, root, kind)
     earlier_release(monkeypatch)
-    ds.purge("t", frame(spark, PURGED, "id long"), reason="erasure")
+    ds.maintenance.purge("t", frame(spark, PURGED, "id long"), reason="erasure")
     damaged = RevisionedDataset(root, spark=spark)
     assert len(ids_of(damaged)) == 0  # the loss, as the earlier release read it
     if kind == "carry":  # verify --deep sees it (once is enough: it is the same check)
-        assert [f.kind for f in damaged.verify(deep=True)] == ["purge_lost_rows"]
+        assert [f.kind for f in damaged.maintenance.verify(deep=True)] == ["purge_lost_rows"]
     monkeypatch.undo()
 
     ds = RevisionedDataset(root, spark=spark)
     assert ids_of(ds) == ids_of(ds, as_of=day(3)) == KEPT
     assert set(DatasetReader(root).read("t")["id"]) == KEPT
     if kind == "carry":
-        assert ds.verify(deep=True) == []
+        assert ds.maintenance.verify(deep=True) == []
 
 
 def test_verify_reports_what_reads_cannot_heal(spark, root, monkeypatch):
@@ -217,10 +217,10 @@ def test_verify_reports_what_reads_cannot_heal(spark, root, monkeypatch):
     carries the state without them)."""
     ds = small(spark, root, "carry")
     earlier_release(monkeypatch)
-    ds.purge("t", frame(spark, PURGED, "id long"), reason="erasure")
+    ds.maintenance.purge("t", frame(spark, PURGED, "id long"), reason="erasure")
     ds = RevisionedDataset(root, spark=spark, compact_after=None)
     ds.commit({"t": frame(spark, [(50, 5)], "id long, v long")}, day(4), False, name="n4")
-    compaction = ds.compact()
+    compaction = ds.maintenance.compact()
     assert compaction.replaces["t"].revisions == 2  # c and n4: c's carries were hidden
     monkeypatch.undo()
 
@@ -228,12 +228,12 @@ def test_verify_reports_what_reads_cannot_heal(spark, root, monkeypatch):
     ds = RevisionedDataset(root, spark=spark, compact_after=None)
     assert ids_of(ds) == KEPT | {50}
     assert set(DatasetReader(root).read("t")["id"]) == KEPT | {50}
-    findings = ds.verify()
+    findings = ds.maintenance.verify()
     assert [(f.kind, f.severity, f.path) for f in findings] == [
         ("compaction_partial", "warning", compaction.name)
     ]
     # a vacuum now keeps the carried revisions (the compaction does not hold them)
-    report = ds.vacuum(retain=timedelta(0), keep_majors=False)
+    report = ds.maintenance.vacuum(retain=timedelta(0), keep_majors=False)
     assert {"m", "n1", "n2"}.isdisjoint(report.revisions)
     assert ids_of(ds) == KEPT | {50}
 
@@ -241,9 +241,9 @@ def test_verify_reports_what_reads_cannot_heal(spark, root, monkeypatch):
 def test_verify_reports_removed_and_incompletely_carried_state(spark, root, monkeypatch):
     ds = small(spark, root, "carry")
     earlier_release(monkeypatch)
-    ds.purge("t", frame(spark, PURGED, "id long"), reason="erasure")
+    ds.maintenance.purge("t", frame(spark, PURGED, "id long"), reason="erasure")
     ds = RevisionedDataset(root, spark=spark, compact_after=None)
-    report = ds.vacuum(retain=timedelta(0), keep_majors=False)
+    report = ds.maintenance.vacuum(retain=timedelta(0), keep_majors=False)
     assert {"m", "n1", "n2"} <= set(report.revisions)  # voided, as the damaged view had it
     later = shutil.copytree(root, f"{root}-later")
     after = RevisionedDataset(later, spark=spark, compact_after=None)
@@ -256,14 +256,14 @@ def test_verify_reports_removed_and_incompletely_carried_state(spark, root, monk
         ds.read("t")
     with pytest.raises(RetentionError):
         DatasetReader(root).read("t")
-    [finding] = ds.verify()
+    [finding] = ds.maintenance.verify()
     assert (finding.kind, finding.severity, finding.path) == ("state_removed", "error", "c")
     assert "complete major" in finding.fix
     # the recovery step: the table recomputed, as a complete major
     ds.commit({"t": frame(spark, [(i, 0) for i in KEPT], "id long, v long")}, day(5), True)
-    assert ids_of(ds) == KEPT and ds.verify() == []
+    assert ids_of(ds) == KEPT and ds.maintenance.verify() == []
 
     # a carrying major committed on the damaged state carries it without m, n1, n2
     later_ds = RevisionedDataset(later, spark=spark)
-    kinds = [(f.kind, f.path) for f in later_ds.verify()]
+    kinds = [(f.kind, f.path) for f in later_ds.maintenance.verify()]
     assert ("carried_state_incomplete", later_ds.revision("HEAD").name) in kinds

@@ -48,10 +48,10 @@ def test_killed_before_its_entry_leaves_the_old_state(crashed, spark):
     assert by_id(ds.read("t"), "v") == before and 3 in before
     orphans = sorted(p.name for p in Path(root).glob("purge-*"))
     assert len(orphans) == 2  # the rewritten files of both revisions
-    report = ds.vacuum(grace=timedelta(0), retain=timedelta(days=1))
+    report = ds.maintenance.vacuum(grace=timedelta(0), retain=timedelta(days=1))
     assert sorted(report.orphans) == orphans and not any(Path(root).glob("purge-*"))
     assert by_id(ds.read("t"), "v") == before
-    assert ds.verify() == []
+    assert ds.maintenance.verify() == []
 
 
 @pytest.mark.slow
@@ -59,6 +59,6 @@ def test_killed_after_its_entry_leaves_the_purged_state(crashed, spark):
     roots, before = crashed
     root = roots["purge_after_entry"]
     ds = RevisionedDataset(root, spark=spark)  # heals description.parquet
-    assert ds.log()["kind"].tolist() == ["major", "minor", "purge"]
+    assert ds.inspect.log()["kind"].tolist() == ["major", "minor", "purge"]
     assert by_id(ds.read("t"), "v") == {k: v for k, v in before.items() if k != 3}
-    assert ds.verify() == []
+    assert ds.maintenance.verify() == []

@@ -89,7 +89,7 @@ def test_a_purge_reaches_the_cache_on_the_next_online_open(spark, history, root,
     cache = tmp_path / "cache"
     DatasetReader(root, cache_dir=cache).download("t")
     before = cached(cache)
-    history.purge("t", frame(spark, [(1,)], "id long"), reason="erasure request")
+    history.maintenance.purge("t", frame(spark, [(1,)], "id long"), reason="erasure request")
     reader = DatasetReader(root, cache_dir=cache)
     live = {f for r in history.revisions("t") for f in r.tables["t"].files}
     assert cached(cache) <= live and cached(cache) != before  # the purged file is gone
@@ -99,7 +99,7 @@ def test_a_purge_reaches_the_cache_on_the_next_online_open(spark, history, root,
 
 
 def test_retention_errors_match_the_engine(history, root):
-    history.vacuum(retain=timedelta(0), keep_majors=False)
+    history.maintenance.vacuum(retain=timedelta(0), keep_majors=False)
     reader = DatasetReader(root)
     with pytest.raises(RetentionError) as engine:
         history.read("t", as_of=day(1)).collect()

@@ -147,7 +147,7 @@ def test_tombstones(spark, root):
     cs = ds.changes("t", since=day(0), until=day(1))
     assert cs.is_reset is False
     assert by_id(cs.df, "_deleted") == {2: (True,), 3: (False,), 9: (True,)}
-    log = ds.log().set_index("name")
+    log = ds.inspect.log().set_index("name")
     assert (log.loc["del", "rows"], log.loc["del", "tombstones"]) == (3, 2)
     # the entity comes back in a later minor; a consumer from the major sees it as an upsert
     ds.commit({"t": frame(spark, [(2, "c", False)], ROWS)}, timestamp=day(2), is_major=False)
@@ -220,7 +220,7 @@ def test_description_parquet_reads_with_plain_pandas(shared):
     assert list(desc["version"]) == ["v1"] * 6
     stamps = pd.to_datetime(desc["timestamp"], utc=True)
     assert list(stamps) == [pd.Timestamp(day(d)) for d in (0, 1, 2, 3, 4, 6)]
-    log = shared.log()
+    log = shared.inspect.log()
     assert list(log["sequence"]) == [1, 2, 3, 4, 5, 6]
     assert list(log["name"]) == list(desc["name"])
     assert str(log["timestamp"].dt.tz) == "UTC"

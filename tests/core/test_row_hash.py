@@ -103,7 +103,7 @@ def test_skip_unchanged_minor(spark, root):
     rows = frame(spark, [(1, 1, "a"), (2, 20, "b"), (4, 4, "d")], SCHEMA)
     written = ds.commit({"t": rows}, day(1), False, skip_unchanged=True)
     assert (written.tables["t"].rows, written.tables["t"].rows_offered) == (2, 3)
-    assert ds.log()["rows"].tolist()[-1] == 2
+    assert ds.inspect.log()["rows"].tolist()[-1] == 2
     assert by_id(ds.read("t"), "v") == {1: (1,), 2: (20,), 3: (3,), 4: (4,)}
     assert ROW_HASH not in ds.read("t").columns
     # every row unchanged: nothing is committed ...
@@ -112,7 +112,7 @@ def test_skip_unchanged_minor(spark, root):
     moved = ds.commit(
         {"t": rows}, day(2), False, skip_unchanged=True, upstream=[UpstreamPosition("up", "u", 3)]
     )
-    assert moved is not None and moved.rows == 0 and ds.upstream_position("up", "u") == 3
+    assert moved is not None and moved.rows == 0 and ds.inspect.upstream_position("up", "u") == 3
     # without skipping (the handle's default) every offered row is written
     plain = ds.commit({"t": rows}, day(3), False)
     assert (plain.tables["t"].rows, plain.tables["t"].rows_offered) == (3, None)
@@ -303,7 +303,7 @@ def test_soft_major_since_the_consumer_position(spark, root):
         4: (4, False),
     }
     assert sorted(by_id(ds.changes("t").changed, "v")) == [1, 2, 4]  # no start: all
-    ds.compact("t")  # compactions carry the hashes
+    ds.maintenance.compact("t")  # compactions carry the hashes
     assert by_id(ds.changes("t", since_sequence=2).changed, "_deleted") == {
         3: (True,),
         4: (False,),

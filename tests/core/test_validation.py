@@ -59,7 +59,7 @@ def snapshot(ds):
     """Everything a failed commit must leave alone, as plain values."""
     df = ds.read(TABLE, with_revision=True)
     return {
-        "log": ds.log().drop(columns=["tables"]).to_dict("list"),
+        "log": ds.inspect.log().drop(columns=["tables"]).to_dict("list"),
         "log_files": tree(ds.root, "_log"),
         "description": (Path(ds.root) / "description.parquet").read_bytes(),
         "state": sorted(map(tuple, df.collect())),
@@ -231,7 +231,7 @@ def test_empty_output_commits_nothing(ds, spark, unchanged):
     assert commit(ds, {TABLE: rows(spark)}) is None
     assert commit(ds, {TABLE: rows(spark)}, is_major=True) is None
     assert commit(ds, {TABLE: rows(spark)}, name="empty_named") is None
-    assert "empty_named" not in set(ds.log()["name"])
+    assert "empty_named" not in set(ds.inspect.log()["name"])
 
 
 def test_failed_commit_raises_under_the_common_root(ds, spark, unchanged):

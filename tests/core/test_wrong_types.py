@@ -189,7 +189,7 @@ def entries(ds: RevisionedDataset, spark, root: str) -> list[Entry]:
         Entry("revisions", ds.revisions, {"table": "nope"}, {"table": is_optional_text}),
         Entry(
             "upstream_position",
-            ds.upstream_position,
+            ds.inspect.upstream_position,
             {"dataset": "up", "table": "t", "consumer_table": 5},
             {"dataset": is_text, "table": is_text, "consumer_table": is_optional_text},
         ),

@@ -14,5 +14,5 @@ if mode == "purge_before_entry":  # its files are rewritten, its entry is not co
     patch("create_exclusive", lambda rel, data: rel.startswith("_log/"))
 else:  # committed, description.parquet not rewritten
     patch("write", lambda rel, data: rel == "description.parquet")
-ds.purge("t", spark.createDataFrame([(3,)], "id long"), reason="crash test")
+ds.maintenance.purge("t", spark.createDataFrame([(3,)], "id long"), reason="crash test")
 print("returned: the kill point was never reached", flush=True)

@@ -36,7 +36,7 @@ while not (work / "go").exists():
     time.sleep(0.01)
 done = 0
 while done < target:
-    rev = ds.compact("t")
+    rev = ds.maintenance.compact("t")
     if rev is not None:
         done += 1
         print(rev.sequence, rev.name, flush=True)

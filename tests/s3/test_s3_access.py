@@ -181,5 +181,5 @@ def test_credentials_never_reach_the_log_or_reprs(s3_spark, s3_root, s3_options,
             assert secret.encode() not in blob, f"credential stored in {info.path}"
     shown = " ".join([repr(ds), repr(storage), repr(s3a_conf(**s3_options, jars="none"))])
     assert_no_credentials(shown, s3_options)
-    assert_no_credentials(ds.log().to_json(), s3_options)
+    assert_no_credentials(ds.inspect.log().to_json(), s3_options)
     assert os.environ.get("AWS_SECRET_ACCESS_KEY") != s3_options["aws_secret_access_key"]

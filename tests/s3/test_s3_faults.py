@@ -148,7 +148,7 @@ def test_engine_commit_under_faults_commits_each_revision_once(s3_spark, s3_root
     reopened = RevisionedDataset(s3_root, spark=s3_spark, storage_options=s3_options)
     assert [r.sequence for r in reopened.revisions()] == [1, 2]
     assert reopened.revision(2).name == "under-faults"
-    assert list(reopened.log()["sequence"]) == [1, 2]  # description.parquet is current
+    assert list(reopened.inspect.log()["sequence"]) == [1, 2]  # description.parquet is current
     assert {r.id: r.v for r in reopened.read("t").collect()} == {1: 1, 2: 2}
     assert started <= rev.committed_at <= finished  # stamped by this commit, not copied
 

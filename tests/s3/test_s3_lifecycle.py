@@ -35,21 +35,21 @@ def test_compaction_and_vacuum_on_s3(s3_spark, s3_options, s3_root):
     ds.commit({"t": frame(spark, [(1, 1)], ROWS)}, day(1), False, name="a")
     ds.commit({"t": frame(spark, [(2, 2)], ROWS)}, day(2), False, name="b")
     latest = {0: (0,), 1: (1,), 2: (2,), 3: (0,)}
-    compaction = ds.compact()
+    compaction = ds.maintenance.compact()
     df = ds.read("t")
     assert folders_read(df) == {compaction.name} and by_id(df, "day") == latest
 
     # what a killed writer leaves on S3: a claimed folder with a data file
     ds.storage.create_exclusive("killed/_claimed", b"token")
     ds.storage.write("killed/t/part-00000.parquet", b"not a committed file")
-    young = ds.vacuum(retain=timedelta(hours=1), dry_run=True)
+    young = ds.maintenance.vacuum(retain=timedelta(hours=1), dry_run=True)
     assert young.orphans == () and young.revisions == ()  # all younger than an hour
     later = now_utc() + timedelta(hours=2)  # LastModified is now: two hours later they are old
-    dry = ds.vacuum(retain=timedelta(hours=1), now=later, dry_run=True)
+    dry = ds.maintenance.vacuum(retain=timedelta(hours=1), now=later, dry_run=True)
     assert sorted(dry.revisions) == ["a", "b"] and dry.orphans == ("killed",)
     assert ds.storage.list_files("a") and ds.head_sequence == 4  # a dry run changes nothing
 
-    report = ds.vacuum(retain=timedelta(hours=1), now=later)
+    report = ds.maintenance.vacuum(retain=timedelta(hours=1), now=later)
     assert (sorted(report.revisions), report.orphans, report.files) == (
         ["a", "b"],
         ("killed",),
@@ -60,6 +60,6 @@ def test_compaction_and_vacuum_on_s3(s3_spark, s3_options, s3_root):
         assert ds.storage.list_files(folder) == [], folder
     fresh = RevisionedDataset(s3_root, spark=spark, storage_options=s3_options)
     assert by_id(fresh.read("t"), "day") == latest
-    assert list(fresh.log()["vacuumed"]) == [False, True, True, False, False]
+    assert list(fresh.inspect.log()["vacuumed"]) == [False, True, True, False, False]
     with pytest.raises(RetentionError, match="at sequence 2"):
         fresh.read("t", at=2)
