@@ -45,10 +45,17 @@ def test_first_run_major_then_minor_then_code_change_major(pipe):
     assert set(pipe.state("main", "features")) == {"a", "b", "c", "d"}
 
     pipe.build(Versions(features="2"))
-    third = pipe.meta(pipe.run(pipe.features, P3), pipe.features)
+    major = pipe.run(pipe.features, P3)  # launched for one day, a major re-evaluates them all
+    third = pipe.meta(major, pipe.features)
     assert third["kind"] == "major"
     assert third["why"] == "code version changed: '1' -> '2'"
     assert third["compute_window"].startswith("2024-01-01")  # from the first partition
+    assert (third["partitions"], third["run_partitions"]) == (f"{P1}...{P3}", P3)
+    # ... and the catalog says so: every day it covers is materialized by it, at version 2
+    assert sorted(pipe.partitions(major, pipe.features)) == [P1, P2, P3]
+    for day in (P1, P2, P3):
+        tags = pipe.latest(pipe.features, day).tags
+        assert (tags["dagster/code_version"], tags["dagster/data_version"]) == ("2", "features@3")
     # a carrying major (skip_unchanged): a..e offered with b as a tombstone; what did not
     # change is kept from the state it carries, not rewritten
     assert (third["rows_offered"], third["rows"], third["tombstones"]) == (5, 3, 1)

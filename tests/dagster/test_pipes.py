@@ -178,6 +178,6 @@ def test_a_pipes_asset_is_declared_without_a_source(remote_pipe):
     assert "pipes_client" in asset.required_resource_keys
     # the slice travels as plain JSON and comes back whole
     slice_ = RunSlice("features", "/r", "features", ("entity",), "1", True, "why", DAILY.start)
-    assert RunSlice.from_dict(RevisionJob(None, slice_).extras["revisions_slice"]) == slice_
+    assert RunSlice.from_dict(RevisionJob(slice_).extras["revisions_slice"]) == slice_
     with pytest.raises(RunSliceError, match="install the same revisions-assets version"):
         RunSlice.from_dict({**slice_.to_dict(), "format": 99})

@@ -18,12 +18,21 @@ from revisions_assets.core.columns import DELETED
 from revisions_assets.core.log.records import Revision
 from revisions_assets.core.runs.commit import DeclaredColumnsError as DeclaredColumnsError
 from revisions_assets.core.runs.commit import check_columns
+from revisions_assets.core.runs.run_slice import RunSlice
 
-from .slice import DatasetSlice
+from .slice import describe, parse_partitions, revision_partitions
 
 COLUMN_SCHEMA = "dagster/column_schema"
 TABLE_NAME = "dagster/table_name"
 COLUMN_LINEAGE = "dagster/column_lineage"
+#: the tags of a materialization reported outside Dagster's own output handling (a runless
+#: one, or another partition a run's revision covers): what staleness and the UI read
+CODE_VERSION_TAG = "dagster/code_version"
+DATA_VERSION_TAG = "dagster/data_version"
+#: materialization metadata: the partitions the revision covers, and the run's own
+PARTITIONS = "partitions"
+RUN_PARTITIONS = "run_partitions"
+PARTITION_ROW_COUNT = "dagster/partition_row_count"
 
 
 def data_version(table: str, sequence: int) -> str:
@@ -141,7 +150,7 @@ def column_lineage(
 
 
 def table_metadata(
-    s: DatasetSlice,
+    s: RunSlice,
     schema: StructType | None,
     entities: int | None,
     descriptions: Mapping[str, str],
@@ -171,15 +180,15 @@ def table_entries(
     return meta
 
 
-def upstream_metadata(s: DatasetSlice) -> dict[str, Any]:
+def upstream_metadata(s: RunSlice) -> dict[str, Any]:
     """A consumer's positions per input: consumed from -> to, and the data version consumed."""
     return {
         "upstream_positions": dg.MetadataValue.json(
             [
                 {
-                    "asset": u.ref.asset_key,
+                    "asset": u.asset_key,
                     "dataset": u.root,
-                    "table": u.ref.table,
+                    "table": u.table,
                     "from": u.since,
                     "to": u.head,
                     "data_version": u.data_version,
@@ -188,20 +197,20 @@ def upstream_metadata(s: DatasetSlice) -> dict[str, Any]:
             ]
         ),
         "upstream_data_versions": dg.MetadataValue.json(
-            {u.ref.asset_key: u.data_version for u in s.upstream}
+            {u.asset_key: u.data_version for u in s.upstream}
         ),
     }
 
 
-def slice_metadata(s: DatasetSlice) -> dict[str, Any]:
+def slice_metadata(s: RunSlice) -> dict[str, Any]:
     """What every materialization shows about its slice, committed or not."""
     meta: dict[str, Any] = {
         "why": s.reason,
         "dataset_root": dg.MetadataValue.path(s.root),
         "table": s.table,
     }
-    if s.partitions is not None:
-        meta["partitions"] = s.partition
+    if s.partition:
+        meta[PARTITIONS] = s.partition
     if s.upstream:  # a consumer's work is given by its positions, not by a window
         meta.update(upstream_metadata(s))
     else:
@@ -213,9 +222,9 @@ def slice_metadata(s: DatasetSlice) -> dict[str, Any]:
     return meta
 
 
-def revision_metadata(s: DatasetSlice, rev: Revision) -> dict[str, Any]:
+def revision_metadata(s: RunSlice, rev: Revision) -> dict[str, Any]:
     """The committed revision: name, kind, sequence, version, counts, data version."""
-    return revision_entries(s.table, rev, partitioned=s.partitions is not None)
+    return revision_entries(s.table, rev, partitioned=bool(s.partition))
 
 
 def revision_entries(table: str, rev: Revision, *, partitioned: bool) -> dict[str, Any]:
@@ -241,8 +250,42 @@ def revision_entries(table: str, rev: Revision, *, partitioned: bool) -> dict[st
     if t.carries:  # a carrying major: ``rows`` are its changes, the rest of the state is kept
         meta["carried_revisions"] = len(t.carries)
     if partitioned:  # the live rows the revision wrote for its partitions
-        meta["dagster/partition_row_count"] = t.rows - t.tombstones
+        meta[PARTITION_ROW_COUNT] = t.rows - t.tombstones
     return meta
+
+
+def coverage_entries(
+    s: RunSlice, rev: Revision, pdef: dg.TimeWindowPartitionsDefinition
+) -> dict[str, Any]:
+    """The partitions ``rev`` covers, when they are more than the run's (a major re-evaluates
+    every partition up to its timestamp, whichever partition its run was launched for)."""
+    covered = describe(revision_partitions(rev, pdef))
+    return {} if covered == s.partition else {PARTITIONS: covered, RUN_PARTITIONS: s.partition}
+
+
+def covered_materializations(
+    key: dg.AssetKey,
+    s: RunSlice,
+    rev: Revision,
+    pdef: dg.TimeWindowPartitionsDefinition,
+    metadata: Mapping[str, Any],
+) -> list[dg.AssetMaterialization]:
+    """A materialization of each partition ``rev`` covers beyond the run's own, with the
+    revision's ``metadata`` (but the run's partition row count), its code version and its
+    data version, as the run's own materialization has them."""
+    run = parse_partitions(s.partition)
+    own = set(pdef.get_partition_keys_in_range(run)) if run is not None else set()
+    covered = pdef.get_partition_keys_in_range(revision_partitions(rev, pdef))
+    shown = {k: v for k, v in metadata.items() if k != PARTITION_ROW_COUNT}
+    tags = {
+        CODE_VERSION_TAG: rev.version_of(s.table) or "",
+        DATA_VERSION_TAG: data_version(s.table, rev.sequence),
+    }
+    return [
+        dg.AssetMaterialization(key, partition=k, metadata=shown, tags=tags)
+        for k in covered
+        if k not in own
+    ]
 
 
 def compaction_metadata(table: str, compaction: Revision | None) -> dict[str, Any]:
