@@ -243,15 +243,15 @@ def freshness_check(
             stalest = min(landed, key=lambda k: landed[k].committed_at)
             metadata |= {
                 "newest_partition": newest[0],
-                "newest_landed_at": landed[newest[0]].committed_at.isoformat(),
+                "newest_landed_at": _landed_at(landed[newest[0]]),
                 "stalest_partition": stalest,
-                "stalest_landed_at": landed[stalest].committed_at.isoformat(),
+                "stalest_landed_at": _landed_at(landed[stalest]),
                 "landings": dg.MetadataValue.table(
                     records=[
                         dg.TableRecord(
                             {
                                 "partition": key,
-                                "landed_at": landed[key].committed_at.isoformat(),
+                                "landed_at": _landed_at(landed[key]),
                                 "revision": landed[key].name,
                                 "kind": "major" if landed[key].is_major else "minor",
                                 "sequence": landed[key].sequence,
@@ -267,6 +267,10 @@ def freshness_check(
         )
 
     return partition_freshness
+
+
+def _landed_at(revision: Revision) -> str:
+    return revision.committed_at.isoformat(timespec="seconds")
 
 
 LANDINGS = dg.TableSchema(
@@ -460,12 +464,13 @@ def partition_checks(
                     {"revision": rev.name, "errors": dg.MetadataValue.json(errors)},
                 )
         selected = {k.name: k for k in context.selected_asset_check_keys}
-        targets = {key: _target(context, asset.key, key) for key in context.partition_keys}
+        partitions = _checked_partitions(context, pdef, rev)
+        targets = {key: _target(context, asset.key, key) for key in partitions}
         outputs = context.op_execution_context.assets_def
         for name, (passed, metadata) in results.items():
             if name not in selected:
                 continue
-            for key in context.partition_keys:
+            for key in partitions:
                 # yielded (not logged) so that a failure of these blocking checks fails the step
                 yield dg.AssetCheckEvaluation(
                     asset_key=asset.key,
@@ -483,6 +488,21 @@ def partition_checks(
             )
 
     return partition_checks
+
+
+def _checked_partitions(
+    context: dg.AssetCheckExecutionContext,
+    pdef: dg.TimeWindowPartitionsDefinition,
+    rev: Revision | None,
+) -> list[str]:
+    """The partitions a run's checks report on: the run's, and every other one its revision
+    covers (a major launched for one partition reports them all: their materializations are
+    checked as the run's own, or the scores that consume them would wait for checks that
+    never run)."""
+    keys = set(context.partition_keys)
+    if rev is not None and rev.producer.get("run_id") == context.run.run_id:
+        keys |= keys_of(pdef, [revision_partitions(rev, pdef)])
+    return sorted(keys, key=lambda key: pdef.time_window_for_partition_key(key).start)
 
 
 def _written_rows(reads: _Reads, rev: Revision) -> DataFrame:

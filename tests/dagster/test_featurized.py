@@ -45,7 +45,8 @@ def test_first_run_major_then_minor_then_code_change_major(pipe):
     assert set(pipe.state("main", "features")) == {"a", "b", "c", "d"}
 
     pipe.build(Versions(features="2"))
-    major = pipe.run(pipe.features, P3)  # launched for one day, a major re-evaluates them all
+    # launched for one day, a major re-evaluates them all (its checks run with it)
+    major = pipe.run(pipe.features, P3, with_checks=True)
     third = pipe.meta(major, pipe.features)
     assert third["kind"] == "major"
     assert third["why"] == "code version changed: '1' -> '2'"
@@ -56,6 +57,13 @@ def test_first_run_major_then_minor_then_code_change_major(pipe):
     for day in (P1, P2, P3):
         tags = pipe.latest(pipe.features, day).tags
         assert (tags["dagster/code_version"], tags["dagster/data_version"]) == ("2", "features@3")
+    # ... each with the blocking checks of that revision (consumers wait for those)
+    checked = {
+        (e.check_name, e.partition): e.passed
+        for e in major.get_asset_check_evaluations()
+        if e.check_name == "partition_ids_unique_non_null"
+    }
+    assert checked == {("partition_ids_unique_non_null", day): True for day in (P1, P2, P3)}
     # a carrying major (skip_unchanged): a..e offered with b as a tombstone; what did not
     # change is kept from the state it carries, not rewritten
     assert (third["rows_offered"], third["rows"], third["tombstones"]) == (5, 3, 1)

@@ -348,7 +348,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             **table_metadata(s, schema, done.entities, descriptions),
         }
         if pdef is not None:
-            for event in covered_materializations(context.asset_key, s, rev, pdef, entries):
+            for event in covered_materializations(context, s, rev, pdef, entries):
                 context.log_event(event)
         return dg.MaterializeResult(
             metadata=entries, data_version=dg.DataVersion(data_version(s.table, rev.sequence))

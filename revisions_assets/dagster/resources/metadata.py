@@ -12,6 +12,15 @@ from pathlib import PurePosixPath
 from typing import Any
 
 import dagster as dg
+
+# the tags of a materialization's input provenance, as Dagster writes them on a run's own
+from dagster._core.definitions.data_version import (
+    DATA_VERSION_IS_USER_PROVIDED_TAG,
+    DEFAULT_DATA_VERSION,
+    NULL_EVENT_POINTER,
+    get_input_data_version_tag,
+    get_input_event_pointer_tag,
+)
 from pyspark.sql.types import StructType
 
 from revisions_assets.core.columns import DELETED
@@ -264,15 +273,17 @@ def coverage_entries(
 
 
 def covered_materializations(
-    key: dg.AssetKey,
+    context: dg.AssetExecutionContext,
     s: RunSlice,
     rev: Revision,
     pdef: dg.TimeWindowPartitionsDefinition,
     metadata: Mapping[str, Any],
 ) -> list[dg.AssetMaterialization]:
     """A materialization of each partition ``rev`` covers beyond the run's own, with the
-    revision's ``metadata`` (but the run's partition row count), its code version and its
-    data version, as the run's own materialization has them."""
+    revision's ``metadata`` (but the run's partition row count), code version and data
+    version, and the input provenance Dagster records on the run's own materialization:
+    Dagster then judges them as it judges the partitions of a range run, which carry the
+    same tags."""
     run = parse_partitions(s.partition)
     own = set(pdef.get_partition_keys_in_range(run)) if run is not None else set()
     covered = pdef.get_partition_keys_in_range(revision_partitions(rev, pdef))
@@ -280,12 +291,28 @@ def covered_materializations(
     tags = {
         CODE_VERSION_TAG: rev.version_of(s.table) or "",
         DATA_VERSION_TAG: data_version(s.table, rev.sequence),
+        DATA_VERSION_IS_USER_PROVIDED_TAG: "true",
+        **input_provenance(context),
     }
     return [
-        dg.AssetMaterialization(key, partition=k, metadata=shown, tags=tags)
+        dg.AssetMaterialization(context.asset_key, partition=k, metadata=shown, tags=tags)
         for k in covered
         if k not in own
     ]
+
+
+def input_provenance(context: dg.AssetExecutionContext) -> dict[str, str]:
+    """The data version and event of each upstream asset as the run saw them, as tags: what
+    Dagster records on the run's own materialization (its staleness reads them)."""
+    step = context.get_step_execution_context()
+    tags = {}
+    for key in step.job_def.asset_layer.get(context.asset_key).parent_keys:
+        seen = step.maybe_fetch_and_get_input_asset_version_info(key)
+        version = (seen.data_version if seen else None) or DEFAULT_DATA_VERSION
+        tags[get_input_data_version_tag(key)] = version.value
+        event = seen.storage_id if seen else None
+        tags[get_input_event_pointer_tag(key)] = str(event) if event else NULL_EVENT_POINTER
+    return tags
 
 
 def compaction_metadata(table: str, compaction: Revision | None) -> dict[str, Any]:
