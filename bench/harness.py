@@ -48,6 +48,8 @@ class Config:
     log_sizes: tuple[int, ...] = (10, 100, 1_000, 10_000)
     history_sizes: tuple[int, ...] = (10, 1_000)
     memory_scales: tuple[int, ...] = (1, 4)
+    reader_minors: int = 10  # scenario 12: the minors on the major the reader merges
+    pipes_revisions: int = 1_000  # scenario 14: the log a Pipes run reads its slice from
     driver_memory: str = "4g"
     #: the memory probe's master: local-cluster keeps the executor JVM apart from the driver's
     memory_master: str = "local-cluster[1,2,2048]"
@@ -71,6 +73,8 @@ class Config:
             log_sizes=(10, 40),
             history_sizes=(10, 30),
             memory_scales=(1,),  # one fresh-process probe: the smoke checks the structure
+            reader_minors=3,
+            pipes_revisions=40,
             driver_memory="1g",
             memory_master="local[1]",
         )

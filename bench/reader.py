@@ -4,7 +4,8 @@ and against delta-rs.
 * Fresh process, time to a DataFrame: a new interpreter that reads the latest state of
   N/10 rows after 3 minors, through ``DatasetReader(root).read`` vs a Spark session's
   ``ds.read(...).toPandas()`` (the JVM start included: what a notebook or a script pays).
-* In process, the latest state of N x 11 columns after 10 minors: ``reader.read`` vs
+* In process, the latest state of N x 11 columns after k = 10 minors
+  (``Config.reader_minors``): ``reader.read`` vs
   ``ds.read().toArrow()`` on the run's ``local[2]`` session; and the reader's peak memory
   (a fresh process: peak RSS above its RSS after imports) against the result's Arrow size.
 * Against raw Polars over the same files: ``read()`` of a major alone (k = 0) vs
@@ -158,7 +159,8 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
         ("revisions log", lambda: cli("log", small.root)),
     )
 
-    big = dataset(ctx, "s12_big", cfg.n, 10)
+    k = cfg.reader_minors
+    big = dataset(ctx, "s12_big", cfg.n, k)
     reader = DatasetReader(big.root)
     in_reader, in_spark = measure_pair(
         ctx,
@@ -170,7 +172,7 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
     columns = state.columns
     del state
 
-    # against raw Polars over the same files: k = 0, then k = 10
+    # against raw Polars over the same files: k = 0, then k minors
     major = dataset(ctx, "s12_k0", cfg.n, 0)
     reader0 = DatasetReader(major.root)
     (files0,) = task_files(reader0)
@@ -187,14 +189,14 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
         ("reader.read, k = 0", lambda: reader0.read(TABLE)),
         ("pl.scan_parquet(files).filter(~_deleted)", raw_scan),
     )
-    files10 = task_files(reader)
+    files_k = task_files(reader)
     expected = reader.read(TABLE).sort(ID)
-    assert raw_merge(files10, schema).sort(ID).equals(expected), "the raw merge is not correct"
+    assert raw_merge(files_k, schema).sort(ID).equals(expected), "the raw merge is not correct"
     del expected
-    k10_reader, k10_raw = measure_pair(
+    k_reader, k_raw = measure_pair(
         ctx,
-        ("reader.read, k = 10", lambda: reader.read(TABLE)),
-        ("raw Polars merge, k = 10", lambda: raw_merge(files10, schema)),
+        (f"reader.read, k = {k}", lambda: reader.read(TABLE)),
+        (f"raw Polars merge, k = {k}", lambda: raw_merge(files_k, schema)),
     )
     some_ids = list(range(0, cfg.n, 100))  # 1% of the ids, spread over the range
     one_column = columns[1]
@@ -261,7 +263,7 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
         ),
         Row(
             "12 reader: in process",
-            common + ", after 10 minors",
+            common + f", after {k} minors",
             [f"reader {fmt_seconds(in_reader.median)}", f"Spark {fmt_seconds(in_spark.median)}"],
             ratio(in_reader.median, in_spark.median),
             "reader / Spark toArrow",
@@ -281,20 +283,20 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
             cpu_ratio=cpu_ratio(k0_reader, k0_raw),
         ),
         Row(
-            "12 reader vs raw Polars merge, k = 10",
-            common + ", after 10 minors",
-            [f"reader {fmt_seconds(k10_reader.median)}", f"raw {fmt_seconds(k10_raw.median)}"],
-            ratio(k10_reader.median, k10_raw.median),
+            f"12 reader vs raw Polars merge, k = {k}",
+            common + f", after {k} minors",
+            [f"reader {fmt_seconds(k_reader.median)}", f"raw {fmt_seconds(k_raw.median)}"],
+            ratio(k_reader.median, k_raw.median),
             "read() / cheapest correct Polars merge",
             "<= 1.0",
             1.0,
             note="raw: the minors' rows, last per id, plus the base's other ids (anti join), "
             "tombstones dropped; checked equal to read()",
-            cpu_ratio=cpu_ratio(k10_reader, k10_raw),
+            cpu_ratio=cpu_ratio(k_reader, k_raw),
         ),
         Row(
             "12 reader: pruned scan",
-            common + f", after 10 minors, {len(some_ids):,} ids",
+            common + f", after {k} minors, {len(some_ids):,} ids",
             [
                 f"scan, 1 column of 1% {fmt_seconds(sc_pruned.median)}",
                 f"full read {fmt_seconds(sc_full.median)}",
@@ -307,7 +309,7 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
         ),
         Row(
             "12 reader: peak memory, sink_parquet",
-            common + ", after 10 minors",
+            common + f", after {k} minors",
             [f"{sink_above:.0f} MiB above imports", f"Arrow state {arrow_mib:.0f} MiB"],
             ratio(sink_above, arrow_mib),
             "peak RSS / Arrow size",
@@ -317,7 +319,7 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
         ),
         Row(
             "12 reader: peak memory, batches",
-            common + ", after 10 minors",
+            common + f", after {k} minors",
             [f"{batches_above:.0f} MiB above imports", f"Arrow state {arrow_mib:.0f} MiB"],
             ratio(batches_above, arrow_mib),
             "peak RSS / Arrow size",
@@ -327,7 +329,7 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
         ),
         Row(
             "12 reader: peak memory, eager read",
-            common + ", after 10 minors",
+            common + f", after {k} minors",
             [f"{above:.0f} MiB above imports", f"Arrow state {arrow_mib:.0f} MiB"],
             ratio(above, arrow_mib),
             "peak RSS / Arrow size",
