@@ -71,17 +71,25 @@ SHOWN_PARTITIONS = 31
 
 
 class _Reads:
-    """What a check of ``asset`` reads: its dataset's handle, through the asset's IO manager."""
+    """What a check of ``asset`` reads, through the asset's IO manager: the run's snapshot of
+    its dataset's log (the one the run's materialization committed to, when the check runs
+    with it) and the dataset's handle."""
 
     def __init__(self, context: dg.AssetCheckExecutionContext, asset: dg.AssetsDefinition):
         self.io: RevisionsIOManager = io_manager(context, io_manager_key_of(asset))
         self.address = address_of(asset)
         self.table = self.address.table
-        self.dataset: RevisionedDataset = self.io.location.dataset(self.address.dataset)
+        self.snapshot = self.io.snapshot(context.run.run_id, self.address.dataset)
+        self.dataset: RevisionedDataset = self.snapshot.dataset  # type: ignore[assignment]
 
     def history(self) -> list[Revision]:
         """The table's data revisions, in sequence order (empty before the first)."""
-        return [r for r in self.dataset.revisions() if r.wrote(self.table)]
+        return [r for r in self.snapshot.revisions() if r.wrote(self.table)]
+
+    def scan(self, **options: Any) -> DataFrame:
+        """A read of the table on the snapshot (``read``'s options), as a Spark DataFrame."""
+        self.io.session()
+        return self.snapshot.scan(self.table, **options).to_spark()
 
     def id_counts(self, revisions: Sequence[Revision]) -> tuple[int, int]:
         """(null ids, ids repeated within a revision) of ``revisions``: verify's counts."""
@@ -113,7 +121,7 @@ def ids_check(asset: dg.AssetsDefinition, blocking: bool) -> dg.AssetChecksDefin
     def ids_unique_non_null(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         reads = _Reads(context, asset)
         try:
-            direct, compaction = merged_revisions(reads.dataset.snapshot().view, reads.table)
+            direct, compaction = merged_revisions(reads.snapshot.view, reads.table)
         except (NoMajorRevisionError, UnknownTableError):
             return dg.AssetCheckResult(passed=False, metadata={"error": "no major revision yet"})
         nulls, duplicates = reads.id_counts(direct)
@@ -146,7 +154,7 @@ def log_integrity_check(asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
         return dg.AssetCheckResult(
             passed=not errors,
             metadata={
-                "revisions": len(reads.dataset.revisions()),
+                "revisions": len(reads.snapshot.revisions()),
                 "errors": len(errors),
                 "warnings": len(findings) - len(errors),
                 "files_missing": sum(f.kind == "missing_file" for f in errors),
@@ -201,8 +209,8 @@ def compaction_check(asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
         reads = _Reads(context, asset)
         policy = reads.io.location.compact_after
         try:
-            on_base = reads.dataset.revisions_on_base(reads.table)
-            _, compaction = merged_revisions(reads.dataset.snapshot().view, reads.table)
+            on_base = reads.dataset.inspect.revisions_on_base(reads.table)
+            _, compaction = merged_revisions(reads.snapshot.view, reads.table)
         except (NoMajorRevisionError, UnknownTableError):
             return dg.AssetCheckResult(passed=True, metadata={"revisions_on_base": 0})
         return dg.AssetCheckResult(
@@ -298,8 +306,7 @@ def schema_check(
     )
     def schema_(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         reads = _Reads(context, asset)
-        reads.io.session()
-        return _validated(schema, reads.dataset.read(reads.table))
+        return _validated(schema, reads.scan())
 
     return schema_
 
@@ -508,8 +515,7 @@ def _checked_partitions(
 
 def _written_rows(reads: _Reads, rev: Revision) -> DataFrame:
     """The live rows ``rev`` wrote, as a read at that revision has them."""
-    reads.io.session()
-    state = reads.dataset.read(reads.table, at=rev.sequence, with_revision=True)
+    state = reads.scan(at=rev.sequence, with_revision=True)
     return state.filter(F.col(REVISION) == rev.name).drop(*REVISION_COLUMNS)
 
 

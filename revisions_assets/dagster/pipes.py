@@ -126,7 +126,7 @@ def launch(
     except Exception as exc:  # the job may have committed before it failed: the log says
         outcome, error = None, exc
     report, checks, launched = _reported(outcome, context.asset_key)
-    records = io.location.dataset(s.root).revisions()  # the log after the job, read afresh
+    records = io.snapshot(s.run_id, s.root, refresh=True).revisions()  # the log after the job
     done, shown = _confirmed(context, job, records, report, error)
     extra = dict(describe_output()) if describe_output and done.revision else {}
     result = io.materialization(context, done, records, {**launched, **shown, **extra})

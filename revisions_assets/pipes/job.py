@@ -156,16 +156,16 @@ class RevisionJobContext:
         only changes of the columns it uses)."""
         out = {}
         for u in self.run.upstream:
-            ds = RevisionedDataset(
+            snapshot = RevisionedDataset(
                 u.root, spark, read_only=True, storage_options=self._storage_options
-            )
+            ).snapshot()
             columns = self.run.uses_columns if u.kind == "main" else None
-            changes = changes_since(ds, u.table, u.since, u.head, columns)
+            changes = changes_since(snapshot, u.table, u.since, u.head, columns)
             self.log.info(
                 f"{u.asset_key or u.table}: changes since sequence {u.since} up to {u.head}"
                 f"{' (reset)' if changes.is_reset else ''}"
             )
-            out[u.name] = TableChanges(changes, ds, u.table, u.id_columns, u.head)
+            out[u.name] = TableChanges(changes, snapshot, u.table, u.id_columns, u.head)
         return out
 
     def scoring_inputs(self, spark: SparkSession) -> ScoringInputs:

@@ -164,12 +164,13 @@ class DatasetLocation(dg.ConfigurableResource):
         return ds.root, tuple(ds.revisions())
 
     def read_state(self, spark: SparkSession, dataset: str, table: str) -> DataFrame:
-        """A table's current state (docs/concepts/read-semantics.md), read through the
-        dataset's read-only handle."""
+        """A table's current state (docs/concepts/read-semantics.md): a scan of a fresh
+        snapshot of the dataset's log, through its read-only handle (the file gate checks
+        the files it reads)."""
         if check_spark(spark) is None:
             raise ArgumentTypeError("read_state needs a SparkSession, got None")
         check_text(table, "table")
-        return self.dataset(dataset).read(table)
+        return self.dataset(dataset).snapshot().scan(table).to_spark()
 
 
 def _declared_writes(writes: Any) -> Mapping[str, Sequence[str]]:
