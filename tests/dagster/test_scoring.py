@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import dagster as dg
 import pytest
@@ -16,7 +17,12 @@ from revisions_assets.core.log.layout import LOG_DIR
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.storage.base import LocalStorage
 from revisions_assets.core.write import transaction
-from revisions_assets.dagster import RevisionsIOManager
+from revisions_assets.dagster import (
+    RevisionsIOManager,
+    revisions_automation_sensor,
+    upstream_changes_sensor,
+)
+from revisions_assets.dagster.resources.io_manager import range_hint
 
 pytestmark = pytest.mark.dagster
 
@@ -76,9 +82,9 @@ def test_consumes_only_new_revisions_exactly_once(pipe, caplog):
 
     pipe.fail_scoring = False
     # each log is opened once per run, through one handle: the consumer's (its checks, run
-    # with it, read through the same handle) and each input's, read three times (opened
-    # for the slice, its log for the slice, its changes pinned at the slice's head), and a
-    # reference once more for the rows the scored entities join to (its state at the head)
+    # with it, read through the same handle) and each input's, whose log is read twice
+    # (opened, then the run's one snapshot): the slice, the changes pinned at its head and a
+    # reference's rows the scored entities join to (its state at the head) read that snapshot
     opened: Counter[str] = Counter()
     read: Counter[str] = Counter()
     with pytest.MonkeyPatch.context() as patch:
@@ -86,7 +92,7 @@ def test_consumes_only_new_revisions_exactly_once(pipe, caplog):
         retry = pipe.meta(pipe.run(pipe.scores, P2, with_checks=True), pipe.scores)
     out, main, ref = (pipe.dataset(name).root for name in ("out", "main", "ref"))
     assert opened == {out: 1, main: 1, ref: 1}
-    assert (read[main], read[ref]) == (3, 4)
+    assert (read[main], read[ref]) == (2, 2)
     assert retry["kind"] == "minor" and retry["rows"] == 2  # a and d, processed once
     assert positions(pipe) == {"features": 2, "groups": 1}
     consumed = {p["table"]: (p["from"], p["to"]) for p in retry["upstream_positions"]}
@@ -147,7 +153,17 @@ def test_upstream_reset_reference_change_and_deletions(pipe):
     assert sessions == []
     assert not partial.success and "ScoringRangeError" in failure_of(partial)
     assert "materialize 2024-01-02...2024-01-03 instead" in failure_of(partial)
-    assert "its automation condition, on a revisions_automation_sensor" in failure_of(partial)
+    # it names what requests the right range in the run's code location (an in-process run
+    # has none), and in a code location the sensors that target the asset
+    assert "once a revisions_automation_sensor targets the asset; no sensor" in failure_of(partial)
+    sensors = [revisions_automation_sensor(pipe.assets), upstream_changes_sensor([pipe.scores])]
+    defs = dg.Definitions(assets=pipe.assets, sensors=sensors, resources=pipe.resources)
+    repository = defs.get_repository_def()
+    step = SimpleNamespace(assets_def=pipe.scores, repository_def=repository)  # a run's step
+    assert range_hint(step, pipe.scores.key) == (
+        "its automation condition requests exactly that, on the sensors 'revisions_automation' "
+        "and 'revisions_upstream_changes_sensor' of this code location"
+    )
     assert positions(pipe) == {"features": 1, "groups": 1}
     both = pipe.run(pipe.scores, partitions=(P2, P3))  # the days the changes cover: one run
     assert pipe.partitions(both, pipe.scores) == [P2, P3]

@@ -5,8 +5,9 @@ run's context (asset key, partition range, run tags, config, code version) and
 the dataset logs into one frozen ``RunSlice`` (``revisions_assets.core.runs``), once per
 run and asset, reading the logs only (no JVM: a run refused by its slice fails before Spark
 starts), and ``load_input``, the asset body and ``materialize`` all read that same object.
-Every read goes through the location's one handle per dataset, pinned at the positions the
-slice recorded:
+Every read is a scan of the run's one snapshot of each log (``snapshot``: taken on the run's
+first read of that log, taken again after the run's own commit), through the location's one
+handle per dataset, pinned at the positions the slice recorded:
 
 - ``load_input`` gives a scoring asset, per input, the changes since the position
   its slice recorded, pinned to the slice's head; any other consumer gets the
@@ -31,11 +32,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import dagster as dg
+from dagster._check import CheckError  # what a step context without a code location raises
 from pydantic import Field, PrivateAttr
 from pyspark.sql import DataFrame, SparkSession
 
 from revisions_assets.core.errors import ArgumentTypeError, RevisionsError
 from revisions_assets.core.log.records import Revision
+from revisions_assets.core.read.scan import DatasetSnapshot
 from revisions_assets.core.runs.commit import CommittedRun, commit_run
 from revisions_assets.core.runs.consume import changes_since
 from revisions_assets.core.runs.resolve import consumer_timestamp, major_window_end
@@ -115,12 +118,44 @@ def _time_partitions(pdef: dg.PartitionsDefinition | None) -> Any:
     return pdef if isinstance(pdef, dg.TimeWindowPartitionsDefinition) else None
 
 
-def range_hint(assets_def: dg.AssetsDefinition, key: dg.AssetKey) -> str:
-    """What requests a scoring asset's runs in this project: its automation condition (the
-    ``revisions_automation_sensor``), else the ``upstream_changes_sensor``."""
-    if assets_def.automation_conditions_by_key.get(key) is not None:
-        return "its automation condition, on a revisions_automation_sensor, requests exactly that"
-    return "an upstream_changes_sensor over the asset requests exactly that"
+def range_hint(step: Any, key: dg.AssetKey) -> str:
+    """What requests a scoring asset's runs in this code location, named in a
+    ``ScoringRangeError``: the sensors that target it (an automation condition sensor when the
+    asset has a condition), else how to launch the range or what to add."""
+    conditioned = step.assets_def.automation_conditions_by_key.get(key) is not None
+    try:
+        repository = step.repository_def
+    except CheckError:  # a run without a code location (dg.materialize): no sensor to name
+        repository = None
+    sensors = [
+        sensor.name
+        for sensor in (repository.sensor_defs if repository is not None else [])
+        if key in _sensor_targets(sensor, repository)
+        and (conditioned or not isinstance(sensor, dg.AutomationConditionSensorDefinition))
+    ]
+    named = f"the sensor{'s' if len(sensors) > 1 else ''} {' and '.join(map(repr, sensors))}"
+    if sensors and conditioned:
+        return f"its automation condition requests exactly that, on {named} of this code location"
+    if sensors:
+        return f"{named} of this code location requests exactly that"
+    if conditioned:
+        return (
+            "its automation condition requests exactly that once a revisions_automation_sensor "
+            "targets the asset; no sensor of this code location does yet"
+        )
+    return (
+        "no sensor of this code location requests this asset's runs: launch that range, or give "
+        "the asset revisions_automation() with a revisions_automation_sensor"
+    )
+
+
+def _sensor_targets(sensor: dg.SensorDefinition, repository: Any) -> set[dg.AssetKey]:
+    """The assets a sensor of ``repository`` requests: its asset selection (an automation
+    condition sensor), else the assets of the jobs it targets (``target=`` of ``dg.sensor``)."""
+    if sensor.asset_selection is not None:
+        return set(sensor.asset_selection.resolve(repository.asset_graph, allow_missing=True))
+    jobs = [repository.get_job(target.job_name) for target in sensor.targets]
+    return {key for job in jobs for key in job.asset_layer.selected_asset_keys}
 
 
 class RevisionsIOManager(dg.ConfigurableIOManager):
@@ -133,6 +168,30 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         description="The Spark session resource used for reads and writes."
     )
     _slices: dict[tuple[str, str], RunSlice] = PrivateAttr(default_factory=dict)
+    _snapshots: dict[tuple[str, str], DatasetSnapshot] = PrivateAttr(default_factory=dict)
+
+    # -- the run's logs --------------------------------------------------------------------
+
+    def snapshot(self, run_id: str, dataset: str, *, refresh: bool = False) -> DatasetSnapshot:
+        """The run's snapshot of a dataset's log (``dataset``: a name or a root), taken on
+        its first read and kept, so that the run's slice, inputs and checks all read one
+        state of each log however many commits land meanwhile. ``refresh``: take it again
+        (after the run's own commit, which its checks and the assets downstream read)."""
+        ds = self.location.dataset(dataset)
+        key = (run_id, ds.root)
+        if refresh or key not in self._snapshots:
+            self._snapshots[key] = ds.snapshot()
+        return self._snapshots[key]
+
+    def _logs_of(self, run_id: str) -> Any:
+        """``log_of(dataset)`` for the slice rules: an upstream's (root, log), on the run's
+        snapshot."""
+
+        def log_of(dataset: str) -> tuple[str, tuple[Revision, ...]]:
+            snapshot = self.snapshot(run_id, dataset)
+            return snapshot.root, tuple(snapshot.revisions())
+
+        return log_of
 
     # -- the resolver ----------------------------------------------------------------------
 
@@ -172,7 +231,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         # the logs only, through the location's handles; a remote job commits (read-only here)
         writes = None if runs_remotely(metadata) else {address.table: address.id_columns}
         own = self.location.dataset(address.dataset, writes=writes)
-        records = tuple(own.revisions())
+        records = tuple(self.snapshot(step.run_id, own.root).revisions())
         history = [r for r in records if r.wrote(address.table)]
         declared = metadata.get(COLUMN_SCHEMA)
         common: dict[str, Any] = {
@@ -225,19 +284,19 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
                 address.table,
                 code_version,
                 forced,
-                self.location.root_and_log,
+                self._logs_of(step.run_id),
                 keys,
                 pdef,
             )
         else:
             pins = parse_upstream_heads(pin_tag)
             upstream = upstream_slices(
-                refs, records, address.table, self.location.root_and_log, pins
+                refs, records, address.table, self._logs_of(step.run_id), pins
             )
             plan = plan_consumer(history, address.table, code_version, forced, upstream, pdef)
         if plan.covers is not None:
             check_requested_partitions(
-                key.to_user_string(), plan, keys, history, pdef, range_hint(assets_def, key)
+                key.to_user_string(), plan, keys, history, pdef, range_hint(step, key)
             )
         return RunSlice(
             **common,
@@ -254,7 +313,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         """The slice's table at the log head the run started from (a reference minor commits
         only its difference)."""
         self.session()
-        return self.location.dataset(s.root).read(s.table, at=s.expected_head)
+        return self.snapshot(s.run_id, s.root).scan(s.table, at=s.expected_head).to_spark()
 
     def session(self) -> SparkSession:
         """The run's Spark session, started with the Spark resource's settings: call it before
@@ -290,7 +349,8 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         self.session()
         ds = self.location.dataset(s.root, writes={s.table: s.id_columns})
         done = commit_run(ds, s, obj)
-        return self.materialization(context, done, ds.revisions(), metadata)
+        records = self.snapshot(s.run_id, s.root, refresh=True).revisions()
+        return self.materialization(context, done, records, metadata)
 
     def materialization(
         self,
@@ -300,10 +360,10 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         metadata: Mapping[str, Any] | None = None,
     ) -> dg.MaterializeResult:
         """The MaterializeResult of a run's commit, read from the log (``records``, read after
-        it): the revision as metadata (Dagster's table conventions included) and as the data
-        version; the other partitions the revision covers are reported with it
-        (``covered_materializations``). The same for a commit made in process and one a
-        remote job made."""
+        it, the run's snapshot taken again): the revision as metadata (Dagster's table
+        conventions included) and as the data version; the other partitions the revision
+        covers are reported with it (``covered_materializations``). The same for a commit
+        made in process and one a remote job made."""
         s = self.slice_for(context)
         definition = context.assets_def.metadata_by_key[context.asset_key]
         descriptions = column_descriptions(definition)
@@ -314,7 +374,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
                 f"(sequence {done.compaction.sequence}): {written.rows} rows in "
                 f"{len(written.files)} files"
             )
-        tables = self.location.dataset(s.root).tables()
+        tables = self.snapshot(s.run_id, s.root).tables()
         schema = tables[s.table].schema if s.table in tables else None
         shown = {
             **compaction_metadata(s.table, done.compaction),
@@ -368,20 +428,18 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         up = context.upstream_output
         assert up is not None and up.asset_key is not None
         address = TableAddress.from_metadata(up.definition_metadata, up.asset_key.to_user_string())
-        ds = self.location.dataset(address.dataset)
-        if not any(r.wrote(address.table) for r in ds.revisions()):
+        snapshot = self.snapshot(context.step_context.run_id, address.dataset)
+        if not any(r.wrote(address.table) for r in snapshot.revisions()):
             raise UpstreamNotReadyError(
-                f"input {up.asset_key.to_user_string()} ({ds.root}, table {address.table!r}) has "
-                "no revision yet: materialize it first"
+                f"input {up.asset_key.to_user_string()} ({snapshot.root}, table "
+                f"{address.table!r}) has no revision yet: materialize it first"
             )
         self.session()
         pdef = (
             _time_partitions(context.asset_partitions_def) if context.has_asset_partitions else None
         )
-        if pdef is not None:
-            end = compute_window(pdef, context.asset_partition_key_range, False)[1]
-            return ds.read(address.table, as_of=end)
-        return ds.read(address.table)
+        end = compute_window(pdef, context.asset_partition_key_range, False)[1] if pdef else None
+        return snapshot.scan(address.table, as_of=end).to_spark()
 
     def _consumer_slice(self, context: dg.InputContext) -> RunSlice | None:
         """The consuming asset's slice when it consumes this input as changes (scoring)."""
@@ -399,11 +457,11 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             return None  # the body commits nothing; do not plan a read
         u = consumer.input(context.name)
         self.session()
-        ds = self.location.dataset(u.root)
+        snapshot = self.snapshot(consumer.run_id, u.root)
         columns = consumer.uses_columns if u.kind == "main" else None
-        changes = changes_since(ds, u.table, u.since, u.head, columns)
+        changes = changes_since(snapshot, u.table, u.since, u.head, columns)
         context.log.info(
             f"{u.asset_key}: changes since sequence {u.since} up to {u.head}"
             f"{' (reset)' if changes.is_reset else ''}"
         )
-        return UpstreamChanges(changes, ds, u.table, u.id_columns, u.head, slice=u)
+        return UpstreamChanges(changes, snapshot, u.table, u.id_columns, u.head, slice=u)
