@@ -111,6 +111,11 @@ def test_backfill_of_a_range_is_one_revision(pipe):
     assert rev.producer["partition_key"] == f"{P2}...{P3}"
     assert pipe.dataset("main").head_sequence == 2
 
+    # a late minor of an old partition covers that partition alone, and reports it alone
+    late = pipe.run(pipe.features, P1)
+    assert pipe.meta(late, pipe.features)["kind"] == "minor"
+    assert pipe.partitions(late, pipe.features) == [P1]
+
 
 def test_downstream_assets_load_the_state_as_of_their_partition(pipe):
     pipe.run(pipe.features, P1)
