@@ -68,6 +68,8 @@ from .resources.slice import (
 
 #: the partitions ``partition_freshness`` lists, newest first
 SHOWN_PARTITIONS = 31
+#: verify's findings of a data file that is there but damaged (``log_integrity``'s count)
+DAMAGED_FILES = ("corrupt_file", "row_count_mismatch", "compaction_damaged")
 
 
 class _Reads:
@@ -158,6 +160,7 @@ def log_integrity_check(asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
                 "errors": len(errors),
                 "warnings": len(findings) - len(errors),
                 "files_missing": sum(f.kind == "missing_file" for f in errors),
+                "files_damaged": sum(f.kind in DAMAGED_FILES for f in errors),
                 "findings_sample": dg.MetadataValue.json([f.message for f in findings[:10]]),
             },
         )
