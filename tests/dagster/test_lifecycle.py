@@ -50,7 +50,7 @@ def test_policy_and_forced_compactions_in_metadata_and_the_compaction_due_check(
     use_policy(pipe, None)
     change_day4(pipe)
     pipe.run(pipe.features, P4)
-    assert pipe.dataset("main").revisions_on_base("features") == 1
+    assert pipe.dataset("main").inspect.revisions_on_base("features") == 1
     checks = [c for c in pipe.checks() if "compaction_due" in str(c.check_keys)]
     use_policy(pipe, 0)
     due = pipe.run_checks(checks)["features:compaction_due"]
@@ -100,7 +100,7 @@ def test_vacuum_job_keeps_what_the_scoring_positions_need(pipe):
     assert dry["out"]["consumers"] == []
     # minors 3 and 4 stay for the scores' next change read (since 2); minor 2 can go
     assert dry["main"]["revisions"] == [names[2]] and dry["main"]["entry"] is None
-    without = main.vacuum(
+    without = main.maintenance.vacuum(
         retain=timedelta(0),
         grace=timedelta(0),
         dry_run=True,
@@ -110,7 +110,7 @@ def test_vacuum_job_keeps_what_the_scoring_positions_need(pipe):
 
     done = vacuum(pipe, retain_days=0, grace_hours=0)
     assert done["main"]["revisions"] == [names[2]] and done["main"]["entry"] is not None
-    log = pipe.dataset("main").log()
+    log = pipe.dataset("main").inspect.log()
     assert log.loc[log["sequence"] == 2, "vacuumed"].item()
     scored = pipe.meta(pipe.run(pipe.scores, partitions=(P3, P4)), pipe.scores)
     consumed = {p["table"]: (p["from"], p["to"]) for p in scored["upstream_positions"]}

@@ -64,7 +64,7 @@ def test_an_outside_commit_and_a_purge_reach_the_catalog_once(pipe):
 
     # a purge: an observation saying what it removed, no materialization
     ids = pipe.spark_resource.spark_session.createDataFrame([("a",)], "entity string")
-    data.purge("features", ids, reason="erasure request")
+    data.maintenance.purge("features", ids, reason="erasure request")
     (obs,) = evaluate(pipe, sensor, found.cursor).asset_events
     assert isinstance(obs, dg.AssetObservation)
     seen = {k: v.value for k, v in obs.metadata.items()}
