@@ -7,7 +7,9 @@ Spark runs remotely (``pipes=True``, ``RevisionJob``). Needs the ``dagster`` ext
 from ..core.extras import needs_extra
 
 with needs_extra("revisions_assets.dagster", "dagster"):
+    from ..core.runs.run_slice import RunSlice
     from .automation import (
+        RevisionsGapCondition,
         RevisionsLogCondition,
         automation_tick,
         backfill_runs,
@@ -21,7 +23,7 @@ with needs_extra("revisions_assets.dagster", "dagster"):
         ReferenceAssetComponent,
         ScoringAssetComponent,
     )
-    from .factory import RevisionRunConfig
+    from .factory import AssetOptions, RevisionRunConfig
     from .featurized import featurized_asset, reference_asset
     from .maintenance import VacuumConfig, vacuum_job, weekly_vacuum_schedule
     from .outside_commits import outside_commits_sensor
@@ -34,9 +36,11 @@ with needs_extra("revisions_assets.dagster", "dagster"):
         TAG_FORCE_MAJOR,
         DatasetLocation,
         DatasetSlice,
+        ResourceConflictError,
         RevisionsIOManager,
         SparkSessionResource,
         UpstreamChanges,
+        project_root,
         revisions_resources,
     )
     from .schedules import daily_featurized_schedule
@@ -50,16 +54,20 @@ __all__ = [
     "SPARK_KEY",
     "TAG_FORCE_COMPACTION",
     "TAG_FORCE_MAJOR",
+    "AssetOptions",
     "DatasetLocation",
     "DatasetSlice",
     "FeaturizedAssetComponent",
     "Reference",
     "ReferenceAssetComponent",
     "RemoteJobError",
+    "ResourceConflictError",
     "RevisionJob",
     "RevisionRunConfig",
+    "RevisionsGapCondition",
     "RevisionsIOManager",
     "RevisionsLogCondition",
+    "RunSlice",
     "ScoringAssetComponent",
     "ScoringInputsError",
     "SparkSessionResource",
@@ -71,6 +79,7 @@ __all__ = [
     "daily_featurized_schedule",
     "featurized_asset",
     "outside_commits_sensor",
+    "project_root",
     "reference_asset",
     "revision_checks",
     "revisions_automation",

@@ -17,8 +17,13 @@ What it asks for (docs/guides/versions.md, docs/concepts/consumers.md):
 
 - an asset whose code or field versions differ from its table's head: one major over its
   materialized range (first partition .. the partition of the head's timestamp); for a
-  scoring asset the partitions its major will cover;
-- a scoring asset with unconsumed upstream revisions: exactly the partitions they cover.
+  scoring asset the partitions its major will cover. A major launched by hand for one
+  partition covers the same range and reports every partition of it, so either way the
+  catalog ends with the whole range at the new version;
+- a scoring asset with unconsumed upstream revisions: exactly the partitions they cover;
+- a featurized asset with gaps (partitions between materialized ones that were never
+  materialized, ``RevisionsGapCondition``): each gap, once the asset's upstream assets have
+  it (``revisions_automation()`` composes it with ``~any_deps_missing()``).
 
 A range is one run (the assets' ``BackfillPolicy.single_run()``: the automation sensor emits
 a backfill, which launches one run per range). A condition cannot tag the runs it requests
@@ -36,14 +41,16 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
+from .factory import io_manager_key_of
 from .lag import read_consumer
 from .resources.address import (
     NotRevisionedAssetError,
+    Role,
     address_of,
     field_versions,
+    role_of,
     upstream_refs,
 )
-from .resources.keys import LOCATION_KEY
 from .resources.location import DatasetLocation
 from .resources.slice import (
     PIN_BY_PARTITIONS,
@@ -51,8 +58,11 @@ from .resources.slice import (
     RANGE_START_TAG,
     TAG_UPSTREAM_HEADS,
     UpstreamNotReadyError,
+    describe,
     format_upstream_heads,
+    partition_gaps,
     partition_key_for_end,
+    partition_landings,
     plan_consumer,
     version_change,
 )
@@ -165,18 +175,81 @@ def log_request(location: DatasetLocation, asset: dg.AssetsDefinition) -> LogReq
     return version_request(location, asset) or upstream_request(location, asset)
 
 
-class RevisionsLogCondition(dg.AutomationCondition[dg.AssetKey]):
+def gap_requests(location: DatasetLocation, asset: dg.AssetsDefinition) -> list[LogRequest]:
+    """One run per range of a featurized asset's partitions that lie between materialized
+    ones and were never materialized (none while a major is due: it covers them)."""
+    pdef = _time_partitions(asset)
+    metadata = asset.metadata_by_key[asset.key]
+    if pdef is None or role_of(metadata) != Role.FEATURIZED:
+        return []
+    if version_request(location, asset) is not None:
+        return []
+    address = address_of(asset)
+    history = [r for r in location.read_log(address.dataset) if r.wrote(address.table)]
+    head = history[-1].sequence if history else 0
+    key = asset.key.to_user_string()
+    return [
+        LogRequest(
+            asset.key,
+            f"gap:{key}:{describe(gap)}@{head}",
+            gap,
+            {TAG_REASON: f"partitions {describe(gap)} never materialized"},
+        )
+        for gap in partition_gaps(partition_landings(history, pdef), pdef)
+    ]
+
+
+class _LogCondition(dg.AutomationCondition[dg.AssetKey]):
+    """True for the partitions of the runs the revisions log asks for (``requests``), once
+    per log state: once a request went out (the asset was requested on the tick after it
+    was true), the same run key is not asked for again, so a failed run is not retried in a
+    loop: its request comes back when the log changes (or retry the run).
+
+    Evaluated in the code server only (``revisions_automation_sensor``): it reads the logs
+    through the location of the asset's IO manager."""
+
+    #: a request is true for all of its partitions or none (a range is one revision)
+    all_or_nothing = True
+
+    def requests(self, location: DatasetLocation, asset: dg.AssetsDefinition) -> list[LogRequest]:
+        raise NotImplementedError
+
+    def evaluate(self, context: dg.AutomationContext) -> dg.AutomationResult:
+        asset = _assets_def(context)
+        requests = self.requests(_location(asset), asset)
+        state = json.loads(context.cursor or "{}")
+        handled = set(state.get("handled", []))
+        previous = context.get_previous_requested_subset(context.key)
+        if previous is not None and not previous.is_empty:
+            handled |= set(state.get("pending", []))  # requested on the previous tick
+        true = context.get_empty_subset()
+        pending = []
+        for request in requests:
+            if request.run_key in handled:
+                continue
+            wanted = context.candidate_subset
+            if request.partitions is not None and asset.partitions_def is not None:
+                keys = asset.partitions_def.get_partition_keys_in_range(request.partitions)
+                wanted = wanted.compute_intersection_with_partition_keys(set(keys))
+                complete = wanted.size == len(keys)
+            else:
+                complete = not wanted.is_empty
+            if wanted.is_empty or (self.all_or_nothing and not complete):
+                continue
+            true = true.compute_union(wanted)
+            pending.append(request.run_key)
+        asked = {r.run_key for r in requests}
+        cursor = {"handled": sorted(handled & asked), "pending": pending}
+        return dg.AutomationResult(context, true, cursor=json.dumps(cursor))
+
+
+class RevisionsLogCondition(_LogCondition):
     """True for exactly the partitions the revisions log says need a run (``log_request``),
     once per log state.
 
     All or nothing: when it is not the first operand of an ``&``, the partitions an earlier
     operand left out make it false for the whole range (a range is one revision; a part of it
-    is a run the IO manager refuses). Once its request went out (the asset was requested on
-    the tick after it was true), the same log state is not asked for again, so a failed run
-    is not retried in a loop: its request comes back when the log changes (or retry the run).
-
-    Evaluated in the code server only (``revisions_automation_sensor``): it reads the logs
-    through the asset's ``revisions_location`` resource.
+    is a run the IO manager refuses).
     """
 
     @property
@@ -191,28 +264,28 @@ class RevisionsLogCondition(dg.AutomationCondition[dg.AssetKey]):
             "consumed yet (the partitions they cover)"
         )
 
-    def evaluate(self, context: dg.AutomationContext) -> dg.AutomationResult:
-        asset = _assets_def(context)
-        request = log_request(_location(asset), asset)
-        state = json.loads(context.cursor or "{}")
-        handled = state.get("handled")
-        previous = context.get_previous_requested_subset(context.key)
-        if state.get("pending") and previous is not None and not previous.is_empty:
-            handled = state["pending"]  # requested on the previous tick
-        true = context.get_empty_subset()
-        if request is not None and request.run_key != handled:
-            wanted = context.candidate_subset
-            if request.partitions is not None and asset.partitions_def is not None:
-                keys = asset.partitions_def.get_partition_keys_in_range(request.partitions)
-                wanted = wanted.compute_intersection_with_partition_keys(set(keys))
-                complete = wanted.size == len(keys)
-            else:
-                complete = not wanted.is_empty
-            true = wanted if complete else true
-        pending = request.run_key if request is not None and not true.is_empty else None
-        return dg.AutomationResult(
-            context, true, cursor=json.dumps({"handled": handled, "pending": pending})
-        )
+    def requests(self, location: DatasetLocation, asset: dg.AssetsDefinition) -> list[LogRequest]:
+        request = log_request(location, asset)
+        return [request] if request is not None else []
+
+
+class RevisionsGapCondition(_LogCondition):
+    """True for the partitions of a featurized asset that lie between materialized ones and
+    were never materialized (``gap_requests``), once per log state; each is a minor of its
+    own, so a part of a gap may run."""
+
+    all_or_nothing = False
+
+    @property
+    def name(self) -> str:
+        return "revisions_gaps"
+
+    @property
+    def description(self) -> str:
+        return "Partitions between materialized ones that were never materialized"
+
+    def requests(self, location: DatasetLocation, asset: dg.AssetsDefinition) -> list[LogRequest]:
+        return gap_requests(location, asset)
 
 
 def _assets_def(context: dg.AutomationContext) -> dg.AssetsDefinition:
@@ -220,30 +293,31 @@ def _assets_def(context: dg.AutomationContext) -> dg.AssetsDefinition:
     assets_def = getattr(node, "assets_def", None)
     if assets_def is None:
         raise NotRevisionedAssetError(
-            f"{context.key.to_user_string()}: RevisionsLogCondition reads the revisions log, so "
-            "it is evaluated in the code server: target the asset with "
+            f"{context.key.to_user_string()}: the revisions conditions read the revisions log, "
+            "so they are evaluated in the code server: target the asset with "
             "revisions_automation_sensor (use_user_code_server=True)"
         )
     return assets_def
 
 
 def _location(asset: dg.AssetsDefinition) -> DatasetLocation:
-    """The location resource the asset is bound to in its Definitions (read-only use)."""
-    resource = asset.resource_defs.get(LOCATION_KEY)
+    """The location of the IO manager the asset is bound to in its Definitions (read-only)."""
+    key = io_manager_key_of(asset)
+    resource = asset.resource_defs.get(key)
     if resource is None:
         raise NotRevisionedAssetError(
-            f"{asset.key.to_user_string()}: no {LOCATION_KEY!r} resource bound to the asset; "
-            "give the Definitions revisions_resources(...)"
+            f"{asset.key.to_user_string()}: no {key!r} resource bound to the asset; give the "
+            "Definitions revisions_resources(...)"
         )
     cached = _LOCATIONS.get(id(resource))
     if cached is None or cached[0] is not resource:
-        with dg.build_resources({LOCATION_KEY: resource}) as built:
-            cached = _LOCATIONS[id(resource)] = (resource, getattr(built, LOCATION_KEY))
+        with dg.build_resources({key: resource}) as built:
+            cached = _LOCATIONS[id(resource)] = (resource, getattr(built, key).location)
     return cached[1]
 
 
-#: the built location of each bound resource (built once per code server: a tick evaluates
-#: the condition of every asset, and building a resource costs more than reading a log)
+#: the built location of each bound IO manager (built once per code server: a tick evaluates
+#: the conditions of every asset, and building a resource costs more than reading a log)
 _LOCATIONS: dict[int, tuple[object, DatasetLocation]] = {}
 
 
@@ -253,13 +327,18 @@ def revisions_log_condition() -> RevisionsLogCondition:
 
 
 def revisions_automation() -> dg.AutomationCondition:
-    """The log's requests, not while a run of the asset is in progress, and not before the
-    blocking checks of the asset's inputs passed (a scoring run never consumes a revision
-    whose blocking checks failed)."""
+    """The log's requests, and its gaps once the asset's upstream assets have them, not while
+    a run of the asset is in progress, and not before the blocking checks of the asset's
+    inputs passed (a scoring run never consumes a revision whose blocking checks failed).
+    Only materializable upstream assets count for a gap: an external source (an
+    ``AssetSpec``) is taken as having every partition."""
+    upstream_has_it = ~dg.AutomationCondition.any_deps_missing().allow(
+        dg.AssetSelection.all().materializable()
+    )
     return (
         ~dg.AutomationCondition.in_progress()
         & dg.AutomationCondition.all_deps_blocking_checks_passed()
-        & RevisionsLogCondition()
+        & (RevisionsLogCondition() | (RevisionsGapCondition() & upstream_has_it))
     ).with_label("revisions_automation")
 
 

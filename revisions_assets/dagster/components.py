@@ -12,9 +12,11 @@ the Python functions it names.
   component's folder) or ``package.module:name``;
 - ``automation_condition``: a template, e.g. ``"{{ revisions_automation() }}"`` (also in
   scope: ``revisions_log_condition()``, Dagster's ``automation_condition``);
-- ``base_uri``: the location of the datasets; the component's Definitions then carry the
-  revisions resources (one set per location: components naming the same one share them).
-  Without it, the project binds ``revisions_resources(...)`` itself;
+- ``base_uri``: the location of the datasets (a relative path is resolved against the
+  project root, as ``revisions_resources`` resolves one); the component's Definitions then
+  carry the revisions resources, the same objects for the same location, so components and
+  a project's ``revisions_resources(...)`` on one location merge (different locations fail
+  with ``ResourceConflictError``, naming both). Without it, the project binds them;
 - ``check_schema`` (``file.py:name`` or ``module:name`` of a pandera.pyspark model) and a scoring
   asset's ``max_lag_revisions``/``max_lag_seconds``: what its ``revision_checks`` take;
 - a scoring component names its inputs by the defs path of their components
@@ -32,7 +34,6 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -46,10 +47,12 @@ from dagster.components.resolved.core_models import (
 )
 from dagster.components.scaffold.scaffold import ScaffoldRequest, scaffold_with
 
+from revisions_assets.core.dataset import DEFAULT_COMPACT_AFTER
+
 from .automation import revisions_automation, revisions_automation_sensor, revisions_log_condition
 from .checks import revision_checks
 from .featurized import featurized_asset, reference_asset
-from .resources import revisions_resources
+from .resources.binding import shared_resources
 from .scoring import Reference, scoring_asset
 
 PartitionsField = Annotated[
@@ -79,12 +82,6 @@ FreshnessField = Annotated[
         'e.g. "{{ my_freshness_policy() }}" from a template_vars_module.',
     ),
 ]
-
-
-@cache
-def _resources(base_uri: str) -> Mapping[str, Any]:
-    """One set of resources per location, so the Definitions of components merge."""
-    return revisions_resources(base_uri)
 
 
 def _function(context: dg.ComponentLoadContext, reference: str) -> Callable[..., Any]:
@@ -180,10 +177,16 @@ class _RevisionedAsset(dg.Component, dg.Resolvable):
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         resources = {}
         if self.base_uri is not None:
-            base = Path(self.base_uri)
-            if "://" not in self.base_uri and not base.is_absolute():
-                base = context.project_root / base
-            resources = dict(_resources(str(base) if "://" not in self.base_uri else self.base_uri))
+            resources = dict(
+                shared_resources(
+                    self.base_uri,
+                    None,
+                    DEFAULT_COMPACT_AFTER,
+                    root=context.project_root,
+                    origin=f"component {self.name} ({context.path}/defs.yaml base_uri)",
+                    by_component=True,
+                )
+            )
         asset = self.asset(context)
         return dg.Definitions(
             assets=[asset],
@@ -241,7 +244,7 @@ from datetime import datetime
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from revisions_assets.dagster import DatasetSlice
+from revisions_assets.dagster import RunSlice
 
 
 def source(spark: SparkSession, start: datetime, end: datetime) -> DataFrame:
@@ -253,7 +256,7 @@ def source(spark: SparkSession, start: datetime, end: datetime) -> DataFrame:
     )
 
 
-def featurize(rows: DataFrame, window: DatasetSlice) -> DataFrame:
+def featurize(rows: DataFrame, window: RunSlice) -> DataFrame:
     """The features of the entities the window's rows are about."""
     return rows.groupBy("entity").agg(F.sum("value").alias("total"))
 '''

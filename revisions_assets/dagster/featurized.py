@@ -3,14 +3,16 @@
 ``featurized_asset``: the function gets the source rows of the compute window
 (extended back by ``lookback``) and the resolved slice, and returns one row per
 entity it (re)computes. A minor computes the requested partitions; a major
-every entity from the first partition's start.
+every entity from the first partition's start up to the requested partitions or the
+table's newest revision, whichever is later, and its materialization reports every
+partition it covers (``resources.metadata.covered_materializations``).
 
 ``reference_asset``: an unpartitioned snapshot (e.g. a planes table). A minor
 writes only the difference to the current state (changed rows, tombstones for
 vanished ids), so consumers re-score only what the change touches.
 """
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,23 +22,15 @@ from pyspark.sql import functions as F
 
 from revisions_assets.core.columns import DELETED
 from revisions_assets.core.errors import InvalidArgumentError
+from revisions_assets.core.runs.run_slice import RunSlice
 
-from .factory import (
-    AssetOptions,
-    RevisionRunConfig,
-    asset_decorator,
-    asset_kwargs,
-    io_manager,
-    spark_session,
-)
+from .factory import AssetOptions, RevisionRunConfig, asset_decorator, asset_kwargs, io_manager
 from .pipes import Launcher, RevisionJob, launch, launcher_resources
-from .resources.address import META_FIELD_VERSIONS, META_REMOTE, Role, TableAddress
-from .resources.keys import IO_MANAGER_KEY
-from .resources.slice import DatasetSlice
+from .resources.address import META_FIELD_VERSIONS, META_LOOKBACK, META_REMOTE, Role, TableAddress
 
 #: source rows of [start, end): (spark, start, end) -> DataFrame
 WindowSource = Callable[[SparkSession, datetime, datetime], DataFrame]
-Featurizer = Callable[[DataFrame, DatasetSlice], DataFrame]
+Featurizer = Callable[[DataFrame, RunSlice], DataFrame]
 Snapshot = Callable[[SparkSession], DataFrame]
 
 
@@ -48,29 +42,17 @@ def featurized_asset(
     source: WindowSource | None = None,
     lookback: timedelta = timedelta(0),
     name: str | None = None,
-    key_prefix: str | Sequence[str] | None = None,
     dataset: str | None = None,
     table: str | None = None,
-    description: str | None = None,
-    group_name: str | None = None,
-    deps: Iterable[Any] = (),
-    tags: Mapping[str, str] | None = None,
-    owners: Sequence[str] | None = None,
-    metadata: Mapping[str, Any] | None = None,
-    column_descriptions: Mapping[str, str] | None = None,
-    io_manager_key: str = IO_MANAGER_KEY,
     field_versions: Mapping[str, str] | None = None,
-    columns: Mapping[str, str] | None = None,
-    automation_condition: dg.AutomationCondition | None = None,
-    freshness_policy: dg.FreshnessPolicy | None = None,
-    retry_policy: dg.RetryPolicy | None = None,
-    pool: str | None = None,
     pipes: bool = False,
+    options: AssetOptions | None = None,
+    **asset_options: Any,
 ) -> Callable[[Featurizer | Launcher], dg.AssetsDefinition]:
     """Declare a time-partitioned featurized asset stored as one table of a revisioned dataset.
 
     The decorated function is ``fn(source_rows, window) -> DataFrame`` where ``window`` is
-    the run's ``DatasetSlice`` (resolved by the IO manager) and
+    the run's slice (``RunSlice``, resolved by the IO manager) and
     ``source_rows = source(spark, window.compute_start - lookback, window.compute_end)``.
 
     ``field_versions={column: version}``: fields whose version differs from ``code_version``
@@ -78,10 +60,11 @@ def featurized_asset(
     recorded on each revision, so a scoring asset with ``uses_columns`` that reads none of
     the bumped fields re-scores nothing.
 
-    ``columns={column: Spark type}`` declares the output (the catalog shows it before the
-    first run; a run returning other columns fails with DeclaredColumnsError);
-    ``automation_condition``, ``freshness_policy``, ``retry_policy`` and ``pool`` go to
-    ``dg.asset`` as they are.
+    ``options`` (an ``AssetOptions``), or the same options as keyword arguments
+    (``group_name=``, ``columns=``, ``automation_condition=``, ``deps=``…): what goes to
+    ``dg.asset`` as it is, and the IO manager's key. ``columns={column: Spark type}``
+    declares the output (the catalog shows it before the first run; a run returning other
+    columns fails with DeclaredColumnsError).
 
     ``pipes=True``: the asset's Spark runs in a remote job launched with Dagster Pipes
     (``revisions_assets.dagster.pipes``). The function is then ``fn(context, job, **clients)``
@@ -89,7 +72,7 @@ def featurized_asset(
     returns; the job reads its own sources (no ``source``) from ``job.window.start -
     job.window.lookback`` (see ``revisions_assets.pipes``).
     """
-    options = AssetOptions(columns, automation_condition, freshness_policy, retry_policy, pool)
+    opts = AssetOptions.merged(options, asset_options, "featurized_asset")
     if (source is None) != pipes:
         raise InvalidArgumentError(
             "featurized_asset: a remote job (pipes=True) reads its own sources, so it takes no "
@@ -105,32 +88,24 @@ def featurized_asset(
             role=Role.FEATURIZED,
             code_version=code_version,
             partitions_def=partitions_def,
-            description=description or fn.__doc__,
-            group_name=group_name,
-            key_prefix=key_prefix,
-            deps=deps,
-            tags=tags,
-            owners=owners,
+            default_description=fn.__doc__,
             metadata={
                 **({META_FIELD_VERSIONS: dict(field_versions)} if field_versions else {}),
+                **({META_LOOKBACK: str(lookback.total_seconds())} if lookback else {}),
                 **({META_REMOTE: "pipes"} if pipes else {}),
-                **(metadata or {}),
             },
-            column_descriptions=column_descriptions,
-            io_manager_key=io_manager_key,
-            options=options,
+            options=opts,
         )
         if pipes:
             clients = launcher_resources(fn, asset_name)
-            kwargs["required_resource_keys"] |= set(clients)
+            kwargs["required_resource_keys"] = set(clients)
 
             @asset_decorator(**kwargs)
             def _remote(
                 context: dg.AssetExecutionContext, config: RevisionRunConfig
             ) -> dg.MaterializeResult:
-                io = io_manager(context, io_manager_key)
-                job = RevisionJob(io.slice_for(context), io.run_slice(context, lookback=lookback))
-                return launch(context, io, fn, job, clients)
+                io = io_manager(context, opts.io_manager_key)
+                return launch(context, io, fn, RevisionJob(io.slice_for(context)), clients)
 
             return _remote
 
@@ -138,7 +113,7 @@ def featurized_asset(
         def _featurized(
             context: dg.AssetExecutionContext, config: RevisionRunConfig
         ) -> dg.MaterializeResult:
-            io = io_manager(context, io_manager_key)
+            io = io_manager(context, opts.io_manager_key)
             window = io.slice_for(context)
             assert window.compute_start is not None and window.compute_end is not None
             context.log.info(
@@ -146,9 +121,7 @@ def featurized_asset(
                 f"{window.compute_start.date()} .. {window.compute_end.date()} (end exclusive)"
             )
             assert source is not None
-            rows = source(
-                spark_session(context), window.compute_start - lookback, window.compute_end
-            )
+            rows = source(io.session(), window.compute_start - window.lookback, window.compute_end)
             return io.materialize(context, fn(rows, window))
 
         return _featurized
@@ -173,30 +146,18 @@ def reference_asset(
     id_columns: Sequence[str],
     code_version: str,
     name: str | None = None,
-    key_prefix: str | Sequence[str] | None = None,
     dataset: str | None = None,
     table: str | None = None,
-    description: str | None = None,
-    group_name: str | None = None,
-    deps: Iterable[Any] = (),
-    tags: Mapping[str, str] | None = None,
-    owners: Sequence[str] | None = None,
-    metadata: Mapping[str, Any] | None = None,
-    column_descriptions: Mapping[str, str] | None = None,
-    io_manager_key: str = IO_MANAGER_KEY,
-    columns: Mapping[str, str] | None = None,
-    automation_condition: dg.AutomationCondition | None = None,
-    freshness_policy: dg.FreshnessPolicy | None = None,
-    retry_policy: dg.RetryPolicy | None = None,
-    pool: str | None = None,
+    options: AssetOptions | None = None,
+    **asset_options: Any,
 ) -> Callable[[Snapshot], dg.AssetsDefinition]:
     """Declare an unpartitioned reference table: ``fn(spark) -> full snapshot DataFrame``.
 
     A major writes the snapshot; a minor only its difference to the current state
-    (nothing committed when nothing changed). ``columns`` and the Dagster pass-through
-    arguments as in ``featurized_asset``.
+    (nothing committed when nothing changed). ``options`` (or its keyword arguments) as in
+    ``featurized_asset``.
     """
-    options = AssetOptions(columns, automation_condition, freshness_policy, retry_policy, pool)
+    opts = AssetOptions.merged(options, asset_options, "reference_asset")
 
     def decorator(fn: Snapshot) -> dg.AssetsDefinition:
         asset_name = name or fn.__name__
@@ -209,24 +170,17 @@ def reference_asset(
                 role=Role.REFERENCE,
                 code_version=code_version,
                 partitions_def=None,
-                description=description or fn.__doc__,
-                group_name=group_name,
-                key_prefix=key_prefix,
-                deps=deps,
-                tags=tags,
-                owners=owners,
-                metadata=metadata,
-                column_descriptions=column_descriptions,
-                io_manager_key=io_manager_key,
-                options=options,
+                default_description=fn.__doc__,
+                metadata={},
+                options=opts,
             )
         )
         def _reference(
             context: dg.AssetExecutionContext, config: RevisionRunConfig
         ) -> dg.MaterializeResult:
-            io = io_manager(context, io_manager_key)
+            io = io_manager(context, opts.io_manager_key)
             window = io.slice_for(context)
-            snapshot = fn(spark_session(context))
+            snapshot = fn(io.session())
             if not window.is_major:
                 snapshot = snapshot_changes(io.current_state(window), snapshot, window.id_columns)
             return io.materialize(context, snapshot)

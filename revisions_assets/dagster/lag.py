@@ -2,7 +2,7 @@
 sensors.
 
 Read from the logs only, read-only and without Spark: the same pure rules as the IO
-manager's resolver (``resources.slice``), over the location's read-only logs.
+manager's resolver (``resources.slice``), through the location's read-only handles.
 """
 
 from collections.abc import Sequence
@@ -35,7 +35,7 @@ def read_consumer(
         upstream_refs(asset.metadata_by_key[asset.key]),
         records,
         address.table,
-        lambda dataset: (location.root_for(dataset), location.read_log(dataset)),
+        location.root_and_log,
         pins,
     )
     return ConsumerState(tuple(r for r in records if r.wrote(address.table)), upstream)

@@ -16,7 +16,7 @@ from pydantic import Field
 from revisions_assets.core.maintain.vacuum import VacuumReport
 
 from .resources.address import address_of, upstream_refs
-from .resources.keys import LOCATION_KEY, SPARK_KEY
+from .resources.keys import LOCATION_KEY
 from .resources.location import DatasetLocation
 
 
@@ -54,21 +54,20 @@ def vacuum_job(
 
     @dg.op(
         name=f"{name}_datasets",
-        required_resource_keys={LOCATION_KEY, SPARK_KEY},
+        required_resource_keys={LOCATION_KEY},
         description="Vacuum each dataset, keeping what its consumers' next change reads need.",
     )
     def vacuum_datasets(
         context: dg.OpExecutionContext, config: VacuumConfig
     ) -> dict[str, dict[str, object]]:
         location: DatasetLocation = getattr(context.resources, LOCATION_KEY)
-        spark = getattr(context.resources, SPARK_KEY).spark_session
         reports = {}
         for dataset, consumers in sorted(plan.items()):
             if not location.read_log(dataset):
                 context.log.info(f"{dataset}: no revision yet, nothing to vacuum")
                 continue
-            handles = [location.dataset(c, spark) for c in consumers if location.read_log(c)]
-            report = location.dataset(dataset, spark).maintenance.vacuum(
+            handles = [location.dataset(c) for c in consumers if location.read_log(c)]
+            report = location.dataset(dataset, writes={}).maintenance.vacuum(
                 retain=timedelta(days=config.retain_days),
                 grace=timedelta(hours=config.grace_hours),
                 keep_majors=config.keep_majors,

@@ -34,11 +34,17 @@ from typing import Any
 import dagster as dg
 
 from revisions_assets.core.log.records import COMPACTION, PURGE, VACUUM, Revision
-from revisions_assets.core.read.execute.spark_scan import recorded_schema
 
 from .resources.address import address_of, column_descriptions
 from .resources.location import DatasetLocation
-from .resources.metadata import data_version, revision_entries, table_entries
+from .resources.metadata import (
+    CODE_VERSION_TAG,
+    DATA_VERSION_TAG,
+    PARTITIONS,
+    data_version,
+    revision_entries,
+    table_entries,
+)
 from .resources.slice import (
     RANGE_END_TAG,
     RANGE_START_TAG,
@@ -49,8 +55,6 @@ from .resources.slice import (
 
 #: materialization metadata: who committed the revision, outside this Dagster instance
 COMMITTED_BY = "committed_by"
-_CODE_VERSION_TAG = "dagster/code_version"
-_DATA_VERSION_TAG = "dagster/data_version"
 
 
 def outside_commits_sensor(
@@ -145,7 +149,7 @@ def _materializations(
 ) -> list[dg.AssetMaterialization]:
     """A data revision as the runless materializations of the partitions it covers."""
     address = address_of(asset)
-    root = location.root_for(address.dataset)
+    ds = location.dataset(address.dataset)
     write = r.tables[address.table]
     pdef = asset.partitions_def
     partitioned = isinstance(pdef, dg.TimeWindowPartitionsDefinition)
@@ -155,19 +159,19 @@ def _materializations(
         "why": r.properties.get("reason", ""),
         COMMITTED_BY: _committed_by(r),
         **table_entries(
-            root,
+            ds.root,
             address.table,
             tuple(write.id_columns),
-            recorded_schema(write.schema_json),
+            ds.tables()[address.table].schema,
             None,
             column_descriptions(asset.metadata_by_key[asset.key]),
         ),
     }
     if covers is not None:
-        metadata["partitions"] = describe(covers)
+        metadata[PARTITIONS] = describe(covers)
     tags = {
-        _DATA_VERSION_TAG: data_version(address.table, r.sequence),
-        _CODE_VERSION_TAG: write.version or "",
+        DATA_VERSION_TAG: data_version(address.table, r.sequence),
+        CODE_VERSION_TAG: write.version or "",
     }
     partitions = sorted(keys_of(pdef, [covers])) if covers is not None else [None]
     return [

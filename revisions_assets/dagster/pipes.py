@@ -25,7 +25,7 @@ other parameters name the resources it launches with. It returns what the client
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,13 +33,11 @@ import dagster as dg
 
 from revisions_assets.core.errors import ArgumentTypeError, RevisionsError
 from revisions_assets.core.log.records import Revision
-from revisions_assets.core.log.view import LogView
 from revisions_assets.core.runs.commit import CommittedRun, compaction_following, run_revisions
 from revisions_assets.core.runs.run_slice import SLICE_EXTRA, RunSlice
 from revisions_assets.core.uris import describe
 
 from .resources import RevisionsIOManager
-from .resources.slice import DatasetSlice
 
 #: what a remote job reports beside the revision metadata the run derives from the log
 #: (``revisions_assets.pipes``): the revision's sequence (absent: it committed nothing), the
@@ -72,9 +70,8 @@ class RevisionJob:
     """What the function of a ``pipes=True`` asset launches: the run's slice, resolved before
     the launch exactly as for an in-process run, and ``extras`` that carry it to the job."""
 
-    #: the slice as the revision IO manager resolved it (window, major or minor and why…)
-    slice: DatasetSlice
-    #: the same slice as plain data: what the job computes and commits with
+    #: the slice as the revision IO manager resolved it (window, major or minor and why…):
+    #: what the job computes and commits with
     run: RunSlice
 
     @property
@@ -85,11 +82,11 @@ class RevisionJob:
 
     @property
     def is_major(self) -> bool:
-        return self.slice.is_major
+        return self.run.is_major
 
     @property
     def reason(self) -> str:
-        return self.slice.reason
+        return self.run.reason
 
 
 def launcher_resources(fn: Launcher, asset: str) -> tuple[str, ...]:
@@ -112,16 +109,16 @@ def launch(
     fn: Launcher,
     job: RevisionJob,
     resources: Iterable[str],
-    describe_output: Callable[[LogView], Mapping[str, Any]] | None = None,
+    describe_output: Callable[[], Mapping[str, Any]] | None = None,
 ) -> dg.MaterializeResult:
     """Launch the job with ``fn`` and materialize what the log says it committed.
 
-    ``describe_output(view)``: more metadata of the materialization, read from the log after
+    ``describe_output()``: more metadata of the materialization, read from the logs after
     the job (a scoring asset's column lineage)."""
-    s = job.slice
+    s = job.run
     context.log.info(
         f"{s.asset_key}: launching the remote job: {'major' if s.is_major else 'minor'} "
-        f"({s.reason}), log head {s.head}"
+        f"({s.reason}), log head {s.expected_head}"
     )
     try:
         outcome = fn(context, job, **{k: getattr(context.resources, k) for k in resources})
@@ -129,10 +126,10 @@ def launch(
     except Exception as exc:  # the job may have committed before it failed: the log says
         outcome, error = None, exc
     report, checks, launched = _reported(outcome, context.asset_key)
-    view = io.location.read_view(job.run.root)
-    done, shown = _confirmed(context, job, view, report, error)
-    extra = dict(describe_output(view)) if describe_output and done.revision else {}
-    result = io.materialization(context, done, view, {**launched, **shown, **extra})
+    records = io.snapshot(s.run_id, s.root, refresh=True).revisions()  # the log after the job
+    done, shown = _confirmed(context, job, records, report, error)
+    extra = dict(describe_output()) if describe_output and done.revision else {}
+    result = io.materialization(context, done, records, {**launched, **shown, **extra})
     if not checks:
         return result
     return dg.MaterializeResult(
@@ -143,13 +140,13 @@ def launch(
 def _confirmed(
     context: dg.AssetExecutionContext,
     job: RevisionJob,
-    view: LogView,
+    records: Sequence[Revision],
     report: dg.MaterializeResult | None,
     error: Exception | None,
 ) -> tuple[CommittedRun, dict[str, Any]]:
     """The run's commit as the log confirms it, and the metadata the job reported."""
     run = job.run
-    mine = run_revisions(view.records, run)
+    mine = run_revisions(records, run)
     where = f"{run.root} (table {run.table!r})"
     if report is None:
         if not mine:
@@ -174,7 +171,7 @@ def _confirmed(
         shown: dict[str, Any] = {REMOTE_REPORT: how}
         if error is not None:
             shown[REMOTE_ERROR] = f"{type(error).__name__}: {error}"[:2000]
-        return CommittedRun(rev, compaction_following(view.records, run.table, rev), None), shown
+        return CommittedRun(rev, compaction_following(records, run.table, rev), None), shown
     values = {k: getattr(v, "value", v) for k, v in (report.metadata or {}).items()}
     passed = {k: v for k, v in (report.metadata or {}).items() if k not in _DERIVED}
     passed.pop(REPORT_ROW_COUNT, None)
@@ -187,7 +184,7 @@ def _confirmed(
                 f"log of {where} has revision {mine[-1].name} (sequence {mine[-1].sequence}) "
                 f"of run {run.run_id}"
             )
-        compaction = _compaction(view, values.get(REPORT_COMPACTION), where)
+        compaction = _compaction(records, values.get(REPORT_COMPACTION), where)
         return CommittedRun(None, compaction, None), shown
     rev = next((r for r in mine if r.sequence == sequence), None)
     if rev is None:
@@ -197,15 +194,15 @@ def _confirmed(
             + (f" (it has {[r.sequence for r in mine]})" if mine else "")
             + ": did the job commit to another dataset root?"
         )
-    compaction = _compaction(view, values.get(REPORT_COMPACTION), where)
+    compaction = _compaction(records, values.get(REPORT_COMPACTION), where)
     return CommittedRun(rev, compaction, values.get(REPORT_ROW_COUNT)), shown
 
 
-def _compaction(view: LogView, sequence: Any, where: str) -> Revision | None:
+def _compaction(records: Sequence[Revision], sequence: Any, where: str) -> Revision | None:
     """The compaction the job reported (by its sequence), as the log has it."""
     if sequence is None:
         return None
-    found = next((r for r in view.records if r.sequence == sequence), None)
+    found = next((r for r in records if r.sequence == sequence), None)
     if found is None:
         raise RemoteJobError(
             f"the remote job reported compaction sequence {sequence} of {where}: not in its log"

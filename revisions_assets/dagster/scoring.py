@@ -20,7 +20,7 @@ need are read (a semi-join against a broadcast of their keys: a filtered join
 planned by Spark, nothing is collected).
 
 Soft majors: a major due only to an upstream reset (this asset's code version
-unchanged, ``DatasetSlice.soft``) re-scores only the upstream's
+unchanged, ``RunSlice.soft``) re-scores only the upstream's
 ``ChangeSet.changed`` (and the entities joined to changed reference rows) and is
 committed as a carrying major (``carry=True``): its rows are those scores plus a
 tombstone per entity deleted upstream, and every other entity keeps its score
@@ -28,17 +28,14 @@ from the state the major carries (nothing is re-read or rewritten).
 """
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import dagster as dg
 from pyspark.sql import DataFrame
 
 from revisions_assets.core.columns import DELETED
-from revisions_assets.core.errors import RevisionsError
-from revisions_assets.core.log.view import LogView
-from revisions_assets.core.read.plan.scans import current_schema
-from revisions_assets.core.read.plan.schema import names
+from revisions_assets.core.errors import InvalidArgumentError, RevisionsError
 from revisions_assets.core.runs.consume import plan_inputs, with_tombstones
 
 from .factory import (
@@ -60,7 +57,7 @@ from .resources.address import (
     address_of,
     upstream_refs_metadata,
 )
-from .resources.keys import IO_MANAGER_KEY
+from .resources.location import DatasetLocation
 from .resources.metadata import COLUMN_LINEAGE, column_lineage
 from .resources.values import UpstreamChanges
 
@@ -87,23 +84,12 @@ def scoring_asset(
     references: Mapping[str, Reference] | None = None,
     id_columns: Sequence[str] | None = None,
     name: str | None = None,
-    key_prefix: str | Sequence[str] | None = None,
     dataset: str | None = None,
     table: str | None = None,
-    description: str | None = None,
-    group_name: str | None = None,
-    tags: Mapping[str, str] | None = None,
-    owners: Sequence[str] | None = None,
-    metadata: Mapping[str, Any] | None = None,
-    column_descriptions: Mapping[str, str] | None = None,
-    io_manager_key: str = IO_MANAGER_KEY,
     uses_columns: Sequence[str] | None = None,
-    columns: Mapping[str, str] | None = None,
-    automation_condition: dg.AutomationCondition | None = None,
-    freshness_policy: dg.FreshnessPolicy | None = None,
-    retry_policy: dg.RetryPolicy | None = None,
-    pool: str | None = None,
     pipes: bool = False,
+    options: AssetOptions | None = None,
+    **asset_options: Any,
 ) -> Callable[[Scorer | Launcher], dg.AssetsDefinition]:
     """Declare a scoring asset: ``fn(main_rows, **reference_rows) -> scores``.
 
@@ -120,15 +106,21 @@ def scoring_asset(
     Every materialization carries ``dagster/column_lineage``: each score column may derive
     from the main input's ``uses_columns`` and join columns, the references' join columns and
     a reference column of the same name (``resources.metadata.column_lineage``); with
-    ``columns`` declared, the definition carries it too. ``columns`` and the Dagster
-    pass-through arguments as in ``featurized_asset``.
+    ``columns`` declared, the definition carries it too. ``options`` (or its keyword
+    arguments) as in ``featurized_asset``, but ``deps``: a scoring asset depends on its
+    inputs.
 
     ``pipes=True``: the scoring runs in a remote job launched with Dagster Pipes, as in
     ``featurized_asset``: ``fn(context, job, **clients)``; the job reads its inputs with
     ``job.scoring_inputs(spark)`` (see ``revisions_assets.pipes``). A run with nothing to
     consume launches nothing.
     """
-    options = AssetOptions(columns, automation_condition, freshness_policy, retry_policy, pool)
+    opts = AssetOptions.merged(options, asset_options, "scoring_asset")
+    if opts.deps:
+        raise InvalidArgumentError(
+            "scoring_asset takes no deps: it depends on its upstream and its references"
+        )
+    columns = opts.columns
     references = dict(references or {})
     main_address = address_of(upstream)
     main_name = upstream.key.path[-1]
@@ -145,7 +137,8 @@ def scoring_asset(
             tuple(id_columns or main_address.id_columns),
         )
         sources = {main_name: upstream, **{n: r.asset for n, r in references.items()}}
-        refs = [_ref(n, a, "main" if n == main_name else "reference") for n, a in sources.items()]
+        joins = {n: r.on for n, r in references.items()}
+        refs = [_ref(n, a, joins.get(n)) for n, a in sources.items()]
         ins = {n: dg.AssetIn(a.key) for n, a in sources.items()}
 
         def lineage(output: Sequence[str], inputs: Mapping[str, Sequence[str]]) -> dict[str, Any]:
@@ -173,50 +166,40 @@ def scoring_asset(
             role=Role.SCORING,
             code_version=code_version,
             partitions_def=partitions_def,
-            description=description or fn.__doc__,
-            group_name=group_name,
-            key_prefix=key_prefix,
-            # a remote job reads the inputs itself: they are dependencies, not loaded here
-            deps=[a.key for a in sources.values()] if pipes else (),
-            tags=tags,
-            owners=owners,
+            default_description=fn.__doc__,
             metadata={
                 META_UPSTREAM: upstream_refs_metadata(refs),
                 **({META_USES_COLUMNS: ",".join(uses_columns)} if uses_columns else {}),
                 **({META_REMOTE: "pipes"} if pipes else {}),
                 **declared,
-                **(metadata or {}),
             },
-            column_descriptions=column_descriptions,
-            io_manager_key=io_manager_key,
-            options=options,
+            # a remote job reads the inputs itself: they are dependencies, not loaded here
+            options=replace(opts, deps=[a.key for a in sources.values()]) if pipes else opts,
         )
         if pipes:
             clients = launcher_resources(fn, asset_name)
-            kwargs["required_resource_keys"] |= set(clients)
+            kwargs["required_resource_keys"] = set(clients)
 
             # a run with nothing to consume materializes nothing (no day looks scored twice)
             @asset_decorator(output_required=False, **kwargs)
             def _remote(
                 context: dg.AssetExecutionContext, config: RevisionRunConfig
             ) -> Iterator[dg.MaterializeResult]:
-                io = io_manager(context, io_manager_key)
+                io = io_manager(context, opts.io_manager_key)
                 s = io.slice_for(context)
                 if s.skip is not None:
                     context.log.info(f"{s.asset_key}: {s.skip}: no job launched, no revision")
                     return
-                joins = {n: r.on for n, r in references.items()}
-                job = RevisionJob(s, io.run_slice(context, joins=joins))
 
-                def remote_lineage(view: LogView) -> dict[str, Any]:
+                def remote_lineage() -> dict[str, Any]:
                     """The lineage of what the job committed, from the recorded schemas."""
                     inputs = {
-                        n: [*_recorded_columns(io.location.read_view(a.dataset), a.table), DELETED]
-                        for n, a in ((n, address_of(a)) for n, a in sources.items())
+                        n: [*_recorded_columns(io.location, address_of(a)), DELETED]
+                        for n, a in sources.items()
                     }
-                    return lineage(_recorded_columns(view, address.table), inputs)
+                    return lineage(_recorded_columns(io.location, address), inputs)
 
-                yield launch(context, io, fn, job, clients, remote_lineage)
+                yield launch(context, io, fn, RevisionJob(s), clients, remote_lineage)
 
             return _remote
 
@@ -231,7 +214,7 @@ def scoring_asset(
             config: RevisionRunConfig,  # force_major: read by the IO manager's resolver
             **inputs: UpstreamChanges,
         ) -> Iterator[dg.MaterializeResult]:
-            io = io_manager(context, io_manager_key)
+            io = io_manager(context, opts.io_manager_key)
             s = io.slice_for(context)
             if s.skip is not None:
                 context.log.info(f"{s.asset_key}: {s.skip}: no revision, no materialization")
@@ -259,12 +242,14 @@ def scoring_asset(
     return decorator
 
 
-def _recorded_columns(view: LogView, table: str) -> list[str]:
+def _recorded_columns(location: DatasetLocation, address: TableAddress) -> list[str]:
     """A table's columns as its log records them (read without Spark)."""
-    return names(current_schema(view, table))
+    return location.dataset(address.dataset).tables()[address.table].schema.fieldNames()
 
 
-def _ref(input_name: str, asset: dg.AssetsDefinition, kind: str) -> UpstreamRef:
+def _ref(input_name: str, asset: dg.AssetsDefinition, on: Mapping[str, str] | None) -> UpstreamRef:
+    """An input as the scoring asset's metadata records it: the main input (no ``on``) or a
+    reference joined on ``on``."""
     address = address_of(asset)
     return UpstreamRef(
         input_name,
@@ -272,5 +257,6 @@ def _ref(input_name: str, asset: dg.AssetsDefinition, kind: str) -> UpstreamRef:
         address.dataset,
         address.table,
         address.id_columns,
-        kind,
+        "main" if on is None else "reference",
+        dict(on or {}),
     )

@@ -6,7 +6,8 @@ shows the same materializations. Steps:
 references, daily features as minors, scores requested by the automation sensor of
 the revisions log (one run over the days they consume), a no-change round where
 nothing is recomputed, a simulated code version change (one major over the range,
-then the scores' reset), the checks, a compaction and a vacuum dry run, a summary.
+then the scores' reset), a field version change launched by hand for one day (its major
+reports every day it covers), the checks, a compaction and a vacuum dry run, a summary.
 """
 
 import argparse
@@ -108,6 +109,7 @@ class Demo:
                     else ""
                 )
                 + compacted
+                + (f"; materialized {meta['partitions']}" if "run_partitions" in meta else "")
                 + (f" FAILED checks {failed}" if failed else "")
             )
         return meta
@@ -277,10 +279,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     demo.run_requests(demo.automate())
     demo.run_requests(demo.automate())
 
-    print("6. A field-level version: mean_dep_delay_28d 1 -> 2 (the current code rounds it); the")
-    print("   features' major rewrites it, and the scores, which do not read it, re-score none")
+    print("6. A field-level version: mean_dep_delay_28d 1 -> 2 (the current code rounds it),")
+    print(f"   launched by hand for {days[-1]} alone: the features' major re-evaluates every day")
+    print("   and its run reports each one to the catalog; the scores, which do not read that")
+    print("   field, re-score none")
     demo.use(DemoVersions(features="2", departure_delay="2"))
-    demo.run_requests(demo.automate())
+    demo.materialize("plane_delay_features", days[-1])
     demo.run_requests(demo.automate())
 
     print("7. Asset checks")

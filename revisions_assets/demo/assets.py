@@ -12,8 +12,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from revisions_assets.dagster import (
-    DatasetSlice,
     Reference,
+    RunSlice,
     featurized_asset,
     reference_asset,
     revisions_automation,
@@ -36,7 +36,7 @@ FLIGHTS = dg.AssetSpec(
 )
 
 
-def plane_delay_features(flights: DataFrame, window: DatasetSlice) -> DataFrame:
+def plane_delay_features(flights: DataFrame, window: RunSlice) -> DataFrame:
     """Per plane flying in the window: delay statistics over the 28 days ending on its last
     flight day (a minor recomputes the planes that flew in the partition). The field
     version of ``mean_dep_delay_28d`` picks its formula (2: rounded to a tenth of a minute)."""

@@ -6,7 +6,7 @@ run's slice and launches a job with a Pipes client; the job opens the run here::
     from revisions_assets.pipes import open_revision_job
 
     with open_revision_job() as job:       # the Pipes context and the run's slice
-        spark = SparkSession.builder.getOrCreate()
+        spark = job.spark()
         rows = compute(spark, job.window.start, job.window.end)
         job.commit({"features": rows})     # the engine's commit at the slice; reported
 

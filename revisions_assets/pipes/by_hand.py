@@ -1,6 +1,6 @@
 """A run's slice resolved by hand, from the logs, for a job run without Dagster (a backfill
-from a notebook): the same rules as the Dagster layer's (``core.runs.versions``,
-``core.log.consumers``), without partitions."""
+from a notebook): the one ``RunSlice``, resolved by the rules the Dagster layer resolves it
+with (``core.runs.resolve``, ``core.runs.versions``), without partitions."""
 
 from __future__ import annotations
 
@@ -9,15 +9,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from ..core.arguments import check_bool, check_text
-from ..core.dataset import DEFAULT_COMPACT_AFTER
+from ..core.dataset import DEFAULT_COMPACT_AFTER, RevisionedDataset
 from ..core.errors import ArgumentTypeError, InvalidArgumentError
-from ..core.log.consumers import consumer_position
 from ..core.log.records import Revision
-from ..core.log.revision_log import RevisionLog
-from ..core.read.plan.selection import changes_by_sequence
-from ..core.runs.run_slice import InputSlice, RunSlice, RunSliceError
+from ..core.runs.resolve import InputState, consumer_timestamp, input_state, major_window_end
+from ..core.runs.run_slice import RunSlice, RunSliceError
 from ..core.runs.versions import decide_consumer_major, decide_major
-from ..core.storage.backends import open_storage
 from ..core.timeutil import TimeLike, to_utc
 from ..core.uris import describe
 
@@ -46,7 +43,6 @@ def slice_by_hand(
     lookback: timedelta = timedelta(0),
     field_versions: Mapping[str, str] | None = None,
     uses_columns: Sequence[str] | None = None,
-    timestamp: TimeLike | None = None,
     partition: str = "",
     asset_key: str = "",
     compact_after: int | None = DEFAULT_COMPACT_AFTER,
@@ -54,13 +50,15 @@ def slice_by_hand(
     storage_options: Mapping[str, object] | None = None,
 ) -> RunSlice:
     """The slice of a featurized run over ``window = (start, end)`` or of a scoring run over
-    ``upstream``, decided from the logs as Dagster decides it.
+    ``upstream``, resolved from the logs by the rules the revision IO manager resolves a
+    Dagster run's slice with (``revisions_assets.core.runs.resolve``).
 
     A featurized major recomputes every entity from the first partition's start: when the
     log says a major is due (first revision, a code or field version changed), the window
-    must say so, so ``is_major=True`` is required then (RunSliceError otherwise). The
-    revision's timestamp is the window's end (a scoring run: the newest input revision's,
-    never before its own newest).
+    must say so, so ``is_major=True`` is required then (RunSliceError otherwise); a major's
+    window reaches at least the table's newest revision. The revision's timestamp is the
+    window's end (a scoring run: its main input's newest revision's, never before its own
+    newest).
     """
     check_text(dataset_root, "dataset_root")
     check_text(table, "table")
@@ -73,13 +71,13 @@ def slice_by_hand(
             "scoring job (exactly one of them)"
         )
     options = dict(storage_options or {})
-    own = RevisionLog(open_storage(dataset_root, **options))
-    records = own.refresh()
+    own = _open(dataset_root, options)
+    records = tuple(own.revisions())
     history = [r for r in records if r.wrote(table)]
     head = history[-1] if history else None
     common = {
         "asset_key": asset_key,
-        "root": own.storage.uri,
+        "root": own.root,
         "table": table,
         "id_columns": tuple(id_columns),
         "code_version": code_version,
@@ -97,59 +95,54 @@ def slice_by_hand(
                 "a window from the first partition's start and is_major=True"
             )
         major = due or bool(is_major)
+        end = major_window_end(history, end) if major else end
         return RunSlice(
             **common,
             is_major=major,
             reason=why if due else ("major given by hand" if major else why),
             timestamp=end,
-            window_start=start,
-            window_end=end,
+            compute_start=start,
+            compute_end=end,
             lookback=lookback,
             field_versions=dict(field_versions or {}),
         )
-    inputs = [_input(j, records, table, options) for j in upstream]
     if sum(1 for j in upstream if j.kind == "main") != 1:
         raise InvalidArgumentError("upstream needs exactly one JobInput of kind 'main'")
-    resets = [u.name for u, reset, _ in inputs if reset]
+    inputs = [_input(j, records, table, options) for j in upstream]
+    resets = [u.input.name for u in inputs if u.is_reset]
     major, why, soft = decide_consumer_major(head, table, code_version, bool(is_major), resets)
-    newest = max([t for *_, t in inputs] + [r.timestamp for r in history])
+    main = next(u for u in inputs if u.input.kind == "main")
     return RunSlice(
         **common,
         is_major=major,
         reason=why,
-        timestamp=to_utc(timestamp, "timestamp") if timestamp is not None else newest,
-        upstream=tuple(u for u, _, _ in inputs),
+        timestamp=consumer_timestamp(history, main.newest_timestamp),
+        upstream=tuple(u.input for u in inputs),
         soft=soft,
         uses_columns=tuple(uses_columns) if uses_columns is not None else None,
     )
 
 
+def _open(root: str, options: Mapping[str, object]) -> RevisionedDataset:
+    """A read-only handle on a dataset: its log, read without Spark."""
+    return RevisionedDataset(root, read_only=True, storage_options=options)
+
+
 def _input(
     job: JobInput, consumer: Sequence[Revision], consumer_table: str, options: dict[str, object]
-):
-    """(the input's slice at its current head, whether its changes are a reset, the
-    timestamp of its newest revision)."""
+) -> InputState:
+    """Where the consumer stands in ``job``'s table, at the input's current head."""
     if job.kind not in ("main", "reference"):
         raise InvalidArgumentError(f"JobInput {job.name!r}: kind must be 'main' or 'reference'")
-    log = RevisionLog(open_storage(job.root, **options))
-    records = log.refresh()
-    root = log.storage.uri
-    history = [r for r in records if r.wrote(job.table)]
-    if not history:
-        raise RunSliceError(f"input {job.name!r} ({root}, table {job.table!r}) has no revision")
-    since = consumer_position(consumer, root, job.table, consumer_table)
-    head = records[-1].sequence
-    reset = changes_by_sequence(history, job.table, since, head).is_reset
-    u = InputSlice(
+    ds = _open(job.root, options)
+    return input_state(
         name=job.name,
         asset_key="",
-        root=root,
-        table=job.table,
-        id_columns=tuple(history[-1].tables[job.table].id_columns),
         kind=job.kind,
-        since=since,
-        head=head,
-        data_version=f"{job.table}@{history[-1].sequence}",
-        on=dict(job.on),
+        root=ds.root,
+        table=job.table,
+        records=ds.revisions(),
+        consumer_records=consumer,
+        consumer_table=consumer_table,
+        on=job.on,
     )
-    return u, reset, max(r.timestamp for r in history)

@@ -97,12 +97,12 @@ class RevisionJobContext:
     @property
     def window(self) -> Window:
         """A featurized run's compute window (a scoring run has none: it reads changes)."""
-        if self.run.window_start is None or self.run.window_end is None:
+        if self.run.compute_start is None or self.run.compute_end is None:
             raise RunSliceError(
                 f"{self.run.asset_key or self.run.table}: a scoring run has no window; read "
                 "its inputs with job.scoring_inputs(spark)"
             )
-        return Window(self.run.window_start, self.run.window_end, self.run.lookback)
+        return Window(self.run.compute_start, self.run.compute_end, self.run.lookback)
 
     @property
     def partition_keys(self) -> tuple[str, ...]:
@@ -127,6 +127,17 @@ class RevisionJobContext:
     def committed(self) -> bool:
         return self._done is not None
 
+    @staticmethod
+    def spark(**conf: str) -> SparkSession:
+        """The job's Spark session (``SparkSession.builder.getOrCreate()``, with ``conf``),
+        its console progress bars off: a Pipes client forwards the job's output to the
+        Dagster run's (and ``dg launch``'s), where they would interleave with the logs. On a
+        cluster that started the session already, that session, as it is."""
+        builder = SparkSession.builder.config("spark.ui.showConsoleProgress", "false")
+        for key, value in conf.items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
+
     def dataset(self, spark: SparkSession) -> RevisionedDataset:
         """The run's dataset, to read and commit its table."""
         return RevisionedDataset(
@@ -145,16 +156,16 @@ class RevisionJobContext:
         only changes of the columns it uses)."""
         out = {}
         for u in self.run.upstream:
-            ds = RevisionedDataset(
+            snapshot = RevisionedDataset(
                 u.root, spark, read_only=True, storage_options=self._storage_options
-            )
+            ).snapshot()
             columns = self.run.uses_columns if u.kind == "main" else None
-            changes = changes_since(ds, u.table, u.since, u.head, columns)
+            changes = changes_since(snapshot, u.table, u.since, u.head, columns)
             self.log.info(
                 f"{u.asset_key or u.table}: changes since sequence {u.since} up to {u.head}"
                 f"{' (reset)' if changes.is_reset else ''}"
             )
-            out[u.name] = TableChanges(changes, ds, u.table, u.id_columns, u.head)
+            out[u.name] = TableChanges(changes, snapshot, u.table, u.id_columns, u.head)
         return out
 
     def scoring_inputs(self, spark: SparkSession) -> ScoringInputs:

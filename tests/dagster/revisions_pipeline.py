@@ -250,12 +250,25 @@ class Pipeline:
 
     @staticmethod
     def meta(result: dg.ExecuteInProcessResult, asset: dg.AssetsDefinition) -> dict[str, Any]:
-        """The revision metadata of the run's materialization (a range run reports one per
-        partition, all of the same revision)."""
+        """The revision metadata of the run's materialization: a range run reports one per
+        partition, all of the same revision, and so does a major for the partitions it
+        covers beyond the run's (those without the run's partition row count)."""
         mats = result.asset_materializations_for_node(asset.node_def.name)
         metas = [{k: v.value for k, v in m.metadata.items()} for m in mats]
-        assert metas and all(m == metas[0] for m in metas), metas
-        return metas[0]
+
+        def revision(meta: dict[str, Any]) -> dict[str, Any]:
+            return {k: v for k, v in meta.items() if k != "dagster/partition_row_count"}
+
+        assert metas and all(revision(m) == revision(metas[0]) for m in metas), metas
+        return max(metas, key=len)
+
+    def latest(self, asset: dg.AssetsDefinition, partition: str) -> dg.AssetMaterialization:
+        """The partition's latest materialization, as the catalog has it."""
+        (record,) = self.instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=asset.key, asset_partitions=[partition]), limit=1
+        ).records
+        assert record.asset_materialization is not None
+        return record.asset_materialization
 
     def dataset(self, name: str) -> RevisionedDataset:
         return RevisionedDataset(f"{self.base}/{name}", spark=self.spark_resource.spark_session)

@@ -133,7 +133,11 @@ def test_the_condition_requests_what_the_sensors_request_once(pipe):
     pipe.build(Versions(features="2"))
     major = ticks.step()
     assert list(map(described, major)) == [("features", P1, P4)]
-    assert ticks.run(major)[0]["kind"] == "major"
+    # launched by hand for one day instead, the major re-evaluates and reports every day:
+    # the condition and the sensors agree that no day of the features is left to request
+    by_hand = pipe.run(pipe.features, P2)
+    assert pipe.meta(by_hand, pipe.features)["kind"] == "major"
+    assert sorted(pipe.partitions(by_hand, pipe.features)) == [P1, P2, P3, P4]
     (reset,) = ticks.run(ticks.step())
     assert reset["kind"] == "major" and reset["why"] == "upstream reset in features"
 
@@ -168,3 +172,22 @@ def test_a_failed_blocking_check_holds_the_scores_back(pipe):
     pipe.events.loc[pipe.events["entity"] == "z", "value"] = 5  # fixed forward
     pipe.run(pipe.features, P2, with_checks=True)
     assert list(map(described, ticks.automation())) == [("scores", P1, P2)]
+
+    # a day skipped: the 4th runs before the 3rd. The freshness check shows the gap, and the
+    # automation asks for the missing day (no upstream asset misses it), a minor of its own
+    pipe.run(pipe.features, P4, with_checks=True)
+    freshness = [c for c in pipe.checks() if "partition_freshness" in str(c.check_keys)]
+    gap = pipe.run_checks(freshness)["features:partition_freshness"]
+    assert not gap.passed and gap.severity == dg.AssetCheckSeverity.WARN
+    assert (gap.metadata["gaps"].value, gap.metadata["newest_partition"].value) == (P3, P4)
+    landings = gap.metadata["landings"].records  # the newest partitions first
+    assert [(r.data["partition"], r.data["kind"]) for r in landings] == [
+        (P4, "minor"),
+        (P2, "minor"),
+        (P1, "major"),
+    ]
+    assert list(map(described, ticks.automation())) == [("features", P3, P3)]
+    # the scores wait for it (one of their days, whose blocking checks have not run), then
+    # score every day at once
+    pipe.run(pipe.features, P3, with_checks=True)
+    assert list(map(described, ticks.automation())) == [("scores", P1, P4)]

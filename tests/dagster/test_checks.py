@@ -39,6 +39,7 @@ def test_checks_pass_on_good_data_and_fail_on_crafted_bad_data(pipe):
             "features:log_integrity",
             "features:code_version",
             "features:compaction_due",
+            "features:partition_freshness",
             "features:schema",
             "groups:ids_unique_non_null",
             "groups:log_integrity",
@@ -48,6 +49,7 @@ def test_checks_pass_on_good_data_and_fail_on_crafted_bad_data(pipe):
             "scores:log_integrity",
             "scores:code_version",
             "scores:compaction_due",
+            "scores:partition_freshness",
             "scores:consumer_lag",
         ]
     )

@@ -54,7 +54,7 @@ def test_dg_lists_the_demo_definitions(tmp_path):
     for check in defs["asset_checks"]:
         checks.setdefault(check["asset_key"], set()).add(check["name"])
     whole = {"ids_unique_non_null", "log_integrity", "code_version", "compaction_due", "schema"}
-    partitioned = {"partition_ids_unique_non_null", "partition_schema"}
+    partitioned = {"partition_ids_unique_non_null", "partition_schema", "partition_freshness"}
     assert checks["plane_delay_features"] == whole | partitioned
     assert checks["plane_delay_risk"] == whole | partitioned | {"consumer_lag"}
     assert checks["planes"] == whole - {"schema"}

@@ -45,10 +45,25 @@ def test_first_run_major_then_minor_then_code_change_major(pipe):
     assert set(pipe.state("main", "features")) == {"a", "b", "c", "d"}
 
     pipe.build(Versions(features="2"))
-    third = pipe.meta(pipe.run(pipe.features, P3), pipe.features)
+    # launched for one day, a major re-evaluates them all (its checks run with it)
+    major = pipe.run(pipe.features, P3, with_checks=True)
+    third = pipe.meta(major, pipe.features)
     assert third["kind"] == "major"
     assert third["why"] == "code version changed: '1' -> '2'"
     assert third["compute_window"].startswith("2024-01-01")  # from the first partition
+    assert (third["partitions"], third["run_partitions"]) == (f"{P1}...{P3}", P3)
+    # ... and the catalog says so: every day it covers is materialized by it, at version 2
+    assert sorted(pipe.partitions(major, pipe.features)) == [P1, P2, P3]
+    for day in (P1, P2, P3):
+        tags = pipe.latest(pipe.features, day).tags
+        assert (tags["dagster/code_version"], tags["dagster/data_version"]) == ("2", "features@3")
+    # ... each with the blocking checks of that revision (consumers wait for those)
+    checked = {
+        (e.check_name, e.partition): e.passed
+        for e in major.get_asset_check_evaluations()
+        if e.check_name == "partition_ids_unique_non_null"
+    }
+    assert checked == {("partition_ids_unique_non_null", day): True for day in (P1, P2, P3)}
     # a carrying major (skip_unchanged): a..e offered with b as a tombstone; what did not
     # change is kept from the state it carries, not rewritten
     assert (third["rows_offered"], third["rows"], third["tombstones"]) == (5, 3, 1)
@@ -95,6 +110,11 @@ def test_backfill_of_a_range_is_one_revision(pipe):
     (rev,) = [r for r in pipe.dataset("main").revisions() if r.sequence == 2]
     assert rev.producer["partition_key"] == f"{P2}...{P3}"
     assert pipe.dataset("main").head_sequence == 2
+
+    # a late minor of an old partition covers that partition alone, and reports it alone
+    late = pipe.run(pipe.features, P1)
+    assert pipe.meta(late, pipe.features)["kind"] == "minor"
+    assert pipe.partitions(late, pipe.features) == [P1]
 
 
 def test_downstream_assets_load_the_state_as_of_their_partition(pipe):

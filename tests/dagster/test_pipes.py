@@ -9,7 +9,9 @@ process (one JVM) per run: the module keeps to three.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -27,6 +29,8 @@ from revisions_assets.dagster import RevisionJob, featurized_asset
 from revisions_assets.pipes import JobInput, open_revision_job
 
 pytestmark = pytest.mark.dagster
+
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "pipes.md"
 
 
 @pytest.fixture
@@ -178,6 +182,32 @@ def test_a_pipes_asset_is_declared_without_a_source(remote_pipe):
     assert "pipes_client" in asset.required_resource_keys
     # the slice travels as plain JSON and comes back whole
     slice_ = RunSlice("features", "/r", "features", ("entity",), "1", True, "why", DAILY.start)
-    assert RunSlice.from_dict(RevisionJob(None, slice_).extras["revisions_slice"]) == slice_
+    assert RunSlice.from_dict(RevisionJob(slice_).extras["revisions_slice"]) == slice_
     with pytest.raises(RunSliceError, match="install the same revisions-assets version"):
         RunSlice.from_dict({**slice_.to_dict(), "format": 99})
+
+
+def test_the_local_recipe_runs_as_written(tmp_path, monkeypatch, instance, capfd):
+    """docs/guides/pipes.md's local recipe: its job script as job.py, its asset and
+    Definitions, one partition materialized through a subprocess, quietly."""
+    text = GUIDE.read_text()
+    section = text[text.index("## Try it locally") : text.index("## Shipping the engine")]
+    job, declared = re.findall(r"```python\n(.*?)```", section, re.S)
+    (tmp_path / "job.py").write_text(job)
+    monkeypatch.chdir(tmp_path)
+    recipe: dict[str, Any] = {}
+    exec(compile(declared, str(GUIDE), "exec"), recipe)
+    result = dg.materialize(
+        [recipe["local_features"]],
+        partition_key="2024-01-01",
+        resources=recipe["defs"].resources,
+        instance=instance,
+    )
+    (mat,) = result.asset_materializations_for_node("local_features")
+    meta = {k: v.value for k, v in mat.metadata.items()}
+    assert (meta["kind"], meta["rows"], meta["remote_report"]) == (
+        "major",
+        2,
+        "reported by the job",
+    )
+    assert "[Stage " not in capfd.readouterr().err  # Spark's progress bars stay off

@@ -30,7 +30,9 @@ def test_soft_majors_rescore_only_changed_entities(pipe):
     assert soft["carried_revisions"] >= 1 and soft["dagster/row_count"] == len(before)
     assert pipe.state("out", "scores") == before
     head = pipe.dataset("main").revisions("features")[-1].sequence
-    assert pipe.dataset("out").inspect.upstream_position(pipe.dataset("main").root, "features") == head
+    assert (
+        pipe.dataset("out").inspect.upstream_position(pipe.dataset("main").root, "features") == head
+    )
 
     # a formula change that changes one entity's value: only that entity is re-scored
     pipe.events.loc[(pipe.events["entity"] == "c"), "value"] = 30

@@ -43,7 +43,7 @@ def location(tmp_path) -> DatasetLocation:
 @FAST
 @given(dataset=NOT_TEXT)
 def test_location_dataset_names(location, dataset):
-    for call in (location.root_for, location.read_log, location.read_view):
+    for call in (location.root_for, location.read_log, location.root_and_log):
         with pytest.raises(RevisionsError, match="dataset"):
             call(dataset)
     with pytest.raises(RevisionsError, match="dataset"):
@@ -108,3 +108,36 @@ def test_io_manager_slice_for_needs_a_context(location, context):
 def test_resource_fields_are_validated_by_dagster_config(build):
     with pytest.raises((pydantic.ValidationError, dg.DagsterInvalidConfigError)):
         build()
+
+
+def test_one_set_of_resources_per_location_beside_a_projects_own_spark(tmp_path, monkeypatch):
+    """Components and ``revisions_resources`` resolve a relative location against the project
+    root and share the same objects for it, so their Definitions merge, beside a project's
+    own ``spark`` resource; a second location in the project names both bindings."""
+    from dagster_pyspark import PySparkResource
+
+    from revisions_assets.dagster import ResourceConflictError, project_root, revisions_resources
+    from revisions_assets.dagster.resources.binding import shared_resources
+    from revisions_assets.dagster.resources.keys import LOCATION_KEY, SPARK_KEY
+
+    project = tmp_path / "my-project"
+    (project / "src" / "my_project").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[tool.dg]\ndirectory_type = "project"\n')
+    monkeypatch.chdir(project / "src" / "my_project")  # anywhere inside the project
+    assert project_root() == project
+    component = shared_resources(
+        "datasets", None, 20, root=project, origin="component my_features", by_component=True
+    )
+    mine = revisions_resources("datasets", compact_after=20)
+    assert mine[LOCATION_KEY].base_uri == str(project / "datasets")
+    assert all(mine[key] is component[key] for key in component)
+    merged = dg.Definitions.merge(
+        dg.Definitions(resources=component),
+        dg.Definitions(resources={"spark": PySparkResource(spark_config={}), **mine}),
+    )
+    assert {"spark", SPARK_KEY, LOCATION_KEY} <= set(merged.resources or {})
+    with pytest.raises(ResourceConflictError) as conflict:
+        revisions_resources("other", compact_after=20)
+    message = str(conflict.value)
+    assert "'revisions_location'" in message and "component my_features" in message
+    assert "revisions_resources('other')" in message and "drop base_uri" in message

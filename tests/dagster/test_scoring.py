@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import dagster as dg
 import pytest
@@ -16,6 +17,12 @@ from revisions_assets.core.log.layout import LOG_DIR
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.storage.base import LocalStorage
 from revisions_assets.core.write import transaction
+from revisions_assets.dagster import (
+    RevisionsIOManager,
+    revisions_automation_sensor,
+    upstream_changes_sensor,
+)
+from revisions_assets.dagster.resources.io_manager import range_hint
 
 pytestmark = pytest.mark.dagster
 
@@ -26,14 +33,17 @@ def positions(pipe) -> dict[str, int]:
     return {p.table: p.sequence for p in head.upstream}
 
 
-def counting_opens(opened: Counter[str]):
-    original = RevisionLog.__init__
+def counting_reads(opened: Counter[str], read: Counter[str]):
+    """``RevisionLog.refresh`` counting, per root, the logs opened (read whole: checkpoint,
+    entries, health) and every read (an open, or a probe for entries committed since)."""
+    original = RevisionLog.refresh
 
-    def init(self: RevisionLog, storage) -> None:
-        opened[storage.uri] += 1
-        original(self, storage)
+    def refresh(self: RevisionLog):
+        opened[self.storage.uri] += not self._loaded
+        read[self.storage.uri] += 1
+        return original(self)
 
-    return init
+    return refresh
 
 
 def failure_of(result: dg.ExecuteInProcessResult) -> str:
@@ -71,12 +81,18 @@ def test_consumes_only_new_revisions_exactly_once(pipe, caplog):
     assert positions(pipe) == {"features": 1, "groups": 1}
 
     pipe.fail_scoring = False
-    opened: Counter[str] = Counter()  # each log is opened once per run, the consumer's included
+    # each log is opened once per run, through one handle: the consumer's (its checks, run
+    # with it, read through the same handle) and each input's, whose log is read twice
+    # (opened, then the run's one snapshot): the slice, the changes pinned at its head and a
+    # reference's rows the scored entities join to (its state at the head) read that snapshot
+    opened: Counter[str] = Counter()
+    read: Counter[str] = Counter()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(RevisionLog, "__init__", counting_opens(opened))
-        retry = pipe.meta(pipe.run(pipe.scores, P2), pipe.scores)
-    roots = {pipe.dataset(name).root for name in ("out", "main", "ref")}
-    assert opened == dict.fromkeys(roots, 1)
+        patch.setattr(RevisionLog, "refresh", counting_reads(opened, read))
+        retry = pipe.meta(pipe.run(pipe.scores, P2, with_checks=True), pipe.scores)
+    out, main, ref = (pipe.dataset(name).root for name in ("out", "main", "ref"))
+    assert opened == {out: 1, main: 1, ref: 1}
+    assert (read[main], read[ref]) == (2, 2)
     assert retry["kind"] == "minor" and retry["rows"] == 2  # a and d, processed once
     assert positions(pipe) == {"features": 2, "groups": 1}
     consumed = {p["table"]: (p["from"], p["to"]) for p in retry["upstream_positions"]}
@@ -128,10 +144,26 @@ def test_upstream_reset_reference_change_and_deletions(pipe):
     pipe.run(pipe.features, P2)
     pipe.run(pipe.features, P3)  # e appears, b is deleted upstream
     # a run must materialize the days its changes cover: asked for P3 alone, it refuses
-    # before reading anything, and nothing is committed or consumed
-    partial = pipe.run(pipe.scores, P3, raise_on_error=False)
+    # from the logs alone (before the run asks for its Spark session), names what requests
+    # the right range in this project, and nothing is committed or consumed
+    sessions: list[str] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RevisionsIOManager, "session", lambda self: sessions.append("started"))
+        partial = pipe.run(pipe.scores, P3, raise_on_error=False)
+    assert sessions == []
     assert not partial.success and "ScoringRangeError" in failure_of(partial)
     assert "materialize 2024-01-02...2024-01-03 instead" in failure_of(partial)
+    # it names what requests the right range in the run's code location (an in-process run
+    # has none), and in a code location the sensors that target the asset
+    assert "once a revisions_automation_sensor targets the asset; no sensor" in failure_of(partial)
+    sensors = [revisions_automation_sensor(pipe.assets), upstream_changes_sensor([pipe.scores])]
+    defs = dg.Definitions(assets=pipe.assets, sensors=sensors, resources=pipe.resources)
+    repository = defs.get_repository_def()
+    step = SimpleNamespace(assets_def=pipe.scores, repository_def=repository)  # a run's step
+    assert range_hint(step, pipe.scores.key) == (
+        "its automation condition requests exactly that, on the sensors 'revisions_automation' "
+        "and 'revisions_upstream_changes_sensor' of this code location"
+    )
     assert positions(pipe) == {"features": 1, "groups": 1}
     both = pipe.run(pipe.scores, partitions=(P2, P3))  # the days the changes cover: one run
     assert pipe.partitions(both, pipe.scores) == [P2, P3]

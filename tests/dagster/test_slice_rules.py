@@ -21,6 +21,8 @@ from revisions_assets.dagster.resources.slice import (
     compute_window,
     format_upstream_heads,
     parse_upstream_heads,
+    partition_gaps,
+    partition_landings,
     plan_consumer,
     revision_partitions,
     upstream_slice,
@@ -190,3 +192,20 @@ def test_upstream_heads_tag_round_trip():
     assert parse_upstream_heads("prefix/asset@7") == {"prefix/asset": 7}
     with pytest.raises(InvalidRunTagError, match="upstream_heads"):
         parse_upstream_heads("features=3")
+
+
+def test_when_each_partition_landed_and_the_gaps_between():
+    history = [
+        rev(1, "features", 2, True, key(1)),
+        rev(2, "features", 3, False, key(2)),
+        rev(3, "features", 6, False, key(5)),  # days 3 and 4 never ran
+        rev(4, "features", 3, False, key(2)),  # day 2 again, later
+    ]
+    landed = partition_landings(history, DAILY)
+    assert {k: r.sequence for k, r in landed.items()} == {key(1): 1, key(2): 4, key(5): 3}
+    assert partition_gaps(landed, DAILY) == [dg.PartitionKeyRange(key(3), key(4))]
+    # a major covers every day up to its end: no gap left, each day landed with it
+    major = rev(5, "features", 6, True, key(5), version="2")
+    landed = partition_landings([*history, major], DAILY)
+    assert partition_gaps(landed, DAILY) == [] and {r.sequence for r in landed.values()} == {5}
+    assert partition_gaps({}, DAILY) == []

@@ -6,8 +6,9 @@ loopback port; playwright drives Debian's chromium
 (no browser download) through the pages and saves screenshots: into the test's temporary
 folder, or, with ``REVISIONS_REFRESH_SCREENSHOTS=1`` (``./dev.sh screenshots``), into
 ``docs/ui/``, which the docs show (a test run never changes tracked files). The staleness
-test then bumps code versions, reloads the location, starts the automation sensor and
-follows the UI while dg dev's daemon lands the majors and the scores.
+test then bumps code versions, skips a day of features, reloads the location, starts the
+automation sensor and follows the UI while dg dev's daemon lands the majors, the missing
+day and the scores.
 """
 
 from __future__ import annotations
@@ -202,6 +203,27 @@ query ($keys: [AssetKeyInput!]) {
 """
 
 
+LATEST = """
+query ($key: AssetKeyInput!, $partitions: [String!]) {
+  assetOrError(assetKey: $key) {
+    ... on Asset {
+      assetMaterializations(partitions: $partitions) { partition runId tags { key value } }
+    }
+  }
+}
+"""
+
+
+def latest_by_partition(ui: Ui, name: str, partitions: list[str]) -> dict[str, dict[str, str]]:
+    """{partition: the tags (and the run id) of its latest materialization}."""
+    found = ui.graphql(LATEST, key={"path": [name]}, partitions=partitions)["assetOrError"]
+    latest: dict[str, dict[str, str]] = {}
+    for mat in found["assetMaterializations"]:  # newest first
+        tags = {t["key"]: t["value"] for t in mat["tags"]}
+        latest.setdefault(mat["partition"], {**tags, "run": mat["runId"]})
+    return latest
+
+
 def nodes(ui: Ui, *names: str) -> dict[str, dict[str, Any]]:
     keys = [{"path": [n]} for n in names]
     found = ui.graphql(NODES_QUERY, keys=keys)["assetNodes"]
@@ -360,12 +382,20 @@ def test_the_demo_in_a_browser(ui, tmp_path):
         "log_integrity",
         "code_version",
         "compaction_due",
+        "partition_freshness",
         "schema",
         "consumer_lag",
         "partition_ids_unique_non_null",
         "partition_schema",
     }
     assert all(status == "SUCCEEDED" and ok for status, ok, _ in results.values()), results
+    # the demo's last features major was launched for the newest day alone: its run reports
+    # every day it re-evaluated, each at the new code version and data version
+    latest = latest_by_partition(ui, "plane_delay_features", DAYS)
+    assert {
+        p: (t["dagster/code_version"], t["dagster/data_version"]) for p, t in latest.items()
+    } == (dict.fromkeys(DAYS, ("2", "delay_features@6")))
+    assert len({t["run"] for t in latest.values()}) == 1
 
     SHOTS = shots_folder(tmp_path)  # noqa: N806 (where pages are shot)
     with browser(ui) as (page, visit):
@@ -387,8 +417,6 @@ def test_the_demo_in_a_browser(ui, tmp_path):
         shoot(page, SHOTS / "lineage.png")
 
         # the partition bar: 3 days scored, none failed, as many as the features have
-        text = visit("/assets/plane_delay_features?view=partitions", "Materialized (3)")
-        assert "Failed (0)" in text
         visit(f"/assets/plane_delay_risk?view=partitions&partition={DAYS[-1]}", "Materialized (3)")
         days = page.locator("input[value^='[2013-01-01']").first
         days.fill("[2013-01-01...2013-01-14]")  # the first two weeks: 3 scored, 11 to come
@@ -397,6 +425,19 @@ def test_the_demo_in_a_browser(ui, tmp_path):
         text = page.inner_text("body")
         assert "Failed (0)" in text and "Materialized (3)" in text and "delay_risk@4" in text
         shoot(page, SHOTS / "partitions.png")
+
+        # the first day, as the major launched for the newest day reported it
+        text = visit(
+            f"/assets/plane_delay_features?view=partitions&partition={DAYS[0]}", "run_partitions"
+        )
+        assert "Materialized (3)" in text and "delay_features@6" in text
+        page.get_by_text("Show tags", exact=False).first.click()  # its code version
+        shown = page.get_by_text("Hide tags", exact=True).first
+        shown.wait_for(timeout=30_000)
+        shown.scroll_into_view_if_needed()  # the covered and the run's partitions, the tags
+        page.wait_for_timeout(500)
+        assert "input_data_version/nycflights13/flights" in page.inner_text("body")
+        shoot(page, SHOTS / "major-partitions.png")
 
         # a materialization's revision metadata, Dagster's conventions beside it
         text = visit("/assets/plane_delay_features?view=events", "data_version")
@@ -438,11 +479,15 @@ def test_the_demo_in_a_browser(ui, tmp_path):
         shoot(page, SHOTS / "automation.png")
 
 
-def run_code_version_checks(demo: Any) -> None:
-    """Our staleness indicator: the code_version check of every demo asset (log reads only)."""
+#: the checks the staleness test runs (log reads only): our staleness and freshness indicators
+LOG_CHECKS = ("code_version", "partition_freshness")
+
+
+def run_log_checks(demo: Any) -> None:
+    """The code_version and partition_freshness checks of every demo asset."""
     from revisions_assets.demo.assets import FLIGHTS
 
-    checks = [c for c in demo.checks if any(k.name == "code_version" for k in c.check_keys)]
+    checks = [c for c in demo.checks if any(k.name in LOG_CHECKS for k in c.check_keys)]
     dg.materialize(
         [FLIGHTS, *demo.assets.values(), *checks],
         selection=dg.AssetSelection.checks(*checks),
@@ -507,20 +552,26 @@ def automation_runs(ui: Ui, before: frozenset[str] = frozenset()) -> dict[str, l
     return runs
 
 
+#: the day the staleness test skips (it materializes the one after: a gap)
+SKIPPED, LATE = "2013-01-04", "2013-01-05"
+
+
 def test_code_version_bump_is_shown_until_the_automation_lands_the_majors(ui, spark, tmp_path):
     """Dagster marks an unpartitioned asset stale after a code version bump; for partitioned
-    ones it does not (dagster#22553, #18921): there our code_version check warns. Then the
-    automation sensor, started as a user starts it and evaluated by dg dev's daemon, requests
-    the majors (the Automation tab says why), a single-run backfill lands the features'
-    range, the scores follow once, and both indicators clear."""
+    ones it does not (dagster#22553, #18921): there our code_version check warns. A day of
+    features that runs before the one before it leaves a gap, which our partition_freshness
+    check warns of (Dagster's freshness cannot). Then the automation sensor, started as a user
+    starts it and evaluated by dg dev's daemon, requests the references' majors, the missing
+    day of features (the Automation tab says why) and, once it landed, one major of the
+    scores over every day, each at the new code version; every indicator clears."""
     from revisions_assets.demo.__main__ import Demo
     from revisions_assets.demo.assets import DemoVersions
 
-    before = nodes(ui, "planes", "plane_delay_features")
+    before = nodes(ui, "planes", "plane_delay_risk")
     assert before["planes"]["staleStatus"] == "FRESH"
 
-    bumped = DemoVersions(features="3", references="2")
-    (ui.base / "versions.json").write_text(json.dumps({"features": "3", "references": "2"}))
+    bumped = DemoVersions(scores="2", references="2")
+    (ui.base / "versions.json").write_text(json.dumps({"scores": "2", "references": "2"}))
     ui.graphql(RELOAD, name=LOCATION)
     deadline = time.monotonic() + 120
     while nodes(ui, "planes")["planes"]["opVersion"] != "2":
@@ -532,15 +583,25 @@ def test_code_version_bump_is_shown_until_the_automation_lands_the_majors(ui, sp
     try:
         demo = Demo(ui.base / "datasets", instance)
         demo.use(bumped)
-        stale = nodes(ui, "planes", "plane_delay_features")
+        stale = nodes(ui, "planes", "plane_delay_risk")
         assert stale["planes"]["staleStatus"] == "STALE"  # Dagster's own indicator
         assert any(c["category"] == "CODE" for c in stale["planes"]["staleCauses"])
         # ... which does not cover partitioned assets (dagster#22553): the docs say to look
         # at our check there (if Dagster starts marking them, update that advice)
-        assert stale["plane_delay_features"]["staleStatus"] == "FRESH"
-        run_code_version_checks(demo)
-        warned = check_results(nodes(ui, "plane_delay_features")["plane_delay_features"])
-        assert warned["code_version"] == ("FAILED", False, "WARN")
+        assert stale["plane_delay_risk"]["staleStatus"] == "FRESH"
+        demo.materialize("plane_delay_features", LATE)  # before SKIPPED: a gap
+        run_log_checks(demo)
+        warned = nodes(ui, "plane_delay_features", "plane_delay_risk")
+        assert check_results(warned["plane_delay_risk"])["code_version"] == (
+            "FAILED",
+            False,
+            "WARN",
+        )
+        assert check_results(warned["plane_delay_features"])["partition_freshness"] == (
+            "FAILED",
+            False,
+            "WARN",
+        )
 
         demo_runs = frozenset(
             r["runId"] for r in ui.graphql(AUTOMATION_RUNS)["runsOrError"]["results"]
@@ -558,31 +619,48 @@ def test_code_version_bump_is_shown_until_the_automation_lands_the_majors(ui, sp
                 time.sleep(3)
         finally:
             ui.graphql(STOP_SENSOR, id=sensor_id)
-        run_code_version_checks(demo)
+        # (the checks ran again with the runs: an automation run selects the asset's checks)
     finally:
         _restore(os.environ.get("DAGSTER_HOME"), saved_conf, spark)
         instance.dispose()
 
-    # why requested: the log condition was true for the 3 materialized days, once
+    # why requested: the gap, once; the references' majors; the scores' major over every day
     (features,) = requested(ui, "plane_delay_features")
-    assert features["numRequested"] == 3
+    assert features["numRequested"] == 1
     why = {" ".join(n["expandedLabel"]): n["numTrue"] for n in features["evaluationNodes"]}
-    assert why["revisions_log"] == 3
+    assert why["revisions_gaps"] == 1 and why["revisions_log"] == 0
     assert [r["numRequested"] for r in requested(ui, "planes")] == [1]
-    assert [r["numRequested"] for r in requested(ui, "plane_delay_risk")] == [3]
+    days = [*DAYS, SKIPPED, LATE]
+    assert [r["numRequested"] for r in requested(ui, "plane_delay_risk")] == [len(days)]
+    scores = latest_by_partition(ui, "plane_delay_risk", days)
+    assert {p: t["dagster/code_version"] for p, t in scores.items()} == dict.fromkeys(days, "2")
     shots = shots_folder(tmp_path)
     with browser(ui) as (page, visit):
-        visit("/assets/plane_delay_features?view=automation", "3 requested")
-        page.locator("tr", has_text="3 requested").first.locator("td button").first.click()
-        page.get_by_text("revisions_log", exact=True).first.wait_for(timeout=30_000)
+        visit("/assets/plane_delay_features?view=automation", "1 requested")
+        page.locator("tr", has_text="1 requested").first.locator("td button").first.click()
+        page.get_by_text("revisions_gaps", exact=True).first.wait_for(timeout=30_000)
         page.wait_for_timeout(1000)
-        assert "3 True" in page.inner_text("body")
-        shoot(page, shots / "why-requested.png", showing="revisions_log")
+        shoot(page, shots / "why-requested.png", showing="revisions_gaps")
+        # the freshness check: when each day landed (the skipped one last), and before the
+        # automation filled it, the gap it warned of
+        visit("/assets/plane_delay_features?view=checks", "partition_freshness")
+        page.get_by_text("partition_freshness", exact=True).first.click()
+        page.get_by_text("landings", exact=True).first.wait_for(timeout=30_000)
+        page.wait_for_timeout(1000)
+        assert SKIPPED in page.inner_text("body")
+        shoot(page, shots / "freshness.png")
+        page.get_by_text("Execution history", exact=True).first.click()
+        warning = page.locator("tr", has_text="Failed").first  # WARN: the gap
+        warning.locator("button").first.click()  # its metadata
+        page.get_by_text(SKIPPED, exact=True).first.wait_for(timeout=30_000)
+        page.wait_for_timeout(1000)
+        shoot(page, shots / "freshness-gap.png", showing=SKIPPED)
 
-    fresh = nodes(ui, "planes", "plane_delay_features")
+    fresh = nodes(ui, "planes", "plane_delay_features", "plane_delay_risk")
     assert fresh["planes"]["staleStatus"] == "FRESH"
-    features_checks = check_results(fresh["plane_delay_features"])
-    assert features_checks["code_version"][:2] == ("SUCCEEDED", True)
+    assert check_results(fresh["plane_delay_risk"])["code_version"][:2] == ("SUCCEEDED", True)
+    freshness = check_results(fresh["plane_delay_features"])["partition_freshness"]
+    assert freshness[:2] == ("SUCCEEDED", True)
 
 
 def _log(ui: Ui) -> str:

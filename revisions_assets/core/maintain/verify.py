@@ -59,7 +59,7 @@ from ..log.revision_log import (
     records_of_checkpoint,
 )
 from ..log.view import LogView
-from ..read.plan.scans import ScanTask, plan_merge, scan_task
+from ..read.plan.scans import ScanTask, head_plan, plan_merge, scan_task
 from ..read.plan.schema import Schema, table_schema
 from ..read.plan.selection import carried_by, head_state
 from ..storage.backends import open_storage
@@ -514,43 +514,64 @@ def deep_skipped(findings: Sequence[Finding]) -> Finding | None:
 def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[Finding]:
     """Null and duplicated ids, and row counts against the log, per live data revision:
     one Spark job per table over all its revisions not removed by a vacuum
-    (``revision_counts``); then what each purge removed from reads (``purge_findings``)."""
+    (``table_counts``); then what each purge removed from reads (``purge_findings``)."""
     findings = purge_findings(spark, storage, view)
     for table in view.tables():
         revisions = [r for r in view.table_revisions(table) if not view.is_removed(r.sequence)]
-        if not revisions:
-            continue
-        ids = list(revisions[-1].tables[table].id_columns)
-        tasks = [scan_task(r, table, n) for n, r in enumerate(revisions)]
-        schema = table_schema(revisions, table)
-        for counts, revision in zip(
-            revision_counts(spark, storage, schema, ids, tasks), revisions, strict=True
-        ):
-            write = revision.tables[table]
-            where = f"revision {revision.name!r} (sequence {revision.sequence}), table {table!r}"
-            path = revision.name
-            if (counts.rows, counts.tombstones) != (write.rows, write.tombstones):
-                findings.append(
-                    Finding.of(
-                        "row_count_mismatch",
-                        path,
-                        f"{where}: its files hold {counts.rows} rows ({counts.tombstones} "
-                        f"tombstones), the log records {write.rows} ({write.tombstones})",
-                    )
-                )
-            if counts.null_ids:
-                findings.append(
-                    Finding.of("null_id", path, f"{where}: {counts.null_ids} rows with a null id")
-                )
-            if counts.duplicates:
-                findings.append(
-                    Finding.of(
-                        "duplicate_id",
-                        path,
-                        f"{where}: {counts.duplicates} ids occur more than once",
-                    )
-                )
+        if revisions:
+            findings += count_findings(table, table_counts(spark, storage, table, revisions))
     return findings
+
+
+def table_counts(
+    spark: SparkSession, storage: Storage, table: str, revisions: Sequence[Revision]
+) -> list[tuple[Revision, RevisionCounts]]:
+    """What the files ``revisions`` wrote to ``table`` hold (``revision_counts``), each with
+    its revision: one Spark job. Also what the Dagster layer's id checks count."""
+    ids = list(revisions[-1].tables[table].id_columns)
+    tasks = [scan_task(r, table, n) for n, r in enumerate(revisions)]
+    counts = revision_counts(spark, storage, table_schema(revisions, table), ids, tasks)
+    return list(zip(revisions, counts, strict=True))
+
+
+def count_findings(table: str, counts: Sequence[tuple[Revision, RevisionCounts]]) -> list[Finding]:
+    """The findings of ``table_counts``: row counts other than the log's, null ids, ids
+    repeated within one revision."""
+    findings = []
+    for revision, found in counts:
+        write = revision.tables[table]
+        where = f"revision {revision.name!r} (sequence {revision.sequence}), table {table!r}"
+        path = revision.name
+        if (found.rows, found.tombstones) != (write.rows, write.tombstones):
+            findings.append(
+                Finding.of(
+                    "row_count_mismatch",
+                    path,
+                    f"{where}: its files hold {found.rows} rows ({found.tombstones} "
+                    f"tombstones), the log records {write.rows} ({write.tombstones})",
+                )
+            )
+        if found.null_ids:
+            findings.append(
+                Finding.of("null_id", path, f"{where}: {found.null_ids} rows with a null id")
+            )
+        if found.duplicates:
+            findings.append(
+                Finding.of(
+                    "duplicate_id", path, f"{where}: {found.duplicates} ids occur more than once"
+                )
+            )
+    return findings
+
+
+def merged_revisions(view: LogView, table: str) -> tuple[list[Revision], Revision | None]:
+    """The revisions a default read of ``table`` reads from their own files, and the
+    compaction it reads the rest from (None: it reads its major's files); a compaction's ids
+    are unique by construction. NoMajorRevisionError before the first major."""
+    plan = head_plan(view, table)
+    by_sequence = {r.sequence: r for r in view.records}
+    direct = [by_sequence[t.sequence] for t in plan.tasks if not t.is_compaction]
+    return direct, plan.compaction.record if plan.compaction is not None else None
 
 
 def purge_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[Finding]:
@@ -631,11 +652,14 @@ __all__ = [
     "KINDS",
     "Finding",
     "RevisionCounts",
+    "count_findings",
     "deep_findings",
     "deep_skipped",
     "file_findings",
+    "merged_revisions",
     "purge_findings",
     "revision_counts",
+    "table_counts",
     "verify",
     "verify_storage",
 ]

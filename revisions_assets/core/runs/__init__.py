@@ -1,11 +1,19 @@
-"""A run of a revisioned asset, wherever its Spark runs: its slice as plain data
-(``RunSlice``), its commit (``commit_run``), what a scoring run reads and re-scores
-(``plan_inputs``), and the major-or-minor rules. No Dagster: the Dagster layer resolves
-slices and commits with these, and so does a remote job (``revisions_assets.pipes``)."""
+"""A run of a revisioned asset, wherever its Spark runs: its slice, the one model of it
+(``RunSlice``) and the rules that resolve it from the logs (``resolve.py``, ``versions.py``),
+its commit (``commit_run``), and what a scoring run reads and re-scores (``plan_inputs``). No
+Dagster: the Dagster layer resolves slices and commits with these, and so does a remote job
+or a job run by hand (``revisions_assets.pipes``)."""
 
 from .commit import CommittedRun, DeclaredColumnsError, commit_run, run_revisions
 from .consume import ScoringInputs, TableChanges, plan_inputs, with_tombstones
-from .run_slice import SLICE_EXTRA, InputSlice, RunSlice, RunSliceError
+from .resolve import (
+    InputState,
+    UpstreamNotReadyError,
+    consumer_timestamp,
+    input_state,
+    major_window_end,
+)
+from .run_slice import SLICE_EXTRA, InputSlice, RunSlice, RunSliceError, UnknownInputError
 from .versions import decide_consumer_major, decide_major, version_change
 
 __all__ = [
@@ -13,13 +21,19 @@ __all__ = [
     "CommittedRun",
     "DeclaredColumnsError",
     "InputSlice",
+    "InputState",
     "RunSlice",
     "RunSliceError",
     "ScoringInputs",
     "TableChanges",
+    "UnknownInputError",
+    "UpstreamNotReadyError",
     "commit_run",
+    "consumer_timestamp",
     "decide_consumer_major",
     "decide_major",
+    "input_state",
+    "major_window_end",
     "plan_inputs",
     "run_revisions",
     "version_change",

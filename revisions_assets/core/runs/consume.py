@@ -1,8 +1,9 @@
 """What a scoring run reads and re-scores, wherever its Spark runs (docs/concepts/consumers.md).
 
 Each input is read as its changes since the consumer's recorded position, pinned to a head
-(``changes_since``); ``plan_inputs`` selects the main entities to (re)score and the reference
-rows they join to; ``with_tombstones`` adds a tombstone per main entity deleted upstream.
+(``changes_since``), on the run's one snapshot of the input's log; ``plan_inputs`` selects
+the main entities to (re)score and the reference rows they join to; ``with_tombstones`` adds
+a tombstone per main entity deleted upstream.
 The Dagster scoring assets (``revisions_assets.dagster.scoring``) and a remote scoring job
 (``revisions_assets.pipes``) both plan with these, so both score the same rows.
 
@@ -27,6 +28,7 @@ from pyspark.sql import functions as F
 from ..columns import DELETED
 from ..dataset import RevisionedDataset
 from ..read.results import ChangeSet
+from ..read.scan import DatasetSnapshot
 
 
 @dataclass(frozen=True)
@@ -34,10 +36,16 @@ class TableChanges:
     """One input table as a consumer sees it: the changes since its position, pinned."""
 
     changes: ChangeSet
-    dataset: RevisionedDataset
+    #: the run's snapshot of the input's log, the one its changes were read on
+    snapshot: DatasetSnapshot
     table: str
     id_columns: tuple[str, ...]
     head: int  # the pinned upstream head
+
+    @property
+    def dataset(self) -> RevisionedDataset:
+        """The input's dataset handle."""
+        return self.snapshot.dataset  # type: ignore[return-value]
 
     @property
     def df(self) -> DataFrame:
@@ -58,17 +66,20 @@ class TableChanges:
 
     def state(self) -> DataFrame:
         """The table's full state at the pinned head (for majors and reverse joins)."""
-        return self.dataset.read(self.table, at=self.head)
+        return self.snapshot.scan(self.table, at=self.head).to_spark()
 
 
 def changes_since(
-    ds: RevisionedDataset, table: str, since: int, head: int, columns: Sequence[str] | None
+    snapshot: DatasetSnapshot,
+    table: str,
+    since: int,
+    head: int,
+    columns: Sequence[str] | None,
 ) -> ChangeSet:
     """An input's changes after the consumer's position up to the pinned head, only the
-    entities whose values (of ``columns``, default all) changed."""
-    return ds.changes(
-        table, since_sequence=since, until_sequence=head, only_changed=True, columns=columns
-    )
+    entities whose values (of ``columns``, default all) changed, read on ``snapshot``."""
+    scan = snapshot.scan(table, columns=columns)
+    return scan.changes(since_sequence=since, until_sequence=head, only_changed=True).to_changes()
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,11 @@
-"""A run's slice as plain data: what one materialization computes and how it commits.
+"""A run's slice: what one materialization computes and how it commits, as plain data.
 
-The Dagster layer resolves a run's slice from its context and the logs (the revision IO
-manager, ``DatasetSlice``) and turns it into a ``RunSlice``: everything the engine needs to
-compute and commit that run's revision, without Dagster. In process, the IO manager commits
-with it; with Dagster Pipes it travels to the remote job as a Pipes extra (``to_dict``,
-``from_dict``), and the job commits with the same ``commit_run``, so both write the same log
-entry.
+The one slice model of the project. The revision IO manager resolves it from a Dagster
+run's context and the logs, a job run by hand from its arguments and the logs, both by the
+rules of ``resolve.py``; asset bodies, ``load_input``, the commit and the materialization
+read the same frozen object. With Dagster Pipes it travels to the remote job as a Pipes
+extra (``to_dict``, ``from_dict``), and the job commits with the same ``commit_run``, so
+both write the same log entry.
 """
 
 from __future__ import annotations
@@ -27,7 +27,15 @@ SLICE_FORMAT = 1
 
 
 class RunSliceError(RevisionsError, ValueError):
-    """A slice handed to a job that it cannot use (malformed, or of another version)."""
+    """A slice that cannot be resolved or used (a window that contradicts the log, a
+    malformed slice, or one of another version)."""
+
+
+class UnknownInputError(RevisionsError, KeyError):
+    """An input name that is not one of a scoring run's revisioned inputs."""
+
+    def __str__(self) -> str:  # KeyError quotes its message otherwise
+        return str(self.args[0]) if self.args else ""
 
 
 @dataclass(frozen=True)
@@ -55,7 +63,11 @@ class InputSlice:
 @dataclass(frozen=True)
 class RunSlice:
     """What one run computes and commits: the window, major or minor and why, the upstream
-    positions and heads, and the log head the run started from."""
+    positions and heads, and the log head the run started from.
+
+    Revision timestamp: the *end* of the run's window (exclusive, e.g. partition
+    2013-01-05 -> 2013-01-06T00:00Z): the data of a day is complete at the end of that day,
+    so "state as of T" includes a partition exactly when the whole day is before T."""
 
     asset_key: str
     root: str
@@ -68,8 +80,8 @@ class RunSlice:
     run_id: str = ""  # the Dagster run (empty: a job run by hand)
     partition: str = ""  # the run's partitions as the revision records them: ``A`` or ``A...B``
     partition_keys: tuple[str, ...] = ()
-    window_start: datetime | None = None  # featurized: the compute window [start, end)
-    window_end: datetime | None = None
+    compute_start: datetime | None = None  # featurized: the compute window [start, end)
+    compute_end: datetime | None = None
     lookback: timedelta = timedelta(0)  # featurized: how far before the window sources are read
     upstream: tuple[InputSlice, ...] = ()  # scoring: one per input
     soft: bool = False  # scoring: a major only because an input was reset
@@ -79,6 +91,7 @@ class RunSlice:
     force_compaction: bool = False
     compact_after: int | None = DEFAULT_COMPACT_AFTER
     expected_head: int = 0  # the dataset's log head when the slice was resolved
+    skip: str | None = None  # scoring: why there is nothing to consume (no revision, no run)
 
     @property
     def producer(self) -> dict[str, str]:
@@ -96,6 +109,14 @@ class RunSlice:
     @property
     def main(self) -> InputSlice | None:
         return next((u for u in self.upstream if u.kind == "main"), None)
+
+    def input(self, name: str) -> InputSlice:
+        """The input named ``name`` (the scoring function's argument)."""
+        for u in self.upstream:
+            if u.name == name:
+                return u
+        known = [u.name for u in self.upstream]
+        raise UnknownInputError(f"{self.asset_key} has no revisioned input {name!r}: {known}")
 
     def output_field_versions(self, columns: Sequence[str]) -> dict[str, str] | None:
         """Every value column's version (declared, else the code version), when the asset
@@ -123,8 +144,8 @@ class RunSlice:
             "run_id": self.run_id,
             "partition": self.partition,
             "partition_keys": list(self.partition_keys),
-            "window_start": _iso(self.window_start),
-            "window_end": _iso(self.window_end),
+            "window_start": _iso(self.compute_start),
+            "window_end": _iso(self.compute_end),
             "lookback_seconds": self.lookback.total_seconds(),
             "upstream": [
                 {
@@ -148,6 +169,7 @@ class RunSlice:
             "force_compaction": self.force_compaction,
             "compact_after": self.compact_after,
             "expected_head": self.expected_head,
+            "skip": self.skip,
         }
 
     @classmethod
@@ -175,8 +197,8 @@ class RunSlice:
                 run_id=str(doc["run_id"]),
                 partition=str(doc["partition"]),
                 partition_keys=tuple(doc["partition_keys"]),
-                window_start=_time(doc["window_start"]),
-                window_end=_time(doc["window_end"]),
+                compute_start=_time(doc["window_start"]),
+                compute_end=_time(doc["window_end"]),
                 lookback=timedelta(seconds=float(doc["lookback_seconds"])),
                 upstream=tuple(
                     InputSlice(
@@ -200,6 +222,7 @@ class RunSlice:
                 force_compaction=bool(doc["force_compaction"]),
                 compact_after=doc["compact_after"],
                 expected_head=int(doc["expected_head"]),
+                skip=doc.get("skip"),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise RunSliceError(f"the run's slice is malformed: {exc!r}") from exc

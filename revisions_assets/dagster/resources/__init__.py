@@ -1,15 +1,18 @@
 """The Dagster resources of revisions-assets: the revision IO manager (the one resolver from a
-run's context to a ``DatasetSlice``), the dataset location, the Spark session."""
+run's context to its ``RunSlice``), the dataset location, the Spark session, under the keys of
+``keys.py``."""
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 from revisions_assets.core.dataset import DEFAULT_COMPACT_AFTER
 
 from .address import NotRevisionedAssetError, Role, TableAddress, UpstreamRef
+from .binding import ResourceConflictError, shared_resources
 from .io_manager import NothingToConsumeError, RevisionsIOManager, UnexpectedOutputError
 from .keys import IO_MANAGER_KEY, LOCATION_KEY, SPARK_KEY
-from .location import DatasetLocation
+from .location import DatasetLocation, project_root
 from .slice import (
     TAG_FORCE_COMPACTION,
     TAG_FORCE_MAJOR,
@@ -35,6 +38,7 @@ __all__ = [
     "InvalidRunTagError",
     "NotRevisionedAssetError",
     "NothingToConsumeError",
+    "ResourceConflictError",
     "RevisionsIOManager",
     "Role",
     "ScoringRangeError",
@@ -45,6 +49,7 @@ __all__ = [
     "UpstreamNotReadyError",
     "UpstreamRef",
     "UpstreamSlice",
+    "project_root",
     "revisions_resources",
 ]
 
@@ -55,12 +60,21 @@ def revisions_resources(
     *,
     compact_after: int | None = DEFAULT_COMPACT_AFTER,
 ) -> Mapping[str, Any]:
-    """The resources every revisioned asset, check and sensor needs, under their default keys.
-    ``compact_after``: the location's compaction policy (see ``DatasetLocation``)."""
-    location = DatasetLocation(base_uri=base_uri, compact_after=compact_after)
-    spark = spark or SparkSessionResource()
-    return {
-        LOCATION_KEY: location,
-        SPARK_KEY: spark,
-        IO_MANAGER_KEY: RevisionsIOManager(location=location, spark=spark),
-    }
+    """The resources every revisioned asset, check and sensor needs, under their keys
+    (``revisions_io_manager``, ``revisions_location``, ``revisions_spark``).
+
+    A relative ``base_uri`` is resolved against the project root (``project_root``), as a
+    component's ``base_uri`` is; the same settings give the same resource objects, so these
+    and the resources of components on the same location merge into one code location
+    (different settings fail with ``ResourceConflictError``). ``compact_after``: the
+    location's compaction policy (see ``DatasetLocation``)."""
+    caller = sys._getframe(1)
+    return shared_resources(
+        base_uri,
+        spark,
+        compact_after,
+        root=project_root(),
+        origin=f"revisions_resources({base_uri!r}) at "
+        f"{caller.f_code.co_filename}:{caller.f_lineno}",
+        by_component=False,
+    )

@@ -9,7 +9,8 @@ them; a scoring asset also lists its inputs (``revisions/upstream``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -30,6 +31,8 @@ META_USES_COLUMNS = "revisions/uses_columns"
 META_COLUMN_DESCRIPTIONS = "revisions/column_descriptions"
 #: optional: "pipes" when the asset's Spark runs in a remote job (``pipes=True``)
 META_REMOTE = "revisions/remote"
+#: optional, featurized: how far before its window the asset reads its sources, in seconds
+META_LOOKBACK = "revisions/lookback_seconds"
 
 
 class Role(StrEnum):
@@ -93,6 +96,8 @@ class UpstreamRef:
     table: str
     id_columns: tuple[str, ...]
     kind: str  # "main" (its changes drive the work) or "reference" (joined on keys)
+    #: a reference's join: {main column: reference column}
+    on: Mapping[str, str] = field(default_factory=dict)
 
 
 def upstream_refs_metadata(refs: Sequence[UpstreamRef]) -> dg.JsonMetadataValue:
@@ -131,6 +136,12 @@ def uses_columns(metadata: Mapping[str, Any]) -> tuple[str, ...] | None:
     if raw is None:
         return None
     return tuple(_text(raw).split(","))
+
+
+def lookback(metadata: Mapping[str, Any]) -> timedelta:
+    """A featurized asset's ``lookback`` (zero when it declares none)."""
+    raw = metadata.get(META_LOOKBACK)
+    return timedelta(seconds=float(_text(raw))) if raw is not None else timedelta(0)
 
 
 def runs_remotely(metadata: Mapping[str, Any]) -> bool:

@@ -2,8 +2,12 @@
 
 It is the one resolver, as Dagster's ``DbIOManager`` is: ``slice_for`` turns the
 run's context (asset key, partition range, run tags, config, code version) and
-the dataset logs into one frozen ``DatasetSlice``, once per run and asset, and
-``load_input``, the asset body and ``materialize`` all read that same object:
+the dataset logs into one frozen ``RunSlice`` (``revisions_assets.core.runs``), once per
+run and asset, reading the logs only (no JVM: a run refused by its slice fails before Spark
+starts), and ``load_input``, the asset body and ``materialize`` all read that same object.
+Every read is a scan of the run's one snapshot of each log (``snapshot``: taken on the run's
+first read of that log, taken again after the run's own commit), through the location's one
+handle per dataset, pinned at the positions the slice recorded:
 
 - ``load_input`` gives a scoring asset, per input, the changes since the position
   its slice recorded, pinned to the slice's head; any other consumer gets the
@@ -12,7 +16,10 @@ the dataset logs into one frozen ``DatasetSlice``, once per run and asset, and
 - ``materialize``, called by the asset body with the DataFrame it computed, commits it
   with the slice's timestamp, version, positions and precondition, and returns the
   body's MaterializeResult: the revision as metadata (Dagster's table conventions
-  included) and as the data version (``handle_output`` only refuses outputs). It
+  included) and as the data version (``handle_output`` only refuses outputs); every other
+  partition the revision covers (a major launched for one partition covers them all) is
+  reported in the same run as a materialization of that partition, with the revision's
+  code version, data version and metadata, so the catalog agrees with the log. It
   commits with ``skip_unchanged``: a minor writes only the rows whose values
   changed, and a major is written as a carrying major where it can be (its rows
   are the complete new state, only the changed ones and tombstones are written);
@@ -21,21 +28,20 @@ the dataset logs into one frozen ``DatasetSlice``, once per run and asset, and
   score is kept).
 """
 
-from collections.abc import Mapping
-from datetime import timedelta
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import dagster as dg
+from dagster._check import CheckError  # what a step context without a code location raises
 from pydantic import Field, PrivateAttr
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
 from revisions_assets.core.errors import ArgumentTypeError, RevisionsError
 from revisions_assets.core.log.records import Revision
-from revisions_assets.core.log.view import LogView
-from revisions_assets.core.read.execute.spark_scan import spark_schema
-from revisions_assets.core.read.plan.scans import current_schema
+from revisions_assets.core.read.scan import DatasetSnapshot
 from revisions_assets.core.runs.commit import CommittedRun, commit_run
 from revisions_assets.core.runs.consume import changes_since
+from revisions_assets.core.runs.resolve import consumer_timestamp, major_window_end
 from revisions_assets.core.runs.run_slice import RunSlice
 from revisions_assets.core.runs.versions import decide_major
 from revisions_assets.core.timeutil import now_utc
@@ -46,7 +52,7 @@ from .address import (
     TableAddress,
     column_descriptions,
     field_versions,
-    role_of,
+    lookback,
     runs_remotely,
     upstream_refs,
     uses_columns,
@@ -55,6 +61,8 @@ from .location import DatasetLocation
 from .metadata import (
     COLUMN_SCHEMA,
     compaction_metadata,
+    coverage_entries,
+    covered_materializations,
     data_version,
     revision_metadata,
     slice_metadata,
@@ -66,7 +74,6 @@ from .slice import (
     TAG_FORCE_COMPACTION,
     TAG_FORCE_MAJOR,
     TAG_UPSTREAM_HEADS,
-    DatasetSlice,
     UpstreamNotReadyError,
     check_requested_partitions,
     compute_window,
@@ -75,6 +82,9 @@ from .slice import (
     plan_consumer,
     truthy,
     upstream_slices,
+)
+from .slice import (
+    describe as describe_keys,
 )
 from .spark import SparkSessionResource
 from .values import UpstreamChanges
@@ -108,6 +118,46 @@ def _time_partitions(pdef: dg.PartitionsDefinition | None) -> Any:
     return pdef if isinstance(pdef, dg.TimeWindowPartitionsDefinition) else None
 
 
+def range_hint(step: Any, key: dg.AssetKey) -> str:
+    """What requests a scoring asset's runs in this code location, named in a
+    ``ScoringRangeError``: the sensors that target it (an automation condition sensor when the
+    asset has a condition), else how to launch the range or what to add."""
+    conditioned = step.assets_def.automation_conditions_by_key.get(key) is not None
+    try:
+        repository = step.repository_def
+    except CheckError:  # a run without a code location (dg.materialize): no sensor to name
+        repository = None
+    sensors = [
+        sensor.name
+        for sensor in (repository.sensor_defs if repository is not None else [])
+        if key in _sensor_targets(sensor, repository)
+        and (conditioned or not isinstance(sensor, dg.AutomationConditionSensorDefinition))
+    ]
+    named = f"the sensor{'s' if len(sensors) > 1 else ''} {' and '.join(map(repr, sensors))}"
+    if sensors and conditioned:
+        return f"its automation condition requests exactly that, on {named} of this code location"
+    if sensors:
+        return f"{named} of this code location requests exactly that"
+    if conditioned:
+        return (
+            "its automation condition requests exactly that once a revisions_automation_sensor "
+            "targets the asset; no sensor of this code location does yet"
+        )
+    return (
+        "no sensor of this code location requests this asset's runs: launch that range, or give "
+        "the asset revisions_automation() with a revisions_automation_sensor"
+    )
+
+
+def _sensor_targets(sensor: dg.SensorDefinition, repository: Any) -> set[dg.AssetKey]:
+    """The assets a sensor of ``repository`` requests: its asset selection (an automation
+    condition sensor), else the assets of the jobs it targets (``target=`` of ``dg.sensor``)."""
+    if sensor.asset_selection is not None:
+        return set(sensor.asset_selection.resolve(repository.asset_graph, allow_missing=True))
+    jobs = [repository.get_job(target.job_name) for target in sensor.targets]
+    return {key for job in jobs for key in job.asset_layer.selected_asset_keys}
+
+
 class RevisionsIOManager(dg.ConfigurableIOManager):
     """Writes each materialization as a revision; loads inputs as Spark DataFrames."""
 
@@ -117,11 +167,35 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
     spark: dg.ResourceDependency[SparkSessionResource] = Field(
         description="The Spark session resource used for reads and writes."
     )
-    _slices: dict[tuple[str, str], DatasetSlice] = PrivateAttr(default_factory=dict)
+    _slices: dict[tuple[str, str], RunSlice] = PrivateAttr(default_factory=dict)
+    _snapshots: dict[tuple[str, str], DatasetSnapshot] = PrivateAttr(default_factory=dict)
+
+    # -- the run's logs --------------------------------------------------------------------
+
+    def snapshot(self, run_id: str, dataset: str, *, refresh: bool = False) -> DatasetSnapshot:
+        """The run's snapshot of a dataset's log (``dataset``: a name or a root), taken on
+        its first read and kept, so that the run's slice, inputs and checks all read one
+        state of each log however many commits land meanwhile. ``refresh``: take it again
+        (after the run's own commit, which its checks and the assets downstream read)."""
+        ds = self.location.dataset(dataset)
+        key = (run_id, ds.root)
+        if refresh or key not in self._snapshots:
+            self._snapshots[key] = ds.snapshot()
+        return self._snapshots[key]
+
+    def _logs_of(self, run_id: str) -> Any:
+        """``log_of(dataset)`` for the slice rules: an upstream's (root, log), on the run's
+        snapshot."""
+
+        def log_of(dataset: str) -> tuple[str, tuple[Revision, ...]]:
+            snapshot = self.snapshot(run_id, dataset)
+            return snapshot.root, tuple(snapshot.revisions())
+
+        return log_of
 
     # -- the resolver ----------------------------------------------------------------------
 
-    def slice_for(self, context: AnyContext) -> DatasetSlice:
+    def slice_for(self, context: AnyContext) -> RunSlice:
         """The slice of the asset being materialized in this step, resolved once per run."""
         if not isinstance(context, AnyContext):
             raise ArgumentTypeError(
@@ -140,7 +214,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             self._slices[cache_key] = self._resolve(step, key)
         return self._slices[cache_key]
 
-    def _resolve(self, step: Any, key: dg.AssetKey) -> DatasetSlice:
+    def _resolve(self, step: Any, key: dg.AssetKey) -> RunSlice:
         """The run's facts (definition, partitions, tags, config) and the logs -> the slice."""
         assets_def = step.assets_def
         metadata = assets_def.metadata_by_key[key]
@@ -154,26 +228,29 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         pdef = _time_partitions(assets_def.partitions_def)
         output = assets_def.get_output_name_for_asset_key(key)
         keys = step.asset_partition_key_range_for_output(output) if pdef is not None else None
-        if runs_remotely(metadata):  # the logs only: no JVM in this process
-            log_of = self._read_log_of
-            root, records = log_of(address.dataset)
-        else:  # the handle the run commits with (each log is opened once per run)
-            log_of = self._log_of
-            own = self.location.dataset(
-                address.dataset, self.spark.spark_session, {address.table: address.id_columns}
-            )
-            root, records = own.root, tuple(own.revisions())
+        # the logs only, through the location's handles; a remote job commits (read-only here)
+        writes = None if runs_remotely(metadata) else {address.table: address.id_columns}
+        own = self.location.dataset(address.dataset, writes=writes)
+        records = tuple(self.snapshot(step.run_id, own.root).revisions())
         history = [r for r in records if r.wrote(address.table)]
+        declared = metadata.get(COLUMN_SCHEMA)
         common: dict[str, Any] = {
             "asset_key": key.to_user_string(),
-            "role": role_of(metadata),
-            "root": root,
+            "root": own.root,
             "table": address.table,
             "id_columns": address.id_columns,
             "code_version": code_version,
-            "partitions": keys,
+            "run_id": step.run_id,
+            "partition": describe_keys(keys) if keys is not None else "",
+            "partition_keys": tuple(pdef.get_partition_keys_in_range(keys)) if keys else (),
+            "columns": (
+                {c.name: c.type for c in table_schema(declared).columns}
+                if declared is not None
+                else None
+            ),
             "force_compaction": compact,
-            "head": records[-1].sequence if records else 0,
+            "compact_after": self.location.compact_after,
+            "expected_head": records[-1].sequence if records else 0,
         }
         refs = upstream_refs(metadata)
         if not refs:
@@ -182,13 +259,16 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
                 history[-1] if history else None, address.table, code_version, forced, fields
             )
             start, end = compute_window(pdef, keys, is_major) if keys is not None else (None, None)
-            return DatasetSlice(
+            if end is not None and is_major:
+                end = major_window_end(history, end)
+            return RunSlice(
                 **common,
                 is_major=is_major,
                 reason=reason,
                 timestamp=end or now_utc(),
                 compute_start=start,
                 compute_end=end,
+                lookback=lookback(metadata),
                 field_versions=fields,
             )
         if keys is None:
@@ -204,71 +284,44 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
                 address.table,
                 code_version,
                 forced,
-                log_of,
+                self._logs_of(step.run_id),
                 keys,
                 pdef,
             )
         else:
             pins = parse_upstream_heads(pin_tag)
-            upstream = upstream_slices(refs, records, address.table, log_of, pins)
+            upstream = upstream_slices(
+                refs, records, address.table, self._logs_of(step.run_id), pins
+            )
             plan = plan_consumer(history, address.table, code_version, forced, upstream, pdef)
         if plan.covers is not None:
-            check_requested_partitions(key.to_user_string(), plan, keys, history, pdef)
-        end = compute_window(pdef, keys, False)[1]
-        return DatasetSlice(
+            check_requested_partitions(
+                key.to_user_string(), plan, keys, history, pdef, range_hint(step, key)
+            )
+        return RunSlice(
             **common,
             is_major=plan.is_major,
             reason=plan.reason,
-            # scores never go back in time: newer scores are never shadowed by older ones
-            timestamp=max([end, *(r.timestamp for r in history)]),
-            compute_start=None,
-            compute_end=None,
-            upstream=plan.upstream,
+            timestamp=consumer_timestamp(history, compute_window(pdef, keys, False)[1]),
+            upstream=tuple(u.input for u in plan.upstream),
             skip=None if plan.covers is not None else plan.reason,
             soft=plan.soft,
             uses_columns=uses_columns(metadata),
         )
 
-    def _log_of(self, dataset: str) -> tuple[str, tuple[Revision, ...]]:
-        ds = self.location.dataset(dataset, self.spark.spark_session)
-        return ds.root, tuple(ds.revisions())
+    def current_state(self, s: RunSlice) -> DataFrame:
+        """The slice's table at the log head the run started from (a reference minor commits
+        only its difference)."""
+        self.session()
+        return self.snapshot(s.run_id, s.root).scan(s.table, at=s.expected_head).to_spark()
 
-    def _read_log_of(self, dataset: str) -> tuple[str, tuple[Revision, ...]]:
-        """A dataset's root and log, read without Spark (a remote job commits)."""
-        return self.location.root_for(dataset), self.location.read_log(dataset)
-
-    def current_state(self, s: DatasetSlice) -> DataFrame:
-        """The slice's table as it is now (a reference minor commits only its difference)."""
-        return self.location.dataset(s.root, self.spark.spark_session).read(s.table)
+    def session(self) -> SparkSession:
+        """The run's Spark session, started with the Spark resource's settings: call it before
+        reading data through the location's handles, which read with the process's session.
+        Resolving a slice needs none (no JVM for a run its slice refuses)."""
+        return self.spark.spark_session
 
     # -- inputs and outputs ----------------------------------------------------------------
-
-    def run_slice(
-        self,
-        context: dg.AssetExecutionContext,
-        *,
-        joins: Mapping[str, Mapping[str, str]] | None = None,
-        lookback: timedelta = timedelta(0),
-    ) -> RunSlice:
-        """The run's slice as plain data (``RunSlice``): what ``materialize`` commits with, and
-        what an asset whose Spark runs remotely hands its job (``joins``: each reference
-        input's ``on``; ``lookback``: how far before the window the job reads its sources)."""
-        s = self.slice_for(context)
-        declared = context.assets_def.metadata_by_key[context.asset_key].get(COLUMN_SCHEMA)
-        pdef = _time_partitions(context.assets_def.partitions_def)
-        keys = pdef.get_partition_keys_in_range(s.partitions) if pdef and s.partitions else ()
-        return s.to_run(
-            context.run.run_id,
-            compact_after=self.location.compact_after,
-            partition_keys=keys,
-            columns=(
-                {c.name: c.type for c in table_schema(declared).columns}
-                if declared is not None
-                else None
-            ),
-            joins=joins,
-            lookback=lookback,
-        )
 
     def materialize(
         self,
@@ -293,20 +346,24 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             raise NothingToConsumeError(
                 f"{s.asset_key}: {s.skip}; a consumer with nothing to consume returns no output"
             )
-        ds = self.location.dataset(s.root, self.spark.spark_session, {s.table: s.id_columns})
-        done = commit_run(ds, self.run_slice(context), obj)
-        return self.materialization(context, done, ds.snapshot().view, metadata)
+        self.session()
+        ds = self.location.dataset(s.root, writes={s.table: s.id_columns})
+        done = commit_run(ds, s, obj)
+        records = self.snapshot(s.run_id, s.root, refresh=True).revisions()
+        return self.materialization(context, done, records, metadata)
 
     def materialization(
         self,
         context: dg.AssetExecutionContext,
         done: CommittedRun,
-        view: LogView,
+        records: Sequence[Revision],
         metadata: Mapping[str, Any] | None = None,
     ) -> dg.MaterializeResult:
-        """The MaterializeResult of a run's commit, read from the log (``view``, taken after
-        it): the revision as metadata (Dagster's table conventions included) and as the data
-        version. The same for a commit made in process and one a remote job made."""
+        """The MaterializeResult of a run's commit, read from the log (``records``, read after
+        it, the run's snapshot taken again): the revision as metadata (Dagster's table
+        conventions included) and as the data version; the other partitions the revision
+        covers are reported with it (``covered_materializations``). The same for a commit
+        made in process and one a remote job made."""
         s = self.slice_for(context)
         definition = context.assets_def.metadata_by_key[context.asset_key]
         descriptions = column_descriptions(definition)
@@ -317,7 +374,8 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
                 f"(sequence {done.compaction.sequence}): {written.rows} rows in "
                 f"{len(written.files)} files"
             )
-        schema = spark_schema(current_schema(view, s.table)) if s.table in view.tables() else None
+        tables = self.snapshot(s.run_id, s.root).tables()
+        schema = tables[s.table].schema if s.table in tables else None
         shown = {
             **compaction_metadata(s.table, done.compaction),
             **slice_metadata(s),
@@ -325,7 +383,7 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         }
         rev = done.revision
         if rev is None:
-            history = view.table_revisions(s.table) if schema is not None else []
+            history = [r for r in records if r.wrote(s.table)]
             head = history[-1].sequence if history else None
             context.log.info(f"{s.asset_key}: no rows to write, no revision committed")
             return dg.MaterializeResult(
@@ -342,13 +400,18 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             f"{s.asset_key}: committed {'major' if rev.is_major else 'minor'} revision "
             f"{rev.name} (sequence {rev.sequence}) to {s.root}/{s.table}: {s.reason}"
         )
+        pdef = _time_partitions(context.assets_def.partitions_def)
+        entries = {
+            **revision_metadata(s, rev),
+            **shown,
+            **(coverage_entries(s, rev, pdef) if pdef is not None else {}),
+            **table_metadata(s, schema, done.entities, descriptions),
+        }
+        if pdef is not None:
+            for event in covered_materializations(context, s, rev, pdef, entries):
+                context.log_event(event)
         return dg.MaterializeResult(
-            metadata={
-                **revision_metadata(s, rev),
-                **shown,
-                **table_metadata(s, schema, done.entities, descriptions),
-            },
-            data_version=dg.DataVersion(data_version(s.table, rev.sequence)),
+            metadata=entries, data_version=dg.DataVersion(data_version(s.table, rev.sequence))
         )
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
@@ -365,21 +428,20 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
         up = context.upstream_output
         assert up is not None and up.asset_key is not None
         address = TableAddress.from_metadata(up.definition_metadata, up.asset_key.to_user_string())
-        ds = self.location.dataset(address.dataset, self.spark.spark_session)
-        if not any(r.wrote(address.table) for r in ds.revisions()):
+        snapshot = self.snapshot(context.step_context.run_id, address.dataset)
+        if not any(r.wrote(address.table) for r in snapshot.revisions()):
             raise UpstreamNotReadyError(
-                f"input {up.asset_key.to_user_string()} ({ds.root}, table {address.table!r}) has "
-                "no revision yet: materialize it first"
+                f"input {up.asset_key.to_user_string()} ({snapshot.root}, table "
+                f"{address.table!r}) has no revision yet: materialize it first"
             )
+        self.session()
         pdef = (
             _time_partitions(context.asset_partitions_def) if context.has_asset_partitions else None
         )
-        if pdef is not None:
-            end = compute_window(pdef, context.asset_partition_key_range, False)[1]
-            return ds.read(address.table, as_of=end)
-        return ds.read(address.table)
+        end = compute_window(pdef, context.asset_partition_key_range, False)[1] if pdef else None
+        return snapshot.scan(address.table, as_of=end).to_spark()
 
-    def _consumer_slice(self, context: dg.InputContext) -> DatasetSlice | None:
+    def _consumer_slice(self, context: dg.InputContext) -> RunSlice | None:
         """The consuming asset's slice when it consumes this input as changes (scoring)."""
         step = context.step_context
         key = _step_asset_key(step)
@@ -390,17 +452,16 @@ class RevisionsIOManager(dg.ConfigurableIOManager):
             return None
         return self.slice_for(context)
 
-    def _load_changes(
-        self, context: dg.InputContext, consumer: DatasetSlice
-    ) -> UpstreamChanges | None:
+    def _load_changes(self, context: dg.InputContext, consumer: RunSlice) -> UpstreamChanges | None:
         if consumer.skip is not None:
             return None  # the body commits nothing; do not plan a read
         u = consumer.input(context.name)
-        ds = self.location.dataset(u.root, self.spark.spark_session)
-        columns = consumer.uses_columns if u.ref.kind == "main" else None
-        changes = changes_since(ds, u.ref.table, u.since, u.head, columns)
+        self.session()
+        snapshot = self.snapshot(consumer.run_id, u.root)
+        columns = consumer.uses_columns if u.kind == "main" else None
+        changes = changes_since(snapshot, u.table, u.since, u.head, columns)
         context.log.info(
-            f"{u.ref.asset_key}: changes since sequence {u.since} up to {u.head}"
+            f"{u.asset_key}: changes since sequence {u.since} up to {u.head}"
             f"{' (reset)' if changes.is_reset else ''}"
         )
-        return UpstreamChanges(changes, ds, u.ref.table, u.ref.id_columns, u.head, slice=u)
+        return UpstreamChanges(changes, snapshot, u.table, u.id_columns, u.head, slice=u)

@@ -1,16 +1,20 @@
 """Where revisioned datasets live: one base URI, one dataset per name under it.
 
-The location also hands out the logs and dataset handles a run or a sensor tick
-needs, each opened once and cached on the resource (Dagster initializes resources
-per run, so a cache lives as long as one run or one tick):
+The location hands out one ``RevisionedDataset`` handle per dataset, opened once and kept
+on the resource (Dagster initializes resources per run, so a handle lives as long as one
+run or one sensor tick): every read of the Dagster layer goes through it, the public reads
+of the engine, so a run reads each log through one handle. A handle opened for reads is
+read-only (sensors and checks never write); the revision IO manager asks for its own table
+with ``writes`` and gets a handle that commits. Spark is the process's session: the run's
+Spark resource builds it before anything reads data, and a handle opened for the logs alone
+(a sensor, a Pipes orchestrator) never starts a JVM.
 
-- ``read_log``: the committed revisions, read-only (sensors, checks, the resolver);
-- ``read_view``: the same log with compactions and vacuums applied (checks, vacuum jobs);
-- ``read_state``: a table's state as a Spark DataFrame, read-only (checks);
-- ``dataset``: a full handle for the IO manager, which reads and commits.
+A relative ``base_uri`` is resolved against the project root (``project_root``), the one
+rule the components' ``base_uri`` and ``revisions_resources(...)`` share.
 """
 
 import os
+import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,13 +29,34 @@ from revisions_assets.core.arguments import check_spark, check_text
 from revisions_assets.core.dataset import DEFAULT_COMPACT_AFTER
 from revisions_assets.core.errors import ArgumentTypeError, InvalidArgumentError
 from revisions_assets.core.log.records import Revision
-from revisions_assets.core.log.revision_log import RevisionLog
-from revisions_assets.core.log.view import LogView
-from revisions_assets.core.read.execute.spark import SparkExecutor
-from revisions_assets.core.read.plan.requests import Snapshot, plan_state
 from revisions_assets.core.storage.backends import configure_storage, open_storage
 from revisions_assets.core.storage.base import check_relative
 from revisions_assets.core.uris import describe
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The folder a relative ``base_uri`` is resolved against: the nearest one, from ``start``
+    (default: the working directory) up, whose ``pyproject.toml`` has a ``[tool.dg]`` table
+    (the project root, as ``dg`` finds it); outside such a project, ``start`` itself."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file():
+            try:
+                if "dg" in tomllib.loads(pyproject.read_text()).get("tool", {}):
+                    return folder
+            except (OSError, tomllib.TOMLDecodeError):
+                continue
+    return here
+
+
+def resolve_base_uri(base_uri: str, root: Path | None = None) -> str:
+    """``base_uri`` as a location: a URI or an absolute path as it is, a relative path under
+    ``root`` (default: ``project_root()``)."""
+    check_text(base_uri, "base_uri")
+    if "://" in base_uri or os.path.isabs(base_uri):
+        return base_uri
+    return str((root or project_root()) / base_uri)
 
 
 class DatasetLocation(dg.ConfigurableResource):
@@ -43,8 +68,9 @@ class DatasetLocation(dg.ConfigurableResource):
 
     base_uri: str = Field(
         description=(
-            "Base location of the datasets: a local directory (relative paths are resolved "
-            "against the working directory of the process), file://… or s3://bucket/prefix."
+            "Base location of the datasets: a local directory, file://… or s3://bucket/prefix. "
+            "A relative directory is resolved against the project root: the nearest folder, "
+            "from the working directory up, whose pyproject.toml has a [tool.dg] table."
         )
     )
 
@@ -66,8 +92,8 @@ class DatasetLocation(dg.ConfigurableResource):
         ),
     )
 
-    _logs: dict[str, RevisionLog] = PrivateAttr(default_factory=dict)
-    _datasets: dict[str, tuple[RevisionedDataset, dict[str, tuple[str, ...]]]] = PrivateAttr(
+    #: one handle per dataset root, with the tables it may write (None: read-only)
+    _datasets: dict[str, tuple[RevisionedDataset, dict[str, tuple[str, ...]] | None]] = PrivateAttr(
         default_factory=dict
     )
 
@@ -88,63 +114,63 @@ class DatasetLocation(dg.ConfigurableResource):
             raise InvalidArgumentError(f"dataset must name a dataset, got {dataset!r}")
         if "://" in dataset or os.path.isabs(dataset):
             root = dataset
-        elif "://" in self.base_uri:
-            root = f"{self.base_uri.rstrip('/')}/{check_relative(dataset)}"
         else:
-            root = str(Path(self.base_uri) / check_relative(dataset))
+            base = resolve_base_uri(self.base_uri)
+            if "://" in base:
+                root = f"{base.rstrip('/')}/{check_relative(dataset)}"
+            else:
+                root = str(Path(base) / check_relative(dataset))
         return open_storage(root).uri
-
-    def read_log(self, dataset: str) -> tuple[Revision, ...]:
-        """The committed revisions of a dataset, read without Spark and without writing."""
-        return self._log(dataset).refresh()
-
-    def read_view(self, dataset: str) -> LogView:
-        """The committed log with its maintenance entries applied (compactions, vacuums):
-        what a read plans from, read without Spark and without writing."""
-        log = self._log(dataset)
-        log.refresh()
-        return log.view()
-
-    def read_state(self, spark: SparkSession, dataset: str, table: str) -> DataFrame:
-        """A table's current state (docs/concepts/read-semantics.md), planned from the read-only
-        log (on the newest
-        compaction, like every default read)."""
-        if check_spark(spark) is None:
-            raise ArgumentTypeError("read_state needs a SparkSession, got None")
-        check_text(table, "table")
-        snapshot = Snapshot(self.root_for(dataset), self.read_view(dataset))
-        storage = self._log(dataset).storage
-        return SparkExecutor(storage, lambda: spark, "auto").merge(plan_state(snapshot, table).rows)
-
-    def _log(self, dataset: str) -> RevisionLog:
-        root = self.root_for(dataset)
-        if root not in self._logs:
-            self._logs[root] = RevisionLog(open_storage(root))
-        return self._logs[root]
 
     def dataset(
         self,
         dataset: str,
-        spark: SparkSession | None,
+        spark: SparkSession | None = None,
         writes: Mapping[str, Sequence[str]] | None = None,
     ) -> RevisionedDataset:
-        """A handle that reads and commits, opened once per dataset; ``writes`` declares the
-        tables (and their id columns) the caller commits, the only ones it may touch."""
+        """The dataset's handle, opened once. Read-only, unless ``writes`` declares the tables
+        (and their id columns) the caller commits, the only ones it may touch (``{}``: none,
+        for maintenance such as a vacuum). ``spark``: checked only; a handle reads with the
+        process's session (see the module doc)."""
         root = self.root_for(dataset)
         check_spark(spark)
-        wanted = {t: tuple(ids) for t, ids in _declared_writes(writes).items()}
+        wanted = (
+            None
+            if writes is None
+            else {t: tuple(ids) for t, ids in _declared_writes(writes).items()}
+        )
         cached = self._datasets.get(root)
-        if cached is not None and wanted.items() <= cached[1].items():
+        if cached is not None and (
+            wanted is None or (cached[1] is not None and wanted.items() <= cached[1].items())
+        ):
             return cached[0]
-        declared = {**(cached[1] if cached else {}), **wanted}
+        declared = None if wanted is None else {**((cached and cached[1]) or {}), **wanted}
         handle = RevisionedDataset(
             root,
-            spark=spark,
-            id_columns=_declaration(declared),
+            id_columns={t: list(ids) for t, ids in declared.items()} if declared else None,
             compact_after=self.compact_after,
+            read_only=declared is None,
         )
         self._datasets[root] = (handle, declared)
         return handle
+
+    def read_log(self, dataset: str) -> tuple[Revision, ...]:
+        """The committed revisions of a dataset, read without Spark and without writing."""
+        return self.root_and_log(dataset)[1]
+
+    def root_and_log(self, dataset: str) -> tuple[str, tuple[Revision, ...]]:
+        """A dataset's root and its committed revisions (what the slice rules plan from)."""
+        ds = self.dataset(dataset)
+        return ds.root, tuple(ds.revisions())
+
+    def read_state(self, spark: SparkSession, dataset: str, table: str) -> DataFrame:
+        """A table's current state (docs/concepts/read-semantics.md): a scan of a fresh
+        snapshot of the dataset's log, through its read-only handle (the file gate checks
+        the files it reads)."""
+        if check_spark(spark) is None:
+            raise ArgumentTypeError("read_state needs a SparkSession, got None")
+        check_text(table, "table")
+        return self.dataset(dataset).snapshot().scan(table).to_spark()
 
 
 def _declared_writes(writes: Any) -> Mapping[str, Sequence[str]]:
@@ -164,8 +190,3 @@ def _declared_writes(writes: Any) -> Mapping[str, Sequence[str]]:
         for column in ids:
             check_text(column, f"writes[{table!r}]: id column")
     return writes
-
-
-def _declaration(declared: Mapping[str, tuple[str, ...]]) -> Any:
-    """No declared table: a read-only use; the engine then needs no id columns."""
-    return {t: list(ids) for t, ids in declared.items()} or None

@@ -12,18 +12,36 @@ from pathlib import PurePosixPath
 from typing import Any
 
 import dagster as dg
+
+# the tags of a materialization's input provenance, as Dagster writes them on a run's own
+from dagster._core.definitions.data_version import (
+    DATA_VERSION_IS_USER_PROVIDED_TAG,
+    DEFAULT_DATA_VERSION,
+    NULL_EVENT_POINTER,
+    get_input_data_version_tag,
+    get_input_event_pointer_tag,
+)
 from pyspark.sql.types import StructType
 
 from revisions_assets.core.columns import DELETED
 from revisions_assets.core.log.records import Revision
 from revisions_assets.core.runs.commit import DeclaredColumnsError as DeclaredColumnsError
 from revisions_assets.core.runs.commit import check_columns
+from revisions_assets.core.runs.run_slice import RunSlice
 
-from .slice import DatasetSlice
+from .slice import describe, parse_partitions, revision_partitions
 
 COLUMN_SCHEMA = "dagster/column_schema"
 TABLE_NAME = "dagster/table_name"
 COLUMN_LINEAGE = "dagster/column_lineage"
+#: the tags of a materialization reported outside Dagster's own output handling (a runless
+#: one, or another partition a run's revision covers): what staleness and the UI read
+CODE_VERSION_TAG = "dagster/code_version"
+DATA_VERSION_TAG = "dagster/data_version"
+#: materialization metadata: the partitions the revision covers, and the run's own
+PARTITIONS = "partitions"
+RUN_PARTITIONS = "run_partitions"
+PARTITION_ROW_COUNT = "dagster/partition_row_count"
 
 
 def data_version(table: str, sequence: int) -> str:
@@ -141,7 +159,7 @@ def column_lineage(
 
 
 def table_metadata(
-    s: DatasetSlice,
+    s: RunSlice,
     schema: StructType | None,
     entities: int | None,
     descriptions: Mapping[str, str],
@@ -171,15 +189,15 @@ def table_entries(
     return meta
 
 
-def upstream_metadata(s: DatasetSlice) -> dict[str, Any]:
+def upstream_metadata(s: RunSlice) -> dict[str, Any]:
     """A consumer's positions per input: consumed from -> to, and the data version consumed."""
     return {
         "upstream_positions": dg.MetadataValue.json(
             [
                 {
-                    "asset": u.ref.asset_key,
+                    "asset": u.asset_key,
                     "dataset": u.root,
-                    "table": u.ref.table,
+                    "table": u.table,
                     "from": u.since,
                     "to": u.head,
                     "data_version": u.data_version,
@@ -188,20 +206,20 @@ def upstream_metadata(s: DatasetSlice) -> dict[str, Any]:
             ]
         ),
         "upstream_data_versions": dg.MetadataValue.json(
-            {u.ref.asset_key: u.data_version for u in s.upstream}
+            {u.asset_key: u.data_version for u in s.upstream}
         ),
     }
 
 
-def slice_metadata(s: DatasetSlice) -> dict[str, Any]:
+def slice_metadata(s: RunSlice) -> dict[str, Any]:
     """What every materialization shows about its slice, committed or not."""
     meta: dict[str, Any] = {
         "why": s.reason,
         "dataset_root": dg.MetadataValue.path(s.root),
         "table": s.table,
     }
-    if s.partitions is not None:
-        meta["partitions"] = s.partition
+    if s.partition:
+        meta[PARTITIONS] = s.partition
     if s.upstream:  # a consumer's work is given by its positions, not by a window
         meta.update(upstream_metadata(s))
     else:
@@ -213,9 +231,9 @@ def slice_metadata(s: DatasetSlice) -> dict[str, Any]:
     return meta
 
 
-def revision_metadata(s: DatasetSlice, rev: Revision) -> dict[str, Any]:
+def revision_metadata(s: RunSlice, rev: Revision) -> dict[str, Any]:
     """The committed revision: name, kind, sequence, version, counts, data version."""
-    return revision_entries(s.table, rev, partitioned=s.partitions is not None)
+    return revision_entries(s.table, rev, partitioned=bool(s.partition))
 
 
 def revision_entries(table: str, rev: Revision, *, partitioned: bool) -> dict[str, Any]:
@@ -241,8 +259,60 @@ def revision_entries(table: str, rev: Revision, *, partitioned: bool) -> dict[st
     if t.carries:  # a carrying major: ``rows`` are its changes, the rest of the state is kept
         meta["carried_revisions"] = len(t.carries)
     if partitioned:  # the live rows the revision wrote for its partitions
-        meta["dagster/partition_row_count"] = t.rows - t.tombstones
+        meta[PARTITION_ROW_COUNT] = t.rows - t.tombstones
     return meta
+
+
+def coverage_entries(
+    s: RunSlice, rev: Revision, pdef: dg.TimeWindowPartitionsDefinition
+) -> dict[str, Any]:
+    """The partitions ``rev`` covers, when they are more than the run's (a major re-evaluates
+    every partition up to its timestamp, whichever partition its run was launched for)."""
+    covered = describe(revision_partitions(rev, pdef))
+    return {} if covered == s.partition else {PARTITIONS: covered, RUN_PARTITIONS: s.partition}
+
+
+def covered_materializations(
+    context: dg.AssetExecutionContext,
+    s: RunSlice,
+    rev: Revision,
+    pdef: dg.TimeWindowPartitionsDefinition,
+    metadata: Mapping[str, Any],
+) -> list[dg.AssetMaterialization]:
+    """A materialization of each partition ``rev`` covers beyond the run's own, with the
+    revision's ``metadata`` (but the run's partition row count), code version and data
+    version, and the input provenance Dagster records on the run's own materialization:
+    Dagster then judges them as it judges the partitions of a range run, which carry the
+    same tags."""
+    run = parse_partitions(s.partition)
+    own = set(pdef.get_partition_keys_in_range(run)) if run is not None else set()
+    covered = pdef.get_partition_keys_in_range(revision_partitions(rev, pdef))
+    shown = {k: v for k, v in metadata.items() if k != PARTITION_ROW_COUNT}
+    tags = {
+        CODE_VERSION_TAG: rev.version_of(s.table) or "",
+        DATA_VERSION_TAG: data_version(s.table, rev.sequence),
+        DATA_VERSION_IS_USER_PROVIDED_TAG: "true",
+        **input_provenance(context),
+    }
+    return [
+        dg.AssetMaterialization(context.asset_key, partition=k, metadata=shown, tags=tags)
+        for k in covered
+        if k not in own
+    ]
+
+
+def input_provenance(context: dg.AssetExecutionContext) -> dict[str, str]:
+    """The data version and event of each upstream asset as the run saw them, as tags: what
+    Dagster records on the run's own materialization (its staleness reads them)."""
+    step = context.get_step_execution_context()
+    tags = {}
+    for key in step.job_def.asset_layer.get(context.asset_key).parent_keys:
+        seen = step.maybe_fetch_and_get_input_asset_version_info(key)
+        version = (seen.data_version if seen else None) or DEFAULT_DATA_VERSION
+        tags[get_input_data_version_tag(key)] = version.value
+        event = seen.storage_id if seen else None
+        tags[get_input_event_pointer_tag(key)] = str(event) if event else NULL_EVENT_POINTER
+    return tags
 
 
 def compaction_metadata(table: str, compaction: Revision | None) -> dict[str, Any]:

@@ -1,39 +1,38 @@
-"""The slice of one materialization, and the pure rules that derive it from the logs.
+"""The pure rules that turn a Dagster run's partitions and the dataset logs into its slice.
 
-The revision IO manager resolves a run's Dagster context and the dataset logs,
-once per run and asset, into a frozen ``DatasetSlice``: which window to compute,
-major or minor and why, the revision timestamp, and for a scoring asset the
-upstream positions it consumes from and the heads it is pinned to. Asset bodies,
-``load_input`` and ``handle_output`` only read it. The rules here are pure
-functions of the log records and the partitions definition (no Spark, no
-instance), so sensors use exactly the same ones.
-
-Revision timestamp: the *end* of the requested partition window (exclusive end,
-e.g. partition 2013-01-05 -> 2013-01-06T00:00Z). The data of a day is complete
-at the end of that day, so "state as of T" includes a partition exactly when the
-whole day is before T.
+The revision IO manager resolves a run's Dagster context and the dataset logs, once per
+run and asset, into the one frozen ``RunSlice`` (``revisions_assets.core.runs``): which
+window to compute, major or minor and why, the revision timestamp, and for a scoring asset
+the upstream positions it consumes from and the heads it is pinned to. Asset bodies,
+``load_input`` and the commit only read it. The rules here are pure functions of the log
+records and the partitions definition (no Spark, no instance), so sensors and the
+automation condition use exactly the same ones.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import dagster as dg
 
 from revisions_assets.core.errors import RevisionsError
-from revisions_assets.core.log.consumers import consumer_position
-from revisions_assets.core.log.records import Revision, UpstreamPosition
-from revisions_assets.core.read.plan.selection import changes_by_sequence
-from revisions_assets.core.runs.run_slice import InputSlice, RunSlice
+from revisions_assets.core.log.records import Revision
+from revisions_assets.core.runs.resolve import InputState, UpstreamNotReadyError, input_state
+from revisions_assets.core.runs.run_slice import RunSlice
 from revisions_assets.core.runs.versions import decide_consumer_major
 
 # re-exported: the checks and the automation compare a head with the asset's versions
 from revisions_assets.core.runs.versions import version_change as version_change
 from revisions_assets.core.timeutil import to_utc
 
-from .address import Role, UpstreamRef
+from .address import UpstreamRef
+
+#: the run's slice, as asset functions receive it (``window``): the engine's ``RunSlice``
+DatasetSlice = RunSlice
+#: where a scoring run stands in one of its inputs (``revisions_assets.core.runs.InputState``)
+UpstreamSlice = InputState
 
 #: run tag that forces a major revision (values true/1/yes)
 TAG_FORCE_MAJOR = "revisions/force_major"
@@ -49,146 +48,12 @@ RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
 
 
-class UpstreamNotReadyError(RevisionsError):
-    """A consumer ran before its upstream table had any revision."""
-
-
 class InvalidRunTagError(RevisionsError, ValueError):
     """A run tag of the revisions layer whose value cannot be used."""
 
 
-class UnknownInputError(RevisionsError, KeyError):
-    """An input name that is not one of a scoring asset's revisioned inputs."""
-
-    def __str__(self) -> str:  # KeyError quotes its message otherwise
-        return str(self.args[0]) if self.args else ""
-
-
 class ScoringRangeError(RevisionsError, ValueError):
-    """A scoring run asked for partitions other than those its upstream changes cover."""
-
-
-@dataclass(frozen=True)
-class UpstreamSlice:
-    """One input of a scoring run: consumed from ``since`` (exclusive) up to the pinned ``head``."""
-
-    ref: UpstreamRef
-    root: str
-    since: int  # the position the consumer recorded (0: never consumed)
-    head: int  # the upstream dataset head the run is pinned to
-    is_reset: bool  # a major of the table in (since, head]: replace, don't merge
-    pending: tuple[Revision, ...]  # revisions of the table in (since, head]
-    newest_timestamp: datetime  # logical time of the table's newest revision up to head
-    data_version: str  # the table's data version at head: "<table>@<sequence>"
-
-    @property
-    def position(self) -> UpstreamPosition:
-        """The position to record once these changes are processed: the pinned head."""
-        return UpstreamPosition(self.root, self.ref.table, self.head)
-
-
-@dataclass(frozen=True)
-class DatasetSlice:
-    """What one materialization computes and commits, resolved once per run and asset."""
-
-    asset_key: str
-    role: Role
-    root: str
-    table: str
-    id_columns: tuple[str, ...]
-    code_version: str | None
-    is_major: bool
-    reason: str
-    timestamp: datetime  # the revision's logical time (see the module docstring)
-    compute_start: datetime | None  # None for unpartitioned and scoring assets
-    compute_end: datetime | None
-    partitions: dg.PartitionKeyRange | None  # the partitions this run materializes
-    upstream: tuple[UpstreamSlice, ...] = ()  # scoring assets: one per input
-    skip: str | None = None  # scoring: nothing to consume; no revision, no materialization
-    force_compaction: bool = False  # compact the table after the commit (tag or run config)
-    #: scoring: a major caused only by upstream resets, not by this asset's code version:
-    #: re-score the entities that changed (``ChangeSet.changed``), keep the other scores
-    soft: bool = False
-    #: featurized: {value column: version} declared (others are at the code version)
-    field_versions: Mapping[str, str] = field(default_factory=dict)
-    #: scoring: the main input's value columns whose changes count (None: all)
-    uses_columns: tuple[str, ...] | None = None
-    #: the dataset's log head when the slice was resolved (a run's revisions come after it)
-    head: int = 0
-
-    @property
-    def partition(self) -> str | None:
-        """The run's partitions as recorded in the revision: ``2013-01-05`` or ``A...B``."""
-        return None if self.partitions is None else describe(self.partitions)
-
-    @property
-    def upstream_positions(self) -> tuple[UpstreamPosition, ...]:
-        return tuple(u.position for u in self.upstream)
-
-    @property
-    def expected_positions(self) -> dict[tuple[str, str], int]:
-        """The commit's precondition: the positions this run started from."""
-        return {(u.root, u.ref.table): u.since for u in self.upstream}
-
-    def to_run(
-        self,
-        run_id: str,
-        *,
-        compact_after: int | None,
-        partition_keys: Sequence[str] = (),
-        columns: Mapping[str, str] | None = None,
-        joins: Mapping[str, Mapping[str, str]] | None = None,
-        lookback: timedelta = timedelta(0),
-    ) -> RunSlice:
-        """The slice as plain data for the engine: what the run commits with, in process or in
-        a remote job. ``compact_after``: the location's policy; ``columns``: the declared
-        output; ``joins``: each reference input's ``on``; ``lookback``: how far before the
-        window a featurized job reads its sources."""
-        return RunSlice(
-            asset_key=self.asset_key,
-            root=self.root,
-            table=self.table,
-            id_columns=self.id_columns,
-            code_version=self.code_version,
-            is_major=self.is_major,
-            reason=self.reason,
-            timestamp=self.timestamp,
-            run_id=run_id,
-            partition=self.partition or "",
-            partition_keys=tuple(partition_keys),
-            window_start=self.compute_start,
-            window_end=self.compute_end,
-            lookback=lookback,
-            upstream=tuple(
-                InputSlice(
-                    name=u.ref.input_name,
-                    asset_key=u.ref.asset_key,
-                    root=u.root,
-                    table=u.ref.table,
-                    id_columns=u.ref.id_columns,
-                    kind=u.ref.kind,
-                    since=u.since,
-                    head=u.head,
-                    data_version=u.data_version,
-                    on=dict((joins or {}).get(u.ref.input_name, {})),
-                )
-                for u in self.upstream
-            ),
-            soft=self.soft,
-            field_versions=dict(self.field_versions),
-            uses_columns=self.uses_columns,
-            columns=dict(columns) if columns is not None else None,
-            force_compaction=self.force_compaction,
-            compact_after=compact_after,
-            expected_head=self.head,
-        )
-
-    def input(self, name: str) -> UpstreamSlice:
-        for u in self.upstream:
-            if u.ref.input_name == name:
-                return u
-        known = [u.ref.input_name for u in self.upstream]
-        raise UnknownInputError(f"{self.asset_key} has no revisioned input {name!r}: {known}")
+    """A scoring run asked for other partitions than those its upstream changes cover."""
 
 
 def truthy(value: str | None) -> bool:
@@ -287,7 +152,7 @@ def parse_upstream_heads(value: str | None) -> dict[str, int]:
 
 
 def format_upstream_heads(upstream: Sequence[UpstreamSlice]) -> str:
-    return ",".join(f"{u.ref.asset_key}@{u.head}" for u in upstream)
+    return ",".join(f"{u.input.asset_key}@{u.head}" for u in upstream)
 
 
 def upstream_slice(
@@ -299,29 +164,23 @@ def upstream_slice(
     pinned_head: int | None = None,
 ) -> UpstreamSlice:
     """Where a consumer stands in one upstream table, pinned at ``pinned_head`` (default: the
-    upstream's head). A pin older than the recorded position never moves it back."""
-    since = consumer_position(consumer_records, root, ref.table, consumer_table)
-    head = len(records) if pinned_head is None else pinned_head
-    if head > len(records):
+    upstream's head; a run tag's pin beyond it: InvalidRunTagError)."""
+    if pinned_head is not None and pinned_head > len(records):
         raise InvalidRunTagError(
-            f"{ref.asset_key}: pinned head {head} is beyond the upstream head {len(records)}"
+            f"{ref.asset_key}: pinned head {pinned_head} is beyond the upstream head {len(records)}"
         )
-    head = max(head, since)
-    history = [r for r in records[:head] if r.wrote(ref.table)]
-    if not history:
-        raise UpstreamNotReadyError(
-            f"input {ref.asset_key} ({root}, table {ref.table!r}) has no revision yet: "
-            "materialize it first"
-        )
-    return UpstreamSlice(
-        ref=ref,
+    return input_state(
+        name=ref.input_name,
+        asset_key=ref.asset_key,
+        kind=ref.kind,
         root=root,
-        since=since,
-        head=head,
-        is_reset=changes_by_sequence(history, ref.table, since, head).is_reset,
-        pending=tuple(r for r in history if r.sequence > since),
-        newest_timestamp=max(r.timestamp for r in history),
-        data_version=f"{ref.table}@{history[-1].sequence}",
+        table=ref.table,
+        records=records,
+        consumer_records=consumer_records,
+        consumer_table=consumer_table,
+        id_columns=ref.id_columns,
+        on=ref.on,
+        pinned_head=pinned_head,
     )
 
 
@@ -350,10 +209,10 @@ def plan_consumer(
     partition up to the main upstream's newest one for a major (a reset or a new scoring code
     version re-scores everything), else the span of the pending main revisions' partitions,
     else (reference changes only) the main upstream's newest partition."""
-    resets = [u.ref.asset_key for u in upstream if u.is_reset]
+    resets = [u.input.asset_key for u in upstream if u.is_reset]
     head = history[-1] if history else None
     is_major, reason, soft = decide_consumer_major(head, table, code_version, forced, resets)
-    main = next(u for u in upstream if u.ref.kind == "main")
+    main = next(u for u in upstream if u.input.kind == "main")
     newest = partition_key_for_end(partitions_def, main.newest_timestamp)
     if is_major:
         covers = dg.PartitionKeyRange(partitions_def.get_first_partition_key() or newest, newest)
@@ -364,7 +223,7 @@ def plan_consumer(
     elif any(u.pending for u in upstream):
         covers = dg.PartitionKeyRange(newest, newest)
     else:
-        consumed = ", ".join(f"{u.ref.asset_key}@{u.since}" for u in upstream)
+        consumed = ", ".join(f"{u.input.asset_key}@{u.since}" for u in upstream)
         reason = f"nothing new upstream (consumed up to {consumed})"
         return ConsumerPlan(False, reason, tuple(upstream), None)
     return ConsumerPlan(is_major, reason, tuple(upstream), covers, soft)
@@ -376,17 +235,20 @@ def check_requested_partitions(
     requested: dg.PartitionKeyRange,
     history: Sequence[Revision],
     partitions_def: dg.TimeWindowPartitionsDefinition,
+    requested_by: str = "the revisions automation requests exactly that",
 ) -> None:
     """A scoring run materializes the partitions its changes cover, plus at most partitions
-    already scored: never a day that looks scored but is not, never a scored day left out."""
+    already scored: never a day that looks scored but is not, never a scored day left out.
+    Decided from the logs alone, before any data is read. ``requested_by``: what requests the
+    right range in this project (named in the error)."""
     if fits(plan, requested, history, partitions_def):
         return
-    consumed = ", ".join(f"{u.ref.asset_key} {u.since}->{u.head}" for u in plan.upstream)
+    consumed = ", ".join(f"{u.input.asset_key} {u.since}->{u.head}" for u in plan.upstream)
     raise ScoringRangeError(
         f"{asset_key}: this run asks for partitions {describe(requested)}, but the upstream "
         f"revisions it consumes ({consumed}) cover {describe(plan.covers)}; materialize "
-        f"{describe(plan.covers)} instead (the upstream-changes sensor requests exactly that). "
-        "A run may add only partitions that are already scored."
+        f"{describe(plan.covers)} instead ({requested_by}). A run may add only partitions "
+        "that are already scored."
     )
 
 
@@ -429,12 +291,12 @@ def fit_to_partitions(
     at_head = plan_consumer(history, table, code_version, forced, current, partitions_def)
     if at_head.covers is None:
         return at_head  # nothing to consume at all
-    main = next(u for u in current if u.ref.kind == "main")
+    main = next(u for u in current if u.input.kind == "main")
     main_heads = [main.head, *(r.sequence - 1 for r in reversed(main.pending))]
     for references_at_head in (True, False):
         for main_head in main_heads:
             pins = {
-                u.ref.asset_key: main_head
+                u.input.asset_key: main_head
                 if u is main
                 else (u.head if references_at_head else u.since)
                 for u in current
@@ -460,3 +322,37 @@ def upstream_slices(
         pinned = (pins or {}).get(ref.asset_key)
         out.append(upstream_slice(ref, root, records, consumer_records, consumer_table, pinned))
     return tuple(out)
+
+
+# -- partition freshness and gaps ------------------------------------------------------------
+
+
+def partition_landings(
+    history: Sequence[Revision], partitions_def: dg.TimeWindowPartitionsDefinition
+) -> dict[str, Revision]:
+    """{partition: the newest revision covering it} (``revision_partitions``): when each
+    partition's data last landed is that revision's ``committed_at``."""
+    landed: dict[str, Revision] = {}
+    for revision in history:  # in sequence order: a later commit replaces an earlier one
+        covered = revision_partitions(revision, partitions_def)
+        for key in partitions_def.get_partition_keys_in_range(covered):
+            landed[key] = revision
+    return landed
+
+
+def partition_gaps(
+    landed: Mapping[str, Revision], partitions_def: dg.TimeWindowPartitionsDefinition
+) -> list[dg.PartitionKeyRange]:
+    """The ranges of partitions between the first and the newest covered ones that no
+    revision covers: never materialized, although later ones were."""
+    if not landed:
+        return []
+    keys = partitions_def.get_partition_keys_in_range(
+        span(partitions_def, [dg.PartitionKeyRange(k, k) for k in landed])
+    )
+    missing = [k for k in keys if k not in landed]
+    if not missing:
+        return []
+    return partitions_def.subset_with_partition_keys(missing).get_partition_key_ranges(
+        partitions_def
+    )

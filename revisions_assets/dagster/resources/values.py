@@ -3,13 +3,12 @@
 from dataclasses import dataclass
 
 from revisions_assets.core.runs.consume import TableChanges
-
-from .slice import UpstreamSlice
+from revisions_assets.core.runs.run_slice import InputSlice
 
 
 @dataclass(frozen=True)
 class UpstreamChanges(TableChanges):
     """One upstream table as a consumer sees it: the changes since its position, pinned
-    (``TableChanges``), and where the run's slice stands in it."""
+    (``TableChanges``), and the run's slice of that input."""
 
-    slice: UpstreamSlice
+    slice: InputSlice
