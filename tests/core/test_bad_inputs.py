@@ -819,7 +819,10 @@ CASES = [
             ("changes", changes(since_sequence=0)),
             ("history", lambda c: c.open().history(TABLE)),
             ("compact", lambda c: c.open().maintenance.compact(TABLE)),
-            ("purge", lambda c: c.open().maintenance.purge(TABLE, c.df([(1,)], "id long"), reason="x")),
+            (
+                "purge",
+                lambda c: c.open().maintenance.purge(TABLE, c.df([(1,)], "id long"), reason="x"),
+            ),
             ("reader", lambda c: DatasetReader(c.root).read(TABLE)),
         )
     ],

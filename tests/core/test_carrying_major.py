@@ -699,14 +699,19 @@ def test_vacuum_keeps_the_carried_state(spark, tmp_path, worked):
     with pytest.raises(RetentionError, match="'late'"):
         ds.read("t", as_of=day(1.7))
     # a second vacuum finds nothing more to remove
-    assert ds.maintenance.vacuum(retain=timedelta(0), keep_majors=False, dry_run=True).revisions == ()
+    assert (
+        ds.maintenance.vacuum(retain=timedelta(0), keep_majors=False, dry_run=True).revisions == ()
+    )
 
     # carried files a vacuum removed: a skip major at that time is written complete
     other = mirror(spark, str(tmp_path / "other"), compact_after=None)
     other.commit("a1", day(0), "major", {1: "a", 2: "b"})
     other.commit("a2", day(1), "minor", {2: "B"})
     other.commit("a3", day(2), "major", {1: "x"})
-    assert other.ds.maintenance.vacuum(retain=timedelta(0), keep_majors=False).revisions == ("a1", "a2")
+    assert other.ds.maintenance.vacuum(retain=timedelta(0), keep_majors=False).revisions == (
+        "a1",
+        "a2",
+    )
     back = other.ds.commit(
         {"t": frame(spark, [(1, "a"), (3, "c")], SCHEMA)},
         day(1.5),

@@ -76,7 +76,14 @@ def test_worked_example_compaction_then_vacuum(spark, root):
     assert by_id(ds.read("t", at="HEAD~1"), "day") == expect((range(4, 6), 4), (range(6, 11), 6))
     assert folders_read(ds.read("t", as_of=day(7)), ds) == {"r4", "r6"}
     assert ds.revision("HEAD").name == "r8"
-    assert list(ds.inspect.log()["kind"]) == ["major", "minor", "major", "minor", "minor", "compaction"]
+    assert list(ds.inspect.log()["kind"]) == [
+        "major",
+        "minor",
+        "major",
+        "minor",
+        "minor",
+        "compaction",
+    ]
 
     # r5: a backfill stamped 2020-01-06, committed after c1. It wins where
     # docs/concepts/read-semantics.md says so
@@ -156,7 +163,10 @@ def test_compact_after_policy(spark, root):
     assert ds.inspect.revisions_on_base("t") == 0 and not ds.maintenance.compaction_due("t")
     assert [r.name for r in ds.revisions("t")] == ["m", "a", "b", "c"]
     assert by_id(ds.read("t"), "day") == {0: (1,), 1: (2,), 2: (3,), 3: (0,)}
-    assert RevisionedDataset(root, spark=spark, compact_after=None).maintenance.compaction_due("t") is False
+    assert (
+        RevisionedDataset(root, spark=spark, compact_after=None).maintenance.compaction_due("t")
+        is False
+    )
     with pytest.raises(UnknownTableError):
         ds.maintenance.compact("nope")
 
@@ -177,7 +187,10 @@ def test_vacuum_keeps_what_consumers_read_next(spark, root, tmp_path):
     )
     dry = ds.maintenance.vacuum(retain=timedelta(0), now=now, dry_run=True, consumers=[consumer])
     assert dry.revisions == ("a",)  # the consumer read "a" already; "b" is its next change
-    assert ds.maintenance.vacuum(retain=timedelta(0), now=now, dry_run=True, keep_after_sequence=2) == dry
+    assert (
+        ds.maintenance.vacuum(retain=timedelta(0), now=now, dry_run=True, keep_after_sequence=2)
+        == dry
+    )
     alone = ds.maintenance.vacuum(retain=timedelta(0), now=now, dry_run=True)
     assert sorted(alone.revisions) == ["a", "b"]
 
@@ -249,7 +262,9 @@ def test_vacuum_keeps_what_a_damaged_compaction_holds_until_it_is_rebuilt(spark,
     assert rebuilt.replaces == c1.replaces and rebuilt.properties == {"rebuilds": c1.name}
     assert by_id(ds.read("t", with_revision=True), "day", "_revision") == latest
     assert folders_read(ds.read("t"), ds) == {rebuilt.name}
-    assert [(f.kind, f.severity) for f in ds.maintenance.verify()] == [("compaction_replaced", "warning")]
+    assert [(f.kind, f.severity) for f in ds.maintenance.verify()] == [
+        ("compaction_replaced", "warning")
+    ]
     report = ds.maintenance.vacuum(retain=timedelta(0))
     assert sorted(report.revisions) == sorted(["r2", "r6", "r8", c1.name]) and not report.kept
     assert by_id(ds.read("t", with_revision=True), "day", "_revision") == latest

@@ -57,7 +57,9 @@ def test_killed_compaction_before_its_entry(crashed, spark):
     ds = RevisionedDataset(root, spark=spark)
     assert [r.kind for r in ds.revisions()].count("compaction") == 1  # only the template's
     (orphan,) = [
-        p.name for p in Path(root).glob("compaction-*") if p.name not in ds.inspect.log()["name"].tolist()
+        p.name
+        for p in Path(root).glob("compaction-*")
+        if p.name not in ds.inspect.log()["name"].tolist()
     ]
     assert any(Path(root, orphan).rglob("*.parquet"))  # the killed one wrote its files
     assert state(root, spark) == before

@@ -40,7 +40,9 @@ def test_a_purge_gives_up_when_a_commit_lands_after_its_scan(spark, root, monkey
     assert [r.name for r in ds.revisions()][-1] == "late"  # the commit, no purge entry
     assert not [p for p in tree(root) if p.startswith("purge-")]  # its rewrites removed
     monkeypatch.undo()
-    ds.maintenance.purge("t", frame(spark, [(1,)], "id long"), reason="erasure request")  # run it again
+    ds.maintenance.purge(
+        "t", frame(spark, [(1,)], "id long"), reason="erasure request"
+    )  # run it again
     assert sorted(ds.read("t").toPandas()["id"]) == [2]
 
 

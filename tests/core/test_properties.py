@@ -360,7 +360,9 @@ def purge_one(spark, engine: Engine, model, data) -> None:
     purged = data.draw(st.sets(ids, min_size=1, max_size=3), label="purged ids")
     if table not in {t for r in ds.revisions() if r.is_data for t in r.tables}:
         with pytest.raises(UnknownTableError):
-            ds.maintenance.purge(table, engine_frame(spark, dict.fromkeys(purged, 0)).select("id"), reason="x")
+            ds.maintenance.purge(
+                table, engine_frame(spark, dict.fromkeys(purged, 0)).select("id"), reason="x"
+            )
         return
 
     def latest():
@@ -373,7 +375,9 @@ def purge_one(spark, engine: Engine, model, data) -> None:
             return None
 
     before = latest()
-    entry = ds.maintenance.purge(table, engine_frame(spark, dict.fromkeys(purged, 0)).select("id"), reason="x")
+    entry = ds.maintenance.purge(
+        table, engine_frame(spark, dict.fromkeys(purged, 0)).select("id"), reason="x"
+    )
     # no live file holds the ids: nothing is committed (the model drops them from removed
     # revisions only, which no read may use)
     assert entry is None or (entry.kind == "purge" and entry.purge.entities == len(purged))

@@ -56,7 +56,9 @@ def purged(spark, tmp_path_factory):
         "at": by_id(ds.read("t", at=2), "v"),
         "head~1": ds.revision("HEAD~1"),
     }
-    dry = ds.maintenance.purge("t", frame(spark, [(SECRET,)], "id long"), reason="dry", dry_run=True)
+    dry = ds.maintenance.purge(
+        "t", frame(spark, [(SECRET,)], "id long"), reason="dry", dry_run=True
+    )
     assert ds.head_sequence == 4 and dry.purge.rows_removed == 3  # r0, r1, the compaction
     entry = ds.maintenance.purge("t", frame(spark, [(SECRET,)], "id int"), reason="GDPR request 42")
     return root, ds, before, entry
