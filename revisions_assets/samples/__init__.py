@@ -23,18 +23,23 @@ SAMPLES = {
 
 
 def copy_sample(name: str, target: str | PathLike[str]) -> Path:
-    """Copy the sample dataset ``name`` (see ``SAMPLES``) to the local folder ``target``,
-    made if absent, and return its path: a dataset to open with ``DatasetReader``, or to
-    write to with the engine. A ``target`` that already holds files is refused, never
-    overwritten."""
+    """Copy the sample dataset ``name`` to the local folder ``target``, made if absent, and
+    return its path: a dataset to open with ``DatasetReader`` (or to write to with the
+    engine). ``features`` is the notebook guide's worked example. A ``target`` that is a
+    file or a folder holding files is refused, never overwritten."""
     if name not in SAMPLES:
         known = ", ".join(repr(n) for n in SAMPLES)
         raise InvalidArgumentError(f"no sample named {name!r}; the samples are {known}")
+    if "://" in str(target):
+        raise InvalidArgumentError(
+            f"copy_sample({name!r}, {str(target)!r}): the target is a local folder; copy the "
+            "sample locally, then upload the folder to open it from object storage"
+        )
     destination = Path(target)
-    if destination.exists() and any(destination.iterdir()):
+    if destination.exists() and (not destination.is_dir() or any(destination.iterdir())):
         raise DatasetNotEmptyError(
-            f"{destination}: the folder already holds files; copy_sample({name!r}, ...) needs "
-            "an empty or new folder (remove it, or name another one)"
+            f"{destination}: not an empty folder; copy_sample({name!r}, ...) needs an empty or "
+            "new folder (remove it, or name another one)"
         )
     shutil.copytree(HERE / name, destination, dirs_exist_ok=True)
     return destination

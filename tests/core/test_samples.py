@@ -43,15 +43,19 @@ def test_the_shipped_sample_reads_as_the_engine_writes_it(name, spark, tmp_path)
     assert len(expected) > 1 and all(expected.values())  # reads that found rows
 
 
-def test_copy_sample_refuses_an_unknown_name_and_a_folder_with_files(tmp_path):
+def test_copy_sample_refuses_an_unknown_name_a_uri_and_a_target_with_files(tmp_path):
     with pytest.raises(InvalidArgumentError, match="no sample named 'drivers'.*'features'"):
         copy_sample("drivers", tmp_path / "drivers")
     assert not (tmp_path / "drivers").exists()
+    with pytest.raises(InvalidArgumentError, match="'s3://bucket/f'.*a local folder"):
+        copy_sample("features", "s3://bucket/f")
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep me")
-    with pytest.raises(DatasetNotEmptyError, match="mine: the folder already holds files"):
-        copy_sample("features", tmp_path / "mine")
+    for taken in (tmp_path / "mine", tmp_path / "mine" / "notes.txt"):
+        with pytest.raises(DatasetNotEmptyError, match=f"{taken.name}: not an empty folder"):
+            copy_sample("features", taken)
     assert [p.name for p in (tmp_path / "mine").iterdir()] == ["notes.txt"]
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
     (tmp_path / "empty").mkdir()
     assert copy_sample("features", tmp_path / "empty") == tmp_path / "empty"
     assert DatasetReader(tmp_path / "empty").read("featurizer_A").height == 7
