@@ -1,7 +1,8 @@
 """Imports run one way: the engine <- a run's commit <- the remote job's side of Dagster Pipes
 <- the Dagster resources <- the Dagster layer and tools <- the demo <- this project's
 resources and definitions. The Feast offline store sits on the engine's reader alone: no
-Spark, no Dagster, and nothing of the project imports it.
+Spark, no Dagster, and nothing of the project imports it. Copying a sample dataset imports
+neither Spark nor pandas (the base install has neither).
 
 Parses every module of ``revisions_assets``, this project's ``resources`` and
 ``definitions`` (no import is executed) and fails on an import of a higher layer, on an
@@ -43,7 +44,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "revisions_assets.s3a",
         ),
     ),
-    (8, ("revisions_assets.core.runs", "revisions_assets.feast")),
+    (8, ("revisions_assets.core.runs", "revisions_assets.feast", "revisions_assets.samples")),
     (9, ("revisions_assets.pipes",)),
     (10, ("revisions_assets.dagster.resources",)),
     (11, ("revisions_assets.dagster", "revisions_assets.cli")),
@@ -60,7 +61,7 @@ LAYER_NAMES = {
     5: "engine: writes",
     6: "engine: maintenance",
     7: "engine: facade",
-    8: "engine: runs / the Feast offline store",
+    8: "engine: runs / the Feast offline store / samples",
     9: "remote jobs (Dagster Pipes)",
     10: "Dagster resources",
     11: "Dagster layer / tools",
@@ -205,23 +206,32 @@ def test_no_module_cycles():
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
-def feast_problems(edges: dict[str, set[str]]) -> list[str]:
-    """The Feast offline store reads through ``DatasetReader``: nothing importing it loads
-    (``graph(eager=True)``) imports Spark or Dagster, and no module outside it imports it
-    (Dagster never does)."""
-    feast = "revisions_assets.feast"
-    reached, todo = set(), [m for m in edges if m == feast or m.startswith(feast + ".")]
+def imports_reached(
+    edges: dict[str, set[str]], roots: list[str], forbidden: tuple[str, ...]
+) -> list[str]:
+    """The imports of a ``forbidden`` top-level package by the modules ``roots`` or by a
+    module of the project they reach through ``edges``."""
+    reached, todo = set(), list(roots)
     while todo:
         module = todo.pop()
         if module not in reached:
             reached.add(module)
             todo += [t for t in edges[module] if t in edges]
-    problems = [
-        f"{module} (reached from {feast}) imports {target}"
+    return [
+        f"{module} (reached from {', '.join(roots)}) imports {target}"
         for module in sorted(reached)
         for target in sorted(edges[module])
-        if target.split(".")[0] in ("pyspark", "dagster", "dagster_pipes")
+        if target.split(".")[0] in forbidden
     ]
+
+
+def feast_problems(edges: dict[str, set[str]]) -> list[str]:
+    """The Feast offline store reads through ``DatasetReader``: nothing importing it loads
+    (``graph(eager=True)``) imports Spark or Dagster, and no module outside it imports it
+    (Dagster never does)."""
+    feast = "revisions_assets.feast"
+    store = [m for m in edges if m == feast or m.startswith(feast + ".")]
+    problems = imports_reached(edges, store, ("pyspark", "dagster", "dagster_pipes"))
     problems += [
         f"{module} imports {target}: nothing of the project imports the Feast store"
         for module, targets in sorted(edges.items())
@@ -241,6 +251,15 @@ def test_the_feast_store_reads_through_the_reader_only():
     edges = graph(eager=True)
     edges["revisions_assets.feast.store"] |= {"revisions_assets.core.dataset"}
     assert any("imports pyspark" in p for p in feast_problems(edges))
+
+
+def test_copying_a_sample_imports_neither_spark_nor_pandas():
+    """``copy_sample`` runs in the base install: ``revisions_assets.samples`` never loads its
+    ``writing`` module (the engine's, for the maintainers)."""
+    edges, samples, heavy = graph(eager=True), ["revisions_assets.samples"], ("pyspark", "pandas")
+    assert not imports_reached(edges, samples, heavy)
+    edges["revisions_assets.samples"] |= {"revisions_assets.samples.writing"}
+    assert any("imports pyspark" in p for p in imports_reached(edges, samples, heavy))
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,8 @@
 are not installed, and what needs them says which extra to install.
 
 The dataset is written here by the engine (the session's Spark); the fresh environment
-only reads it, as a notebook user would.
+only reads it, as a notebook user would, and runs the notebook guide's first example on the
+sample dataset the wheel ships.
 """
 
 from __future__ import annotations
@@ -13,9 +14,14 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
-from wheelhouse import fresh_env, installed_bytes, run_in
+from wheelhouse import REPO, fresh_env, installed_bytes, run_in
 
 from revisions_assets import RevisionedDataset, UpstreamPosition
+from revisions_assets.samples import HERE as SAMPLES
+from tests.test_readme import python_blocks
+
+#: its first example reads the sample dataset that copy_sample copies
+NOTEBOOK = REPO / "docs" / "guides" / "notebook.md"
 
 #: the goal for the base install (Polars' runtime and pyarrow are ~170 MB each)
 SIZE_GOAL_MB = 450
@@ -103,6 +109,15 @@ def test_the_reader_reads_what_the_engine_wrote(base, written):
     got = json.loads(run_in(base, "python", "-c", READ, str(where / "features"), cwd=where).stdout)
     assert got["rows"] == expected  # id 0 deleted, 3 and 7 from the minor
     assert got["changes"] == 3
+
+
+def test_the_notebook_guides_first_example_runs_on_the_shipped_sample(base, tmp_path):
+    _, first, fragment = python_blocks(NOTEBOOK.read_text())[0]
+    assert "copy_sample(" in first and not fragment
+    run_in(base, "python", "-c", first, cwd=tmp_path)  # its asserts hold there
+    files = sorted(p.relative_to(SAMPLES) for p in (SAMPLES / "features").rglob("*"))
+    copied = sorted(p.relative_to(tmp_path) for p in (tmp_path / "features").rglob("*"))
+    assert copied == files  # the wheel ships the whole sample
 
 
 def test_the_commands_without_a_jvm_run(base, written):
