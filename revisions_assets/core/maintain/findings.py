@@ -57,7 +57,7 @@ KINDS: dict[str, tuple[Severity, str]] = {
     "compaction_damaged": (
         "error",
         "rebuild it from the revisions it holds: `revisions compact ROOT --rebuild NAME` "
-        "(ds.compact(rebuild=NAME)), or restore its files from a backup; vacuum keeps the "
+        "(ds.maintenance.compact(rebuild=NAME)), or restore its files from a backup; vacuum keeps the "
         "revisions it holds until then",
     ),
     "compaction_replaced": (
@@ -100,7 +100,7 @@ KINDS: dict[str, tuple[Severity, str]] = {
     "deep_checks_skipped": (
         "warning",
         "repair the errors listed (each has its fix), then run `revisions verify --deep` "
-        "(ds.verify(deep=True)) again",
+        "(ds.maintenance.verify(deep=True)) again",
     ),
     "null_id": (
         "error",
