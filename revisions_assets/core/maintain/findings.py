@@ -57,8 +57,8 @@ KINDS: dict[str, tuple[Severity, str]] = {
     "compaction_damaged": (
         "error",
         "rebuild it from the revisions it holds: `revisions compact ROOT --rebuild NAME` "
-        "(ds.maintenance.compact(rebuild=NAME)), or restore its files from a backup; vacuum keeps the "
-        "revisions it holds until then",
+        "(ds.maintenance.compact(rebuild=NAME)), or restore its files from a backup; vacuum "
+        "keeps the revisions it holds until then",
     ),
     "compaction_replaced": (
         "warning",
