@@ -136,14 +136,14 @@ def test_skip_compares_with_the_state_as_of_the_minor(spark, root):
 
 
 def test_a_small_offer_is_compared_with_the_state_of_its_ids_only(spark, monkeypatch):
-    """Up to SMALL_WINDOW_ROWS offered rows, the state is narrowed to their ids before the
+    """Up to SMALL_ROWS offered rows, the state is narrowed to their ids before the
     anti-join (its hashes are not shuffled whole); both plans keep the same rows."""
     state = frame(spark, [(i, i, "s") for i in range(1, 7)], SCHEMA)
     state = state.withColumn(ROW_HASH, row_hash(state.schema, value_columns(state.schema, ["id"])))
     offer = frame(spark, [(2, 2, "s"), (3, 30, "s"), (9, 9, "s")], SCHEMA)
     offer = offer.withColumn(ROW_HASH, row_hash(offer.schema, value_columns(offer.schema, ["id"])))
     narrowed = transaction.skip_unchanged(offer, state, ["id"], offered=3)
-    monkeypatch.setattr(transaction, "SMALL_WINDOW_ROWS", 2)
+    monkeypatch.setattr(transaction, "SMALL_ROWS", 2)
     whole = transaction.skip_unchanged(offer, state, ["id"], offered=3)
     plans = [df._jdf.queryExecution().optimizedPlan().toString() for df in (narrowed, whole)]
     assert ["LeftSemi" in p for p in plans] == [True, False]
@@ -198,9 +198,9 @@ def test_row_hash_is_a_reserved_column(spark, root):
 @pytest.mark.parametrize("window_max", [None, 0], ids=["narrowed", "shuffled"])
 def test_change_reads_report_real_changes(spark, root, monkeypatch, window_max):
     """Both plans of the hash join: the state before narrowed to a small window's ids (a
-    broadcast), and the plain join a window above SMALL_WINDOW_ROWS rows gets."""
+    broadcast), and the plain join a window above SMALL_ROWS rows gets."""
     if window_max is not None:
-        monkeypatch.setattr(changes, "SMALL_WINDOW_ROWS", window_max)
+        monkeypatch.setattr(changes, "SMALL_ROWS", window_max)
     ds = RevisionedDataset(root, spark, id_columns=["id"])
     ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 2, "b"), (3, 3, "c")], SCHEMA)}, day(0), True)
     ds.commit({"t": frame(spark, [(1, 9, "a"), (2, 2, "b")], SCHEMA)}, day(1), False)  # 2 same

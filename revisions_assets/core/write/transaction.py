@@ -51,7 +51,7 @@ from ..log.layout import CLAIM_FILE
 from ..log.records import Revision, TableWrite, UpstreamPosition, canonical_json
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
-from ..read.execute.frames import SMALL_WINDOW_ROWS, hinted, lazy, real_changes
+from ..read.execute.frames import SMALL_ROWS, hinted, lazy, real_changes
 from ..read.execute.spark import state_schemas
 from ..read.plan.schema import value_columns
 from ..spark_errors import spark_storage_errors
@@ -462,13 +462,13 @@ def skip_unchanged(
 ) -> DataFrame:
     """``rows`` (``offered`` of them) without those whose hash equals the row they replace
     (the real-change diff of ``read/execute/frames.py``; null hashes never match). A minor
-    offers few rows against a large state: up to ``SMALL_WINDOW_ROWS`` offered rows, the
+    offers few rows against a large state: up to ``SMALL_ROWS`` offered rows, the
     state is first narrowed to their ids by a broadcast semi-join, so its hashes are probed
     where they lie instead of being shuffled whole (docs/benchmarks/index.md, "Measured
     while choosing"). The last stage then reads the offered rows alone (the state is
     broadcast), in as many tasks, hence files, as ``offered / rows_per_file`` needs: one for
     a small minor, where the cached rows would keep a file per shuffle partition."""
-    if offered > SMALL_WINDOW_ROWS:
+    if offered > SMALL_ROWS:
         return real_changes(lazy(rows), lazy(replaced), id_columns, gone=False).to_native()
     narrow = hinted(F.broadcast)
     changed = real_changes(lazy(rows), lazy(replaced), id_columns, gone=False, narrow=narrow)
