@@ -185,6 +185,42 @@ def test_files_are_sized_by_rows(spark, root, monkeypatch):
         assert max(files) <= 10 and sum(files) == rows and len(files) >= rows // 10
 
 
+def test_files_are_sorted_by_id_in_row_groups(spark, root, monkeypatch):
+    """Every file a commit or a compaction writes is sorted by its ids and cut into row
+    groups of at most ``ROW_GROUP_ROWS`` rows, so their min/max id ranges follow one
+    another: an id filter skips the row groups whose range lacks the id."""
+    monkeypatch.setattr(transaction, "ROW_GROUP_ROWS", 16)
+    ds = RevisionedDataset(root, spark, id_columns=["k", "id"], compact_after=None)
+    # rows out of a shuffle, in no order; two id columns: sorted by k, then id
+    rows = spark.range(200).select(
+        (F.col("id") % 3).alias("k"), (F.col("id") * 7919 % 200).alias("id"), F.lit(1).alias("v")
+    )
+    ds.commit({"t": rows.repartition(3)}, day(0), True)
+    ds.commit(
+        {"t": rows.where("id % 5 = 0").withColumn("v", F.lit(2)).repartition(2)}, day(1), False
+    )
+    compaction = ds.compact("t")
+    entries = [*ds.revisions("t"), compaction]
+    files = [os.path.join(root, f) for entry in entries for f in entry.tables["t"].files]
+    assert len(files) >= 3
+    for path in files:
+        metadata = pq.read_metadata(path)
+        keys = pq.read_table(path, columns=["k", "id"]).to_pylist()
+        pairs = [(r["k"], r["id"]) for r in keys]
+        assert pairs == sorted(pairs), path
+        sizes = [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
+        assert max(sizes) <= 16 and sum(sizes) == len(pairs), (path, sizes)
+        if len(pairs) > 16:  # row groups in key order: the first column's ranges follow on
+            ranges = [
+                (
+                    metadata.row_group(g).column(0).statistics.min,
+                    metadata.row_group(g).column(0).statistics.max,
+                )
+                for g in range(metadata.num_row_groups)
+            ]
+            assert all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:], strict=False)), ranges
+
+
 def test_row_hash_is_a_reserved_column(spark, root):
     ds = RevisionedDataset(root, spark, id_columns=["id"])
     df = frame(spark, [(1, 1, "a")], SCHEMA).withColumn(ROW_HASH, F.lit(3).cast("long"))

@@ -120,6 +120,7 @@ class Compactor:
             df,
             self.storage.spark_uri(prefix),
             max_records_per_file=max(1, math.ceil(in_rows / files)),
+            sort_by=plan.id_columns,
         )
         written = [
             f

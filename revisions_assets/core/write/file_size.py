@@ -1,6 +1,10 @@
-"""How many rows a data file holds: files sized by rows, toward the size compactions aim at.
+"""How data files are laid out: files sized by rows, toward the size compactions aim at, each
+sorted by the id columns and cut into row groups sized for streaming.
 
-Engine-free (the CLI shows the default without Spark)."""
+A row group is the smallest unit a Parquet reader decodes, streams or skips by its min/max
+statistics: a streamed read holds about one per file in flight, and an id lookup reads only
+the row groups whose id range holds an id (files sorted by the ids keep those ranges
+narrow). Engine-free (the CLI shows the default without Spark)."""
 
 from __future__ import annotations
 
@@ -12,6 +16,12 @@ from ..log.records import Revision
 DEFAULT_TARGET_FILE_BYTES = 128 * 2**20
 #: the rows of a file of a table's first revision (later ones: ``rows_per_file``)
 FIRST_FILE_ROWS = 1_000_000
+#: the rows of a row group: chosen by measuring Polars' streaming peak memory and Spark's
+#: read speed side by side (docs/benchmarks/index.md, "Row groups")
+ROW_GROUP_ROWS = 16_384
+#: and at most about this many bytes (as the writer buffers them, before compression), so
+#: that wide rows stream in bounded memory too
+ROW_GROUP_BYTES = 8 * 2**20
 
 
 #: the newest writes of a table whose bytes per row size a file, beside its latest major's
