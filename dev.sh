@@ -13,9 +13,26 @@ case "$cmd" in
          python -m revisions_assets.s3a >/dev/null
          python tests/install/wheelhouse.py  # the install tests' wheels (once, into .setup/)
          ruff format --check --quiet . || { echo "ruff format: run ./dev.sh format" >&2; exit 1; }
+         # the property tests replay hypothesis's derandomized `ci` examples (no database), so
+         # every run proves the same thing and a failure reproduces; another profile overrides
+         profile=(--hypothesis-profile=ci)
+         [[ " $* " == *" --hypothesis-profile"* ]] && profile=()
          # two workers, each taking whole test files (module fixtures such as the standalone
          # cluster start once): most tests wait on JVMs and subprocesses, so two halve the time
-         exec python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile "$@" ;;
+         exec python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile "${profile[@]}" "$@" ;;
+  explore)  # the property tests with many new random examples: ./dev.sh explore [N | 30m]
+         # N examples per test (default 100); 30m: rounds of that until 30 minutes have passed
+         budget=0
+         if [[ "${1:-}" =~ ^[0-9]+m$ ]]; then budget=$(( ${1%m} * 60 )); shift
+         elif [[ "${1:-}" =~ ^[0-9]+$ ]]; then export EXPLORE_EXAMPLES="$1"; shift; fi
+         end=$(( SECONDS + budget )); round=1
+         while :; do
+           echo "[explore] round $round: ${EXPLORE_EXAMPLES:-100} new examples per property test" >&2
+           python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile -m hypothesis \
+             --hypothesis-profile=explore --hypothesis-show-statistics "$@" || exit $?
+           (( SECONDS < end )) || break
+           round=$(( round + 1 ))
+         done ;;
   fast)  # before every commit: the tests that start no JVM plus one per area (under 3 min)
          ruff format --check --quiet . || { echo "ruff format: run ./dev.sh format" >&2; exit 1; }
          exec python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile -m fast "$@" ;;
@@ -31,5 +48,5 @@ case "$cmd" in
          exec python -m mkdocs serve "$@" ;;
   lint)  ruff format --check . && exec ruff check . ;;
   format) ruff format . && exec ruff check --fix . ;;
-  *) echo "usage: ./dev.sh {setup|demo|test|fast|ui|screenshots|docs [build]|bench|lint|format} [args]"; exit 2 ;;
+  *) echo "usage: ./dev.sh {setup|demo|test|fast|explore [N|30m]|ui|screenshots|docs [build]|bench|lint|format} [args]"; exit 2 ;;
 esac

@@ -1,8 +1,8 @@
 """Scenario 14: a featurized partition committed by a remote job through Dagster Pipes.
 
-A dataset of 1,000 revisions (a major, real minors staged through the log layer, compacted
-as the default policy would have) takes one new minor of ``p x N`` entities per run, the two
-sides alternately, each on its own day:
+A dataset of 1,000 revisions (``Config.pipes_revisions``: a major, real minors staged
+through the log layer, compacted as the default policy would have) takes one new minor of
+``p x N`` entities per run, the two sides alternately, each on its own day:
 
 * **through Pipes**: a ``pipes=True`` featurized asset materialized in Dagster, its job
   (``bench/pipes_job.py``) launched by ``PipesSubprocessClient`` as a separate Python
@@ -36,7 +36,6 @@ from .harness import Context, Outcome, Row, at, fmt_seconds, ratio, report
 from .scenarios import commit, new_dataset
 from .staging import append_minors
 
-REVISIONS = 1_000
 REPO = Path(__file__).resolve().parents[1]
 DAILY = dg.DailyPartitionsDefinition(start_date="2024-01-01")
 #: the bench session's settings the remote job's session takes too
@@ -52,12 +51,13 @@ def pipes_commit(ctx: Context) -> Outcome:
     ds = new_dataset(ctx, "pipes")
     commit(ds, entities(ctx.spark, ctx.config.n, 0), is_major=True)
     template = commit(ds, updates(ctx.spark, ctx.config.n, ctx.config.p, 1), False).tables[TABLE]
-    append_minors(ds, template, REVISIONS - ds.head_sequence)
+    revisions = ctx.config.pipes_revisions
+    append_minors(ds, template, revisions - ds.head_sequence)
     ds = new_dataset(ctx, "pipes")
     if ds.compaction_due(TABLE):  # what the default policy would have done
         ds.compact(TABLE)
     ctx.log(f"  log of {ds.head_sequence:,} entries")
-    day = at(REVISIONS + 24).replace(hour=0)  # the first day after the staged revisions
+    day = at(revisions + 24).replace(hour=0)  # the first day after the staged revisions
     conf = {k: ctx.spark.sparkContext.getConf().get(k) for k in SPARK_KEYS}
     remote = _RemoteRuns(ctx, str(Path(ds.root).parent), conf)
     in_process, through_pipes, overhead, before, after = [], [], [], [], []
@@ -95,7 +95,7 @@ def pipes_commit(ctx: Context) -> Outcome:
             ctx,
             Row(
                 "14 Pipes run",
-                f"orchestrator overhead at {REVISIONS:,} revisions",
+                f"orchestrator overhead at {revisions:,} revisions",
                 [
                     f"before the launch (the slice): {fmt_seconds(med(before))}",
                     f"after the job (the log checked, materialized): {fmt_seconds(med(after))}",
@@ -105,7 +105,7 @@ def pipes_commit(ctx: Context) -> Outcome:
                 "<= 1 s",
                 1.0,
                 note=f"a pipes=True featurized asset materialized in Dagster (ephemeral "
-                f"instance); log of {REVISIONS:,}..{head:,} entries; from the event log's "
+                f"instance); log of {revisions:,}..{head:,} entries; from the event log's "
                 "timestamps: step start to launch, client return to step end",
             ),
         )

@@ -4,18 +4,18 @@ and against delta-rs.
 * Fresh process, time to a DataFrame: a new interpreter that reads the latest state of
   N/10 rows after 3 minors, through ``DatasetReader(root).read`` vs a Spark session's
   ``ds.read(...).toPandas()`` (the JVM start included: what a notebook or a script pays).
-* In process, the latest state of N x 11 columns after 10 minors: ``reader.read`` vs
-  ``ds.read().toArrow()`` on the run's ``local[2]`` session; and the reader's peak memory
-  (a fresh process: peak RSS above its RSS after imports) against the result's Arrow size.
+* In process, the latest state of N x 11 columns after k = 10 minors
+  (``Config.reader_minors``): ``reader.read`` vs ``ds.read().toArrow()`` on the run's
+  ``local[2]`` session.
 * Against raw Polars over the same files: ``read()`` of a major alone (k = 0) vs
-  ``pl.scan_parquet(files).filter(~_deleted)``; ``read()`` after 10 minors vs the cheapest
+  ``pl.scan_parquet(files).filter(~_deleted)``; ``read()`` after k minors vs the cheapest
   correct merge written here (the minors' rows, the last per id, plus the base's rows of the
   other ids, tombstones dropped); ``scan().filter(ids in 1%).select(1 column)`` vs a full
   ``read()``.
-* Peak memory (fresh processes, RSS above imports over the state's Arrow size) after ten
-  minors of 1% and one of 30% (a minor whose ids the merge holds): ``scan().sink_parquet()``
-  and ``batches()`` drained at N and 4N, the sink's peak at 4N over its peak at N, eager
-  ``read()`` at N.
+* Peak memory (fresh processes, RSS above imports over the state's Arrow size) after k
+  minors of 1% and one of 30% (a minor whose ids the merge holds):
+  ``scan().to_polars().sink_parquet()`` and ``batches()`` drained at N and 4N
+  (``Config.reader_scale``), the sink's peak at 4N over its peak at N, eager ``read()`` at N.
 * At 4N: a lookup of 10 ids (``scan().filter(id in 10 ids)``) against a full ``read()``:
   the row groups the id filter skips.
 * Against delta-rs: the state after 4 upserts of p·N, through ``DatasetReader`` vs the same
@@ -80,7 +80,7 @@ print(json.dumps({{"base": base, "peak": peak}}))
 EAGER = "df = reader.read({table!r})"
 #: the share of the ids the large minor of the memory probes rewrites
 LARGE_MINOR = 0.30
-SINK = "reader.scan({table!r}).sink_parquet({path!r})"
+SINK = "reader.scan({table!r}).to_polars().sink_parquet({path!r})"
 BATCHES = "for _ in reader.batches({table!r}):\n    pass"
 
 
@@ -164,7 +164,8 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
         ("revisions log", lambda: cli("log", small.root)),
     )
 
-    big = dataset(ctx, "s12_big", cfg.n, 10)
+    k = cfg.reader_minors
+    big = dataset(ctx, "s12_big", cfg.n, k)
     reader = DatasetReader(big.root)
     in_reader, in_spark = measure_pair(
         ctx,
@@ -175,7 +176,7 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
     schema, columns = state.schema, state.columns
     del state
 
-    # against raw Polars over the same files: k = 0, then k = 10
+    # against raw Polars over the same files: k = 0, then k minors
     major = dataset(ctx, "s12_k0", cfg.n, 0)
     reader0 = DatasetReader(major.root)
     (files0,) = task_files(reader0)
@@ -192,20 +193,20 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
         ("reader.read, k = 0", lambda: reader0.read(TABLE)),
         ("pl.scan_parquet(files).filter(~_deleted)", raw_scan),
     )
-    files10 = task_files(reader)
+    files_k = task_files(reader)
     expected = reader.read(TABLE).sort(ID)
-    assert raw_merge(files10, schema).sort(ID).equals(expected), "the raw merge is not correct"
+    assert raw_merge(files_k, schema).sort(ID).equals(expected), "the raw merge is not correct"
     del expected
-    k10_reader, k10_raw = measure_pair(
+    k_reader, k_raw = measure_pair(
         ctx,
-        ("reader.read, k = 10", lambda: reader.read(TABLE)),
-        ("raw Polars merge, k = 10", lambda: raw_merge(files10, schema)),
+        (f"reader.read, k = {k}", lambda: reader.read(TABLE)),
+        (f"raw Polars merge, k = {k}", lambda: raw_merge(files_k, schema)),
     )
     some_ids = list(range(0, cfg.n, 100))  # 1% of the ids, spread over the range
     one_column = columns[1]
 
     def pruned() -> pl.DataFrame:
-        return reader.scan(TABLE).filter(pl.col(ID).is_in(some_ids)).select(one_column).collect()
+        return reader.scan(TABLE).filter(pl.col(ID).is_in(some_ids)).select(one_column).read()
 
     assert pruned().height == len(some_ids)
     sc_pruned, sc_full = measure_pair(
@@ -216,11 +217,11 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
 
     # peak memory, each in a fresh process, after a minor of 30% on top (at N and at xN)
     x = cfg.reader_scale
-    commit(big, updates(spark, cfg.n, LARGE_MINOR, 11), is_major=False)
+    commit(big, updates(spark, cfg.n, LARGE_MINOR, k + 1), is_major=False)
     scaled = big
     if x != 1:
-        scaled = dataset(ctx, f"s12_x{x}", x * cfg.n, 10)
-        commit(scaled, updates(spark, x * cfg.n, LARGE_MINOR, 11), is_major=False)
+        scaled = dataset(ctx, f"s12_x{x}", x * cfg.n, k)
+        commit(scaled, updates(spark, x * cfg.n, LARGE_MINOR, k + 1), is_major=False)
     memory = {}
     for factor, ds in {1: big, x: scaled}.items():
         sink_path = str(ctx.folder("s12", f"sink_x{factor}") / "state.parquet")
@@ -236,7 +237,7 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
     ten = list(range(0, x * cfg.n, max(1, x * cfg.n // 10)))[:10]
 
     def lookup() -> pl.DataFrame:
-        return reader_x.scan(TABLE).filter(pl.col(ID).is_in(ten)).collect()
+        return reader_x.scan(TABLE).filter(pl.col(ID).is_in(ten)).read()
 
     assert lookup().height == len(ten)
     looked_up, read_all = measure_pair(
@@ -291,7 +292,7 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
         ),
         Row(
             "12 reader: in process",
-            common + ", after 10 minors",
+            common + f", after {k} minors",
             [f"reader {fmt_seconds(in_reader.median)}", f"Spark {fmt_seconds(in_spark.median)}"],
             ratio(in_reader.median, in_spark.median),
             "reader / Spark toArrow",
@@ -311,20 +312,20 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
             cpu_ratio=cpu_ratio(k0_reader, k0_raw),
         ),
         Row(
-            "12 reader vs raw Polars merge, k = 10",
-            common + ", after 10 minors",
-            [f"reader {fmt_seconds(k10_reader.median)}", f"raw {fmt_seconds(k10_raw.median)}"],
-            ratio(k10_reader.median, k10_raw.median),
+            f"12 reader vs raw Polars merge, k = {k}",
+            common + f", after {k} minors",
+            [f"reader {fmt_seconds(k_reader.median)}", f"raw {fmt_seconds(k_raw.median)}"],
+            ratio(k_reader.median, k_raw.median),
             "read() / cheapest correct Polars merge",
             "<= 1.0",
             1.0,
             note="raw: the minors' rows, last per id, plus the base's other ids (anti join), "
             "tombstones dropped; checked equal to read()",
-            cpu_ratio=cpu_ratio(k10_reader, k10_raw),
+            cpu_ratio=cpu_ratio(k_reader, k_raw),
         ),
         Row(
             "12 reader: pruned scan",
-            common + f", after 10 minors, {len(some_ids):,} ids",
+            common + f", after {k} minors, {len(some_ids):,} ids",
             [
                 f"scan, 1 column of 1% {fmt_seconds(sc_pruned.median)}",
                 f"full read {fmt_seconds(sc_full.median)}",
@@ -338,7 +339,7 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
         *[
             Row(
                 f"12 reader: peak memory, {kind}",
-                f"N={factor * cfg.n:,} x 11, after 10 minors of {cfg.p:.0%} and one of "
+                f"N={factor * cfg.n:,} x 11, after {k} minors of {cfg.p:.0%} and one of "
                 f"{LARGE_MINOR:.0%}",
                 [
                     f"{memory[factor][key]:.0f} MiB above imports",
@@ -352,13 +353,13 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
             )
             for factor in dict.fromkeys((1, x))
             for key, kind, what in (
-                ("sink", "sink_parquet", "scan(table).sink_parquet(path)"),
+                ("sink", "sink_parquet", "scan(table).to_polars().sink_parquet(path)"),
                 ("batches", "batches", "batches(table) drained"),
             )
         ],
         Row(
             f"12 reader: sink peak, {x}N / N",
-            f"N={cfg.n:,} and {x * cfg.n:,} x 11, after 10 minors of {cfg.p:.0%} and one of "
+            f"N={cfg.n:,} and {x * cfg.n:,} x 11, after {k} minors of {cfg.p:.0%} and one of "
             f"{LARGE_MINOR:.0%}",
             [f"{memory[f]['sink']:.0f} MiB at {f}N" for f in dict.fromkeys((1, x))],
             ratio(memory[x]["sink"], memory[1]["sink"]),
@@ -369,7 +370,7 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
         ),
         Row(
             "12 reader: peak memory, eager read",
-            f"N={cfg.n:,} x 11, after 10 minors of {cfg.p:.0%} and one of {LARGE_MINOR:.0%}",
+            f"N={cfg.n:,} x 11, after {k} minors of {cfg.p:.0%} and one of {LARGE_MINOR:.0%}",
             [f"{above:.0f} MiB above imports", f"Arrow state {memory[1]['arrow']:.0f} MiB"],
             ratio(above, memory[1]["arrow"]),
             "peak RSS / Arrow size",
@@ -379,7 +380,7 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
         ),
         Row(
             "12 reader: lookup of 10 ids",
-            f"N={x * cfg.n:,} x 11, after 10 minors of {cfg.p:.0%} and one of {LARGE_MINOR:.0%}",
+            f"N={x * cfg.n:,} x 11, after {k} minors of {cfg.p:.0%} and one of {LARGE_MINOR:.0%}",
             [
                 f"10 ids {fmt_seconds(looked_up.median)}",
                 f"full read {fmt_seconds(read_all.median)}",

@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 
 from .delta import against_delta
 from .executors import executors
+from .feast import training_sets
 from .harness import BASE_N, Config, Context, Outcome
 from .history import changes_of_last, commit_latency
 from .lifecycle import maintenance
@@ -51,6 +52,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("12", "reader"): reading_without_a_jvm,
     ("13", "executors"): executors,
     ("14", "pipes"): pipes_commit,
+    ("15", "feast"): training_sets,
 }
 
 BENCH = Path(__file__).resolve().parent

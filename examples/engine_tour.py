@@ -33,7 +33,7 @@ def main(root: str) -> None:
     ds.commit({"features": tombstone}, timestamp=day(8), is_major=False, version="v2")
 
     print("\nThe description log:")
-    print(ds.log()[["sequence", "name", "timestamp", "is_major", "version", "rows", "tombstones"]])
+    print(ds.inspect.log()[["sequence", "name", "timestamp", "is_major", "version", "rows"]])
 
     print("\nLatest state (r4 voided ids 0-3; id 9 deleted):")
     ds.read("features", with_revision=True).orderBy("id").show()
@@ -49,13 +49,13 @@ def main(root: str) -> None:
     print(f"Changes in (2020-01-02, 2020-01-06] (reset={changes.is_reset}: r4 is a major):")
     changes.df.orderBy("id").show()
 
-    compaction = ds.compact()  # the state in a few files; later reads start from it
+    compaction = ds.maintenance.compact()  # the state in a few files; later reads start from it
     print(f"Compaction {compaction.name}: {compaction.replaces['features'].revisions} revisions")
     print("The same latest state, read from the compaction:")
     ds.read("features").orderBy("id").show()
-    report = ds.vacuum(retain=timedelta(0), dry_run=True)
+    report = ds.maintenance.vacuum(retain=timedelta(0), dry_run=True)
     print(f"A vacuum would remove revisions {sorted(report.revisions)} ({report.bytes} bytes)")
-    print(ds.log()[["sequence", "name", "kind", "vacuumed"]])
+    print(ds.inspect.log()[["sequence", "name", "kind", "vacuumed"]])
     print(f"Dataset root: {ds.root}")
 
 

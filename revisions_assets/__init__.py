@@ -21,13 +21,17 @@ if TYPE_CHECKING:
     from .core.log.records import Revision, TableWrite, UpstreamPosition
     from .core.maintain.vacuum import VacuumReport
     from .core.read.results import ChangeSet, TableInfo
+    from .core.read.scan import DatasetSnapshot, PlannedFiles, Scan
     from .core.reader import DatasetReader
     from .core.spark_session import build_spark_session
 
 #: public name -> the module that defines it
 _EXPORTS = {
     "ChangeSet": ".core.read.results",
+    "DatasetSnapshot": ".core.read.scan",
+    "PlannedFiles": ".core.read.scan",
     "RevisionedDataset": ".core.dataset",
+    "Scan": ".core.read.scan",
     "TableInfo": ".core.read.results",
     "VacuumReport": ".core.maintain.vacuum",
     "DatasetReader": ".core.reader",
@@ -41,9 +45,12 @@ _EXPORTS = {
 __all__ = [
     "ChangeSet",
     "DatasetReader",
+    "DatasetSnapshot",
+    "PlannedFiles",
     "Revision",
     "RevisionedDataset",
     "RevisionsError",
+    "Scan",
     "TableInfo",
     "TableWrite",
     "UpstreamPosition",

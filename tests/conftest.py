@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 
 import pytest
+from harness.examples import EXPLORE
 from harness.processes import TEST_JVM_OPTS
+from hypothesis import settings
 
 from revisions_assets.core.spark_session import build_spark_session
 from revisions_assets.s3a import s3a_conf
@@ -16,6 +18,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     # xdist workers get COLUMNS=80, LINES=24: the CLI would cut its tables as in a terminal
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
+
+# ./dev.sh explore: new random examples on every run, kept in the example database so that
+# the next run replays a failure first (./dev.sh test and CI load the derandomized ``ci``)
+settings.register_profile(EXPLORE, derandomize=False, deadline=None, print_blob=True)
 
 
 @pytest.fixture(scope="session")

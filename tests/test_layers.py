@@ -1,6 +1,7 @@
 """Imports run one way: the engine <- a run's commit <- the remote job's side of Dagster Pipes
 <- the Dagster resources <- the Dagster layer and tools <- the demo <- this project's
-resources and definitions.
+resources and definitions. The Feast offline store sits on the engine's reader alone: no
+Spark, no Dagster, and nothing of the project imports it.
 
 Parses every module of ``revisions_assets``, this project's ``resources`` and
 ``definitions`` (no import is executed) and fails on an import of a higher layer, on an
@@ -42,7 +43,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "revisions_assets.s3a",
         ),
     ),
-    (8, ("revisions_assets.core.runs",)),
+    (8, ("revisions_assets.core.runs", "revisions_assets.feast")),
     (9, ("revisions_assets.pipes",)),
     (10, ("revisions_assets.dagster.resources",)),
     (11, ("revisions_assets.dagster", "revisions_assets.cli")),
@@ -59,7 +60,7 @@ LAYER_NAMES = {
     5: "engine: writes",
     6: "engine: maintenance",
     7: "engine: facade",
-    8: "engine: runs",
+    8: "engine: runs / the Feast offline store",
     9: "remote jobs (Dagster Pipes)",
     10: "Dagster resources",
     11: "Dagster layer / tools",
@@ -88,11 +89,12 @@ def layer_of(module: str) -> int | None:
     return None if best is None else best[1]
 
 
-def imports_of(module: str, path: Path, known: set[str]) -> set[str]:
-    """The project modules (and third-party top-level names) that ``module`` imports."""
+def imports_of(module: str, path: Path, known: set[str], *, eager: bool = False) -> set[str]:
+    """The project modules (and third-party top-level names) that ``module`` imports;
+    ``eager``: only those importing it runs (not inside functions or ``TYPE_CHECKING``)."""
     is_package = path.name == "__init__.py"
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in _nodes(ast.parse(path.read_text(), str(path)), eager):
         if isinstance(node, ast.Import):
             out.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -109,10 +111,27 @@ def imports_of(module: str, path: Path, known: set[str]) -> set[str]:
     return out
 
 
-def graph() -> dict[str, set[str]]:
+def _nodes(tree: ast.AST, eager: bool) -> list[ast.AST]:
+    """Every node of ``tree``; ``eager``: not those in functions or ``if TYPE_CHECKING:``."""
+    if not eager:
+        return list(ast.walk(tree))
+    out, todo = [], [tree]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            todo += node.orelse
+            continue
+        todo += ast.iter_child_nodes(node)
+    return out
+
+
+def graph(*, eager: bool = False) -> dict[str, set[str]]:
     mods = modules()
     known = set(mods)
-    return {m: imports_of(m, p, known) for m, p in mods.items()}
+    return {m: imports_of(m, p, known, eager=eager) for m, p in mods.items()}
 
 
 def back_edges(edges: dict[str, set[str]]) -> list[str]:
@@ -184,6 +203,44 @@ def test_imports_run_one_way():
 def test_no_module_cycles():
     found = cycles(graph())
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def feast_problems(edges: dict[str, set[str]]) -> list[str]:
+    """The Feast offline store reads through ``DatasetReader``: nothing importing it loads
+    (``graph(eager=True)``) imports Spark or Dagster, and no module outside it imports it
+    (Dagster never does)."""
+    feast = "revisions_assets.feast"
+    reached, todo = set(), [m for m in edges if m == feast or m.startswith(feast + ".")]
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo += [t for t in edges[module] if t in edges]
+    problems = [
+        f"{module} (reached from {feast}) imports {target}"
+        for module in sorted(reached)
+        for target in sorted(edges[module])
+        if target.split(".")[0] in ("pyspark", "dagster", "dagster_pipes")
+    ]
+    problems += [
+        f"{module} imports {target}: nothing of the project imports the Feast store"
+        for module, targets in sorted(edges.items())
+        if not module.startswith(feast)
+        for target in sorted(targets)
+        if target == feast or target.startswith(feast + ".")
+    ]
+    return problems
+
+
+def test_the_feast_store_reads_through_the_reader_only():
+    problems = feast_problems(graph(eager=True))
+    assert not problems, "the Feast store's imports:\n" + "\n".join(problems)
+    edges = graph(eager=True)
+    edges["revisions_assets.dagster.training"] |= {"revisions_assets.feast"}
+    assert any("nothing of the project imports" in p for p in feast_problems(edges))
+    edges = graph(eager=True)
+    edges["revisions_assets.feast.store"] |= {"revisions_assets.core.dataset"}
+    assert any("imports pyspark" in p for p in feast_problems(edges))
 
 
 @pytest.mark.parametrize(

@@ -147,5 +147,5 @@ def test_a_unique_name_prefix_names_a_revision():
 def test_revisions_of_other_tables_are_invisible():
     records = [rev(1, 1, True, tables=("t", "u")), rev(2, 2, True, tables=("u",))]
     assert names(state_selection(table_revisions(records, "t"), "t").merge) == ["r1"]
-    with pytest.raises(UnknownTableError, match="'v'.*known tables: \\['t', 'u'\\]"):
+    with pytest.raises(UnknownTableError, match="'v'.*known tables: 't', 'u'$"):
         table_revisions(records, "v")

@@ -5,17 +5,21 @@ something (``verify`` errors, ``lag`` past its thresholds); 2 usage: a bad optio
 argument, a root that is no dataset, an unknown table or revision, a time outside the
 data; 3 a dataset or storage error: a damaged log or data file, storage or the network
 refusing, a commit that lost a race, Spark failing, any unexpected error. Always one line
-on stderr (``--debug`` adds the traceback).
+on stderr (``--debug`` adds the traceback), and nothing on stdout (``output.flush`` prints
+what a command printed only once it ended). A closed pipe (``revisions log ROOT | head``)
+ends quietly with 141, as a process killed by SIGPIPE does.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import tempfile
+import threading
 import traceback
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -26,14 +30,14 @@ import click
 from ..core.errors import (
     CommitConflictError,
     CorruptLogError,
-    DatasetNotFoundError,
     InvalidArgumentError,
     RevisionsError,
     StorageError,
 )
 from ..core.extras import needs_extra
-from ..core.log.layout import LOG_DIR
+from ..core.log.layout import not_a_dataset
 from ..core.timeutil import to_utc
+from . import output
 
 if TYPE_CHECKING:  # the commands that need Spark import it when they run: the others start fast
     from pyspark.sql import SparkSession
@@ -46,6 +50,8 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_DATASET = 3
+#: a closed pipe: what the shell reports for a process killed by SIGPIPE (128 + 13)
+EXIT_CLOSED_PIPE = 141
 #: what each exit code means (``revisions --help`` and the guide say the same)
 EXIT_CODES = {
     EXIT_OK: "ok",
@@ -54,6 +60,7 @@ EXIT_CODES = {
     "revision, a time outside the data",
     EXIT_DATASET: "a dataset or storage error: a damaged log or file, storage or the network "
     "failing, a lost commit race, any unexpected error",
+    EXIT_CLOSED_PIPE: "stdout was closed before the output ended (| head), as for SIGPIPE",
 }
 _DEBUG = "revisions.debug"
 
@@ -101,7 +108,7 @@ class RevisionsGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
+        except (click.ClickException, click.exceptions.Exit, click.Abort, BrokenPipeError):
             raise
         except RevisionsError as exc:
             if debugging(ctx):
@@ -119,23 +126,43 @@ class RevisionsGroup(click.Group):
             ) from exc
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        output.discard()
         try:
             result = super().main(
                 args, prog_name or "revisions", complete_var, standalone_mode=False, **extra
             )
             code = result if isinstance(result, int) else 0  # ctx.exit(n) returns n
+            output.flush()  # it ended (ok, or a check found something): what it printed
         except click.ClickException as exc:
+            output.discard()  # an error leaves stdout empty
             message = exc.format_message().replace("\n", " ")
             if isinstance(exc, click.UsageError) and exc.ctx is not None:
                 message += f" (see '{exc.ctx.command_path} --help')"
             click.echo(f"revisions: error: {message}", err=True)
             code = exc.exit_code
         except click.Abort:
+            output.discard()
             click.echo("revisions: interrupted", err=True)
             code = 130
+        except BrokenPipeError:  # the reader went away (| head): nothing more to say
+            output.discard()
+            code = closed_stdout()
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+def closed_stdout() -> int:
+    """Point stdout at /dev/null, so that the interpreter's last flush cannot fail on the
+    closed pipe again, and return its exit code."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # a replaced stdout (tests): nothing to point
+        pass
+    finally:
+        os.close(devnull)
+    return EXIT_CLOSED_PIPE
 
 
 def set_debug(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
@@ -168,14 +195,18 @@ def json_option(f: F) -> F:
     )(f)
 
 
-def limit_option(default: int) -> Callable[[F], F]:
+def limit_option(default: int, paged: bool = False) -> Callable[[F], F]:
     """``--limit``: ``default`` rows in a table; every row with ``--json`` unless given
-    (``rows_limit`` applies it): JSON returns what was asked."""
+    (``rows_limit`` applies it): JSON returns what was asked. ``paged``: with ``--json``
+    and a limit, the rows come in an object that says whether some were left out
+    (``Output.limited``)."""
+    paging = ' With --json and a limit: {"rows", "limit", "truncated", "total"}.' if paged else ""
     return click.option(
         "--limit",
         type=click.IntRange(min=0),
         default=None,
-        help=f"At most this many rows (0: all). Default: {default} in a table, all with --json.",
+        help=f"At most this many rows (0: all). Default: {default} in a table, all with --json."
+        + paging,
     )
 
 
@@ -223,7 +254,7 @@ def open_log(root: str, endpoint_url: str | None) -> RevisionLog:
     storage = open_storage(root, **(storage_options(endpoint_url) or {}))
     revision_log = RevisionLog(storage)
     if not revision_log.refresh():  # a root of the original layout is refused on open
-        raise DatasetNotFoundError(f"{storage.uri} is not a revisioned dataset (no {LOG_DIR}/)")
+        raise not_a_dataset(storage)
     return revision_log
 
 
@@ -247,8 +278,8 @@ def open_dataset(root: str, endpoint_url: str | None) -> RevisionedDataset:
         from ..core.dataset import RevisionedDataset
 
     ds = RevisionedDataset(root, read_only=True, storage_options=storage_options(endpoint_url))
-    if ds.head_sequence == 0:  # a root of the original layout is refused on open
-        raise DatasetNotFoundError(f"{ds.root} is not a revisioned dataset (no {LOG_DIR}/)")
+    if ds.snapshot(refresh=False).head_sequence == 0:  # the original layout is refused on open
+        raise not_a_dataset(ds.storage)
     return ds
 
 
@@ -276,9 +307,13 @@ def split_columns(values: Sequence[str]) -> list[str]:
     return [c.strip() for v in values for c in v.split(",") if c.strip()]
 
 
+#: errors only; the logger of PySpark's gateway too: Spark starts it as a shell, whose level
+#: is WARN unless configured (it then prints 'Setting default log level to "WARN"')
 QUIET_LOG4J = """\
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = stderr
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
 appender.console.type = Console
 appender.console.name = stderr
 appender.console.target = SYSTEM_ERR
@@ -313,7 +348,38 @@ def start_spark(ds: RevisionedDataset, endpoint_url: str | None) -> SparkSession
             )
         if location.scheme == "s3a":
             conf.update(s3a_conf(endpoint_url=endpoint_url))
-        session = build_spark_session(app_name="revisions-cli", conf=conf)
+        with nullcontext() if debugging() else jvm_start_lines_dropped():
+            session = build_spark_session(app_name="revisions-cli", conf=conf)
     elif location.scheme == "s3a":  # a session that is already up: point s3a at the endpoint
         apply_s3a_conf(session, s3a_conf(endpoint_url=endpoint_url, jars="none"), location.netloc)
     return session
+
+
+#: what a starting JVM prints on stderr whatever its log configuration: Spark's launcher
+#: always adds an incubator module, and the JVM announces it
+JVM_START_LINES = ("WARNING: Using incubator modules:",)
+
+
+@contextmanager
+def jvm_start_lines_dropped() -> Iterator[None]:
+    """A block whose child processes (the JVM PySpark launches) get a pipe as stderr: a
+    thread forwards its lines to this process's stderr, but for ``JVM_START_LINES``. The
+    block's own stderr is this process's again when it ends."""
+    sys.stderr.flush()
+    read_end, write_end = os.pipe()
+    stderr = os.dup(2)
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    try:
+        yield
+    finally:
+        os.dup2(stderr, 2)
+        threading.Thread(target=_forward, args=(read_end, stderr), daemon=True).start()
+
+
+def _forward(read_end: int, stderr: int) -> None:
+    """Copy the JVM's stderr lines to ``stderr`` until it exits, dropping its start lines."""
+    with open(read_end, "rb") as lines, open(stderr, "wb", buffering=0) as out:
+        for line in lines:
+            if not line.decode(errors="replace").startswith(JVM_START_LINES):
+                out.write(line)

@@ -2,8 +2,9 @@
 
 They read through ``DatasetReader`` (Polars, in this process: no JVM to start); ``--spark``
 reads through the Spark engine instead, for tables too large for one process
-(``spark_data``). Every input is checked against the log first, so bad input fails fast
-with one line.
+(``spark_data``). Each command reads the log once, when it opens the dataset, and plans
+every read on that one snapshot. Every input is checked against the log first, so bad
+input fails fast with one line.
 """
 
 from __future__ import annotations
@@ -16,15 +17,8 @@ import click
 
 from ..core.errors import InvalidTimestampError, NoMajorRevisionError
 from ..core.log.records import Revision
-from ..core.log.view import table_revisions
-from ..core.read.plan.refs import resolve_position
-from ..core.read.plan.selection import (
-    Selection,
-    carried_by,
-    changes_by_sequence,
-    changes_by_time,
-    state_selection,
-)
+from ..core.read.plan.selection import Selection, carried_by
+from ..core.read.scan import DatasetSnapshot, Scan, planned
 from .common import (
     InputError,
     common_options,
@@ -54,7 +48,6 @@ if TYPE_CHECKING:  # polars loads when a command runs: `revisions --help` starts
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
-MORE = "the first {limit} rows (--limit N shows more, --limit 0 all)"
 
 
 def spark_option(f: F) -> F:
@@ -64,6 +57,13 @@ def spark_option(f: F) -> F:
         is_flag=True,
         help="Read with Spark instead of in this process (tables too large for one process).",
     )(f)
+
+
+def open_snapshot(root: str, endpoint_url: str | None, use_spark: bool) -> DatasetSnapshot:
+    """The log of the dataset at ``root`` as its handle read it when it opened: the one
+    snapshot a command plans its reads on (the Spark engine's handle with ``--spark``)."""
+    handle = open_dataset(root, endpoint_url) if use_spark else open_reader(root, endpoint_url)
+    return handle.snapshot(refresh=False)
 
 
 def merged(selection: Selection) -> str:
@@ -115,7 +115,7 @@ def iso(when: datetime) -> str:
     help="A SQL filter, e.g. \"day > 3 AND city = 'Oslo'\" (Polars SQL; Spark SQL with --spark).",
 )
 @click.option("--with-revision", is_flag=True, help="Add the revision that wrote each row.")
-@limit_option(20)
+@limit_option(20, paged=True)
 @json_option
 @spark_option
 @common_options
@@ -142,39 +142,35 @@ def show_command(
     if as_of is not None and at is not None:
         raise click.UsageError("give --as-of or --at, not both")
     limit = rows_limit(limit, as_json, 20)
-    reader = open_reader(root, endpoint_url)
-    records = reader.revisions()
-    history = table_revisions(records, table)
+    snapshot = open_snapshot(root, endpoint_url, use_spark)
+    history = snapshot.revisions(table)
     when, position = checked(parse_time, as_of, "--as-of", history, table), parse_position(at)
     known = checked(parse_time, known_at, "--known-at", history, table, committed=True)
-    pinned = resolve_position(records, table, position)
-    selection = state_selection(history, table, when, pinned, known)
+    scan = snapshot.scan(
+        table, as_of=when, at=position, known_at=known, with_revision=with_revision
+    )
     out = Output(as_json)
     point = f"as of {text(when)}" if when else f"at {at}" if at else "latest"
     point += f", as known at {text(known)}" if known else ""
-    heading = f"{table} ({point}): {merged(selection)}"
+    heading = f"{table} ({point}): {merged(planned(scan).selection)}"
+    ids = list(history[-1].tables[table].id_columns)
     if use_spark:
-        ds = open_dataset(root, endpoint_url)  # the spark extra, or the error naming it
         from . import spark_data
 
-        rows = spark_data.show(
-            ds, table, (when, position, known), where, with_revision, endpoint_url
-        )
+        rows = spark_data.show(scan, ids, where, endpoint_url)
         out.note(heading)
         spark_data.emit(out, rows, limit)
         return
-    df = reader.read(table, as_of=when, at=position, known_at=known, with_revision=with_revision)
+    df = scan.read()
     if where:
         df = filtered(df, where)
     out.note(heading)
-    emit_rows(out, df.sort(list(history[-1].tables[table].id_columns)), limit)
+    emit_rows(out, df.sort(ids), limit)
 
 
 def emit_rows(out: Output, df: pl.DataFrame, limit: int) -> None:
     rows = df.head(limit).to_dicts() if limit else df.to_dicts()
-    out.rows(rows, columns=df.columns)
-    if limit and df.height > limit:
-        out.note(MORE.format(limit=limit))
+    out.limited(rows, limit, bool(limit) and df.height > limit, df.height, columns=df.columns)
 
 
 def filtered(df: pl.DataFrame, where: str) -> pl.DataFrame:
@@ -195,7 +191,7 @@ def filtered(df: pl.DataFrame, where: str) -> pl.DataFrame:
 )
 @click.option("--until", help="Up to (inclusive): a time or a sequence (default: the head).")
 @click.option("--stats", is_flag=True, help="Counts of changed values per column instead of rows.")
-@limit_option(20)
+@limit_option(20, paged=True)
 @json_option
 @spark_option
 @common_options
@@ -219,26 +215,25 @@ def diff_command(
     import polars as pl
 
     limit = rows_limit(limit, as_json, 20)
-    reader = open_reader(root, endpoint_url)
-    records = reader.revisions()
-    history = table_revisions(records, table)
+    snapshot = open_snapshot(root, endpoint_url, use_spark)
+    history = snapshot.revisions(table)
     start = checked(parse_point, since, "--since", history, table)
     end = checked(parse_point, until, "--until", history, table)
     by_sequence = isinstance(start, int)
     if end is not None and isinstance(end, int) != by_sequence:
         raise click.UsageError("--since and --until must both be sequences or both be times")
+    check_window(start, end, since, until, snapshot.head_sequence)
     if by_sequence:
-        selection = changes_by_sequence(
-            history, table, start, resolve_position(records, table, end)
-        )
-        before_at: dict[str, Any] | None = {"at": start}
+        changed = snapshot.scan(table).changes(since_sequence=start, until_sequence=end)  # type: ignore[arg-type]
+        before: Scan | None = snapshot.scan(table, at=start)
     else:
-        selection = changes_by_time(history, table, start, end)
-        before_at = {"as_of": start}
+        changed = snapshot.scan(table).changes(since=start, until=end)
+        before = snapshot.scan(table, as_of=start)
+    selection = planned(changed).selection
     try:
-        state_selection(history, table, before_at.get("as_of"), before_at.get("at"))
+        planned(before)
     except NoMajorRevisionError:  # nothing existed before: everything is added
-        before_at = None
+        before = None
     ids = list(history[-1].tables[table].id_columns)
 
     out = Output(as_json)
@@ -254,17 +249,12 @@ def diff_command(
         names = ", ".join(r.name for r in selection.window) or "none"
         out.note(f"{table} {window}: {len(selection.window)} revision(s) ({names})")
     if use_spark:
-        ds = open_dataset(root, endpoint_url)  # the spark extra, or the error naming it
         from . import spark_data
 
-        spark_data.diff(ds, table, start, end, before_at, ids, stats, limit, out, endpoint_url)
+        spark_data.diff(changed, before, ids, stats, limit, out, endpoint_url)
         return
-    if by_sequence:
-        changes = reader.changes(table, since_sequence=start, until_sequence=end)  # type: ignore[arg-type]
-    else:
-        changes = reader.changes(table, since=start, until=end)
-    before = reader.read(table, **before_at) if before_at is not None else None
-    lazy_diff, values = entity_diff(changes, before, ids)
+    changes = changed.to_changes()
+    lazy_diff, values = entity_diff(changes, before.to_polars() if before else None, ids)
     if stats:
         emit_stats(out, diff_stats(lazy_diff, values, changes.is_reset))
         return
@@ -277,7 +267,21 @@ def diff_command(
         values,
         limit,
         bool(limit) and diff.height > limit,
+        diff.height,
     )
+
+
+def check_window(
+    start: int | datetime, end: int | datetime | None, since: str, until: str | None, head: int
+) -> None:
+    """--since before --until (or, for a sequence, at most the log's head ``head``), said
+    with the options: the engine's own refusal names its Python arguments."""
+    if end is not None and start > end:  # type: ignore[operator]
+        raise InputError(
+            f"--since {since} is after --until {until}; the window is (--since, --until]: swap them"
+        )
+    if end is None and isinstance(start, int) and start > head:
+        raise InputError(f"--since {since} is after the head of the log (sequence {head})")
 
 
 @click.command("history")
@@ -292,7 +296,7 @@ def diff_command(
 )
 @click.option("--since", help="Only versions still valid after this time (with an offset).")
 @click.option("--until", help="The history as known at this logical time.")
-@limit_option(100)
+@limit_option(100, paged=True)
 @json_option
 @spark_option
 @common_options
@@ -315,35 +319,37 @@ def history_command(
     import polars as pl
 
     limit = rows_limit(limit, as_json, 100)
-    reader = open_reader(root, endpoint_url)
-    history = table_revisions(reader.revisions(), table)
+    snapshot = open_snapshot(root, endpoint_url, use_spark)
+    history = snapshot.revisions(table)
     write = history[-1].tables[table]
     entities = parse_entities(
         id_values, table, write.id_columns, id_types(write.schema_json, write.id_columns)
     )
     start = checked(parse_time, since, "--since", history, table)
     end = checked(parse_time, until, "--until", history, table)
+    versions_scan = snapshot.scan(table).history(since=start, until=end)
     if use_spark:
-        ds = open_dataset(root, endpoint_url)  # the spark extra, or the error naming it
         from . import spark_data
 
-        rows, more = spark_data.history(ds, table, entities, start, end, limit, endpoint_url)
+        rows, more = spark_data.history(
+            versions_scan, entities, write.id_columns, limit, endpoint_url
+        )
+        total = None
     else:
-        versions = reader.history(table, since=start, until=end)
-        versions = versions.filter(
+        versions = versions_scan.filter(
             pl.any_horizontal(
                 pl.all_horizontal(pl.col(c) == v for c, v in entity.items()) for entity in entities
             )
-        )
+        ).read()
         versions = versions.sort([*write.id_columns, "valid_from"])
         rows = (versions.head(limit) if limit else versions).to_dicts()
-        more = bool(limit) and versions.height > limit
+        more, total = bool(limit) and versions.height > limit, versions.height
     by_name = {r.name: r for r in history}
     for row in rows:
         revision = by_name[row["_revision"]]
         row["_revision_sequence"] = revision.sequence
         row["_revision_kind"] = "major" if revision.is_major else "minor"
-    emit_history(Output(as_json), table, write.id_columns, entities, rows, limit, more)
+    emit_history(Output(as_json), table, write.id_columns, entities, rows, (limit, more, total))
 
 
 COMMANDS = (show_command, diff_command, history_command)

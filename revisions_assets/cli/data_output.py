@@ -58,11 +58,13 @@ def parse_ids(
                 f"--id {pair!r}: {column!r} is not an id column of table {table!r} "
                 f"(id columns: {', '.join(id_columns)})"
             )
+        name = sql_type(types[column])
         try:
             out[column] = id_value(raw, types[column])
-        except (ValueError, InvalidOperation) as exc:
-            name = sql_type(types[column])
+        except IdValueError as exc:
             raise InputError(f"--id {pair!r}: {raw!r} is not a {name} ({exc})") from exc
+        except (ValueError, InvalidOperation) as exc:  # Python's own words name its calls
+            raise InputError(f"--id {pair!r}: {raw!r} is not a {name}") from exc
     return out
 
 
@@ -90,6 +92,10 @@ def shown_entities(entities: Sequence[Mapping[str, Any]]) -> str:
     return ", ".join(p if len(e) == 1 else f"({p})" for p, e in zip(parts, entities, strict=True))
 
 
+class IdValueError(ValueError):
+    """A command-line value that is not of its id column's type, and why."""
+
+
 def id_value(raw: str, data_type: Any) -> Any:
     """A command-line value as the Python value of a recorded (Spark JSON) type."""
     if data_type in ("string",) or (isinstance(data_type, str) and "char(" in data_type):
@@ -102,7 +108,7 @@ def id_value(raw: str, data_type: Any) -> Any:
         return Decimal(raw)
     if data_type == "boolean":
         if raw.lower() not in ("true", "false"):
-            raise ValueError("expected true or false")
+            raise IdValueError("expected true or false")
         return raw.lower() == "true"
     if data_type == "date":
         return date.fromisoformat(raw)
@@ -110,7 +116,7 @@ def id_value(raw: str, data_type: Any) -> Any:
         return to_utc(raw, "--id")
     if data_type == "timestamp_ntz":
         return datetime.fromisoformat(raw)
-    raise ValueError(f"ids of type {data_type} cannot be given on the command line")
+    raise IdValueError(f"ids of type {sql_type(data_type)} cannot be given on the command line")
 
 
 def diff_row(row: dict, ids: list[str], values: list[str]) -> dict[str, Any]:
@@ -135,14 +141,16 @@ def emit_diff(
     values: list[str],
     limit: int,
     more: bool,
+    total: int | None = None,
 ) -> None:
-    """Diff rows: streamed as JSON, listed as JSON, or a table with ``before -> after``."""
+    """Diff rows: streamed as JSON, listed as JSON, or a table with ``before -> after``
+    (``more``: rows past ``limit`` were left out; ``total``: all of them, when known)."""
     if out.as_json and not limit:
         out.stream_json(shaped)
         return
     rows = list(shaped)
     if out.as_json:
-        out.rows(rows)
+        out.limited(rows, limit, more, total)
         return
     for row in rows:
         before_values = row[BEFORE] or {}
@@ -151,9 +159,7 @@ def emit_diff(
                 row[c] = f"{text(before_values[c])} -> {text(row[c])}"
             elif row[CHANGE] == "deleted":
                 row[c] = before_values.get(c)
-    out.rows(rows, columns=[CHANGE, *ids, *values])
-    if more:
-        out.note(f"the first {limit} rows (--limit N shows more, --limit 0 all)")
+    out.limited(rows, limit, more, total, columns=[CHANGE, *ids, *values])
 
 
 def emit_stats(out: Output, result: dict[str, Any]) -> None:
@@ -174,12 +180,12 @@ def emit_history(
     id_columns: Sequence[str],
     entities: list[dict],
     rows: list[dict],
-    limit: int,
-    more: bool,
+    capped: tuple[int, bool, int | None],
 ):
-    """``history`` rows: the ids, the SCD2 columns, then the table's values."""
+    """``history`` rows: the ids, the SCD2 columns, then the table's values; ``capped``:
+    the limit, whether versions past it were left out, and all of them when known."""
     if out.as_json:
-        out.rows(rows)
+        out.limited(rows, *capped)
         return
     if not rows:
         out.note(f"no version of {table} with {shown_entities(entities)}")
@@ -188,10 +194,10 @@ def emit_history(
     data = [c for c in rows[0] if c not in system and c != "_revision_sequence"]
     ids = [c for c in data if c in id_columns]
     short = ("from", "to", "revision", "kind", "current", "deleted")
-    out.rows(  # the ids first, then when and by which revision, then the values
+    out.limited(  # the ids first, then when and by which revision, then the values
         rows,
+        *capped,
+        what="versions",
         columns=[*ids, *system, *[c for c in data if c not in ids]],
         headers=dict(zip(system, short, strict=True)),
     )
-    if more:
-        out.note(f"the first {limit} versions (--limit N shows more, --limit 0 all)")

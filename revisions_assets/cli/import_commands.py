@@ -13,11 +13,12 @@ from ..core.log.records import Revision
 from .common import (
     common_options,
     engine_command,
+    json_option,
     split_columns,
     start_spark,
     storage_options,
 )
-from .output import warn
+from .output import Output, warn
 
 
 @click.command("import-legacy")
@@ -31,14 +32,21 @@ from .output import warn
 @click.option(
     "--tz", default="UTC", show_default=True, help="Zone of naive timestamps in the description."
 )
+@json_option
 @common_options
 def import_legacy_command(
-    src: str, root: str, id_columns: tuple[str, ...], tz: str, endpoint_url: str | None
+    src: str,
+    root: str,
+    id_columns: tuple[str, ...],
+    tz: str,
+    as_json: bool,
+    endpoint_url: str | None,
 ) -> None:
     """Import SRC (description.parquet + <revision>/<featurizer>/*.parquet) into ROOT.
 
     Same revisions, names, timestamps, majors and versions; each featurizer becomes a
-    table. SRC is only read; ROOT must have no revisions.
+    table. SRC is only read; ROOT must have no revisions. A progress bar shows on stderr
+    (not with --json).
     """
     with engine_command():
         from ..core.dataset import RevisionedDataset
@@ -65,6 +73,7 @@ def import_legacy_command(
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             console=Console(stderr=True),
+            disable=as_json,
         )
         task = progress.add_task("", total=len(plan.revisions))
 
@@ -87,10 +96,23 @@ def import_legacy_command(
         warn(message)
     records = ds.revisions()
     majors = sum(r.is_major for r in records)
-    tables = ", ".join(f"{t} [{', '.join(i.id_columns)}]" for t, i in ds.tables().items())
-    click.echo(
+    tables = {t: list(i.id_columns) for t, i in ds.tables().items()}
+    out = Output(as_json)
+    if as_json:
+        out.json(
+            {
+                "root": ds.root,
+                "revisions": len(records),
+                "majors": majors,
+                "minors": len(records) - majors,
+                "tables": [{"table": t, "id_columns": ids} for t, ids in tables.items()],
+            }
+        )
+        return
+    listed = ", ".join(f"{t} [{', '.join(ids)}]" for t, ids in tables.items())
+    out.note(
         f"imported {len(records)} revisions ({majors} major, {len(records) - majors} minor) "
-        f"into {ds.root}: {tables}"
+        f"into {ds.root}: {listed}"
     )
 
 

@@ -183,11 +183,18 @@ def entry_row(
         }
     if record.vacuum is not None:
         mark = record.vacuum
+        deleted = mark.deleted
         removed = [view.records[s - 1] for s in mark.removed]
         row["vacuum"] = {
             "removed": list(mark.removed),
-            "files": sum(r.file_count for r in removed),
-            "bytes": sum(r.bytes for r in removed),
+            # what it deleted; entries of earlier releases: the data files the log referenced
+            "files": deleted.files if deleted else sum(r.file_count for r in removed),
+            "bytes": deleted.bytes if deleted else sum(r.bytes for r in removed),
+            "folders": list(deleted.folders) if deleted else None,
+            "loose": list(deleted.loose) if deleted else None,
+            "purged_files": (
+                {str(s): list(paths) for s, paths in deleted.purged.items()} if deleted else None
+            ),
             "horizon_sequence": mark.horizon_sequence,
             "horizon_timestamp": mark.horizon_timestamp,
             "retain_seconds": mark.retain_seconds,
@@ -209,12 +216,26 @@ def what_it_did(record: Revision, view: LogView) -> str:
         mark = record.vacuum
         removed = [view.records[s - 1] for s in mark.removed]
         ranges = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in to_ranges(mark.removed))
-        return (
-            f"removed the files of {len(removed)} entries ({ranges}): "
-            f"{sum(r.file_count for r in removed)} data files, "
-            f"{human_bytes(sum(r.bytes for r in removed))}; retain "
-            f"{duration(timedelta(seconds=mark.retain_seconds))}, horizon sequence "
+        horizon = (
+            f"retain {duration(timedelta(seconds=mark.retain_seconds))}, horizon sequence "
             f"{mark.horizon_sequence}"
+        )
+        deleted = mark.deleted
+        if deleted is None:  # an entry of an earlier release: the data files it marked
+            return (
+                f"removed the files of {len(removed)} entries ({ranges}): "
+                f"{sum(r.file_count for r in removed)} data files, "
+                f"{human_bytes(sum(r.bytes for r in removed))}; {horizon}"
+            )
+        parts = [f"the files of {len(removed)} entries ({ranges})"] if removed else []
+        parts += [
+            f"{len(paths)} files purge {s} swapped out" for s, paths in deleted.purged.items()
+        ]
+        where = [f"{len(deleted.folders)} folders whole"]
+        where += [f"{len(deleted.loose)} other files"] if deleted.loose else []
+        return (
+            f"removed {deleted.files} files, {human_bytes(deleted.bytes)} ({', '.join(where)}): "
+            f"{', '.join(parts)}; {horizon}"
         )
     if record.replaces:
         return "; ".join(
@@ -229,11 +250,33 @@ def what_it_did(record: Revision, view: LogView) -> str:
     for t, write in record.tables.items():
         if write.carries:
             parts.append(f"carries {len(write.carries)} revisions of {t}")
-        if write.rows_offered is not None and write.rows_offered != write.rows:
-            parts.append(
-                f"{write.rows_offered - write.rows} of {write.rows_offered} rows unchanged"
-            )
+        offered = offered_now(record, t, view)
+        if offered is not None:
+            # a skip_unchanged major writes tombstones for the entities it was not offered
+            written = write.rows - write.tombstones if record.is_major else write.rows
+            if offered != written:
+                parts.append(f"{offered - written} of {offered} rows unchanged")
     return "; ".join(parts)
+
+
+def offered_now(record: Revision, table: str, view: LogView) -> int | None:
+    """The rows a skip_unchanged entry was offered for ``table`` (None when it recorded
+    none), less those purges removed since (``PurgeMark.offered_removed``; purges of
+    earlier releases recorded only the rows removed from its files)."""
+    offered = record.tables[table].rows_offered
+    if offered is None:
+        return None
+    for entry in view.records[record.sequence :]:
+        mark = entry.purge
+        if mark is None:
+            continue
+        counts = mark.offered_removed.get(table)
+        if counts is not None:
+            offered -= counts.get(record.sequence, 0)
+        else:
+            swaps = mark.swaps.get(table, ())
+            offered -= sum(s.rows_removed for s in swaps if s.sequence == record.sequence)
+    return offered
 
 
 # -- tables -------------------------------------------------------------------------------------
@@ -355,7 +398,8 @@ def describe_command(root: str, table: str | None, as_json: bool, endpoint_url: 
     from ..core.reader import DatasetReader
 
     reader = DatasetReader(root, storage_options=storage_options(endpoint_url))
-    view = reader.snapshot().view
+    snapshot = reader.snapshot(refresh=False)  # the log as the reader read it on opening
+    view = snapshot.view
     if table is not None:
         view.table_revisions(table)  # UnknownTableError naming the known tables
     refs = table_refs(view)
@@ -367,7 +411,7 @@ def describe_command(root: str, table: str | None, as_json: bool, endpoint_url: 
         rows.append(
             {
                 "table": name,
-                "rows": reader.read(name, columns=[]).height,
+                "rows": snapshot.scan(name).count(),
                 **summary,
                 "columns": columns_of(view, name),
                 "on_base": [
@@ -451,7 +495,8 @@ def lag_command(
     consumer's positions, resolved against CONSUMER_ROOT where they are relative): the
     consumed position against the upstream head, the unconsumed revisions and the age of
     the oldest of them (by commit time). Exit 1 past --max-behind or --max-age; exit 3
-    when an upstream cannot be read (every row is printed first).
+    when an upstream cannot be read, or its head is behind the recorded position (it lost
+    entries the consumer consumed); every row is printed first.
     """
     maps = parse_root_maps(root_maps)
     consumer = open_log(consumer_root, endpoint_url)
@@ -477,6 +522,18 @@ def lag_command(
             pending = unconsumed(records, table, position)
         except RevisionsError as exc:
             rows.append({**row, "error": str(exc), "over_limit": None})
+            continue
+        if position > records[-1].sequence:  # it consumed entries the upstream no longer has
+            rows.append(
+                {
+                    **row,
+                    "head": records[-1].sequence,
+                    "error": f"position {position} is past the upstream's head "
+                    f"{records[-1].sequence}: the upstream lost the entries after it that "
+                    "this consumer consumed (run `revisions verify` on the upstream)",
+                    "over_limit": None,
+                }
+            )
             continue
         oldest = min((r.committed_at for r in pending), default=None)
         age = (now - oldest).total_seconds() if oldest else 0.0
@@ -522,7 +579,9 @@ def lag_command(
         )
     if failed:
         if not as_json:
-            out.note(f"{failed} upstream table(s) could not be read: exit {EXIT_DATASET}")
+            out.note(
+                f"{failed} upstream table(s) could not be read or lost entries: exit {EXIT_DATASET}"
+            )
         click.get_current_context().exit(EXIT_DATASET)
     if late:
         limits = [f"--max-behind {max_behind}"] if max_behind is not None else []

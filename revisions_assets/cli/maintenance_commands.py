@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
-from ..core.log.records import Revision
+from ..core.log.records import COMPACTION, Revision
 from ..core.log.view import LogView
 from ..core.maintain.defaults import DEFAULT_GRACE, DEFAULT_TARGET_FILE_BYTES, MIN_RETAIN
+from ..core.read.plan.refs import find_revision
 from ..core.read.plan.scans import head_plan
 from ..core.timeutil import now_utc
 from .common import (
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from ..core.dataset import RevisionedDataset
+    from ..core.maintain.findings import Finding
     from ..core.maintain.vacuum import VacuumReport
     from ..core.read.results import TableInfo
 
@@ -94,38 +96,60 @@ def verify_command(
 ) -> None:
     """Check ROOT: every finding with its fix. Exit 1 when one is an error (--strict: any).
 
-    The log is gap-free and parseable, every referenced file is present, the description
-    is current, no leftovers; --deep adds the data checks (only when there is no error).
+    The log is gap-free and parseable and its newest entry not lost, every referenced
+    file is present with a readable footer and the rows the log records, the description
+    is current, no leftovers, no recorded upstream position past its upstream's head;
+    --deep adds the data checks (only when there is no error: a deep_checks_skipped
+    finding says so).
     """
-    from ..core.maintain.verify import verify
+    from ..core.maintain.verify import deep_skipped, verify
 
     options = storage_options(endpoint_url) or {}
     findings = verify(root, **options)
-    if not findings or (deep and not any(f.severity == "error" for f in findings)):
+    skipped = deep_skipped(findings) if deep else None
+    if skipped is not None:
+        findings.append(skipped)
+    elif not findings or deep:
         open_log(root, endpoint_url)  # a root that is no dataset is bad input
         if deep:
             ds = open_dataset(root, endpoint_url)
             start_spark(ds, endpoint_url)
             with working("reading the data", as_json):
-                findings = ds.verify(deep=True)
-    rows = [
-        {"severity": f.severity, "kind": f.kind, "path": f.path, "message": f.message, "fix": f.fix}
-        for f in findings
-    ]
+                findings = ds.maintenance.verify(deep=True)
+    rows = [finding_row(f) for f in findings]
     errors = sum(f.severity == "error" for f in findings)
     out = Output(as_json)
     if as_json:
-        out.json({"root": root, "deep": deep, "healthy": not findings, "findings": rows})
+        ran = deep and skipped is None
+        out.json(
+            {"root": root, "deep": deep, "deep_ran": ran, "healthy": not findings, "findings": rows}
+        )
     elif not rows:
         out.note(f"{root}: healthy" + (" (deep)" if deep else ""))
     else:
-        out.rows(rows, columns=["severity", "kind", "path", "message"], wrap=("message",))
-        for kind in dict.fromkeys(r["kind"] for r in rows):
-            fix = next(r["fix"] for r in rows if r["kind"] == kind)
-            out.note(f"fix {kind}: {fix}")
+        finding_rows(out, findings)
         out.note(f"{errors} errors, {len(rows) - errors} warnings")
     if errors or (strict and findings):
         click.get_current_context().exit(EXIT_FINDINGS)
+
+
+def finding_row(finding: Finding) -> dict[str, str]:
+    return {
+        "severity": finding.severity,
+        "kind": finding.kind,
+        "path": finding.path,
+        "message": finding.message,
+        "fix": finding.fix,
+    }
+
+
+def finding_rows(out: Output, findings: Sequence[Finding]) -> None:
+    """Findings as a table, then the fix of each kind once."""
+    rows = [finding_row(f) for f in findings]
+    out.rows(rows, columns=["severity", "kind", "path", "message"], wrap=("path", "message"))
+    for kind in dict.fromkeys(r["kind"] for r in rows):
+        fix = next(r["fix"] for r in rows if r["kind"] == kind)
+        out.note(f"fix {kind}: {fix}")
 
 
 # -- compact ------------------------------------------------------------------------------------
@@ -141,33 +165,63 @@ def verify_command(
     show_default=True,
     help="About this many bytes per written file.",
 )
+@click.option(
+    "--rebuild",
+    metavar="REF",
+    help="Write the damaged compaction REF (its name, a unique prefix, or its sequence) "
+    "again from the revisions it holds, instead of compacting.",
+)
 @json_option
 @common_options
 def compact_command(
-    root: str, table: str | None, target_file_bytes: int, as_json: bool, endpoint_url: str | None
+    root: str,
+    table: str | None,
+    target_file_bytes: int,
+    rebuild: str | None,
+    as_json: bool,
+    endpoint_url: str | None,
 ) -> None:
     """Write the state of each table past its base as one compaction entry (Spark).
 
     The root, --table and whether any table has revisions on its base are checked from
-    the log first: nothing to do ends before Spark starts.
+    the log first: nothing to do ends before Spark starts. --rebuild REF writes the state
+    a damaged compaction holds again, as a new compaction that reads use instead (verify
+    reports such a compaction as compaction_damaged).
     """
     ds = open_writable(root, endpoint_url)
     view = LogView(ds.revisions())
-    tables = [table] if table is not None else view.tables()
-    due = [t for t in tables if head_plan(view, t).on_base]  # UnknownTableError for --table
+    if rebuild is not None:
+        if table is not None:
+            raise InputError("--rebuild writes the tables of the compaction REF: drop --table")
+        damaged = find_revision(view.records, rebuild)  # UnknownRevisionError before Spark
+        due = list(damaged.replaces) if damaged.kind == COMPACTION else []
+        if not due:
+            raise InputError(
+                f"--rebuild {rebuild}: {damaged.kind} {damaged.name!r} (sequence "
+                f"{damaged.sequence}) is not a compaction"
+            )
+    else:
+        tables = [table] if table is not None else view.tables()
+        due = [t for t in tables if head_plan(view, t).on_base]  # UnknownTableError for --table
     out = Output(as_json)
     record = None
     if due:
         start_spark(ds, endpoint_url)
-        with working("compacting", as_json):
-            record = ds.compact(table, target_file_bytes=target_file_bytes)
+        with working("rebuilding" if rebuild else "compacting", as_json):
+            record = ds.maintenance.compact(
+                table, target_file_bytes=target_file_bytes, rebuild=rebuild
+            )
     rows = [] if record is None else compaction_rows(record)
     if as_json:
         out.rows(rows)
     elif record is None:
         out.note(f"{ds.root}: nothing to compact (every table reads from its base)")
     else:
-        out.note(f"compaction {record.name} committed as sequence {record.sequence}")
+        rebuilt = record.properties.get("rebuilds")
+        out.note(
+            f"compaction {record.name} committed as sequence {record.sequence}"
+            + (f": it rebuilds {rebuilt}, which reads no longer use" if rebuilt else "")
+        )
         out.rows(rows, columns=["table", "revisions", "major", "through", "rows", "files", "bytes"])
 
 
@@ -183,6 +237,7 @@ def compaction_rows(record: Revision) -> list[dict[str, Any]]:
             "rows": record.tables[table].rows,
             "files": len(record.tables[table].files),
             "bytes": record.tables[table].bytes,
+            "rebuilds": record.properties.get("rebuilds"),
         }
         for table, covers in record.replaces.items()
     ]
@@ -236,10 +291,14 @@ def vacuum_command(
     endpoint_url: str | None,
 ) -> None:
     """Remove the files no read within --retain needs (no Spark). First commits a vacuum
-    entry marking them, then deletes; --dry-run changes nothing and lists what would go.
+    entry marking them and recording what goes, then deletes; --dry-run changes nothing
+    and lists what would go.
 
     A --retain below 1d needs --force: a read or job that planned before the vacuum and
     runs longer than the retention would lose its files (a dry run needs no --force).
+    Before deleting, it reads the footers of the files that stand for what goes (the
+    compaction that holds it, the major, the files that replaced purged ones): a damaged
+    one keeps what it stands for, and the command lists it with its fix and exits 1.
     """
     if retain < MIN_RETAIN and not force and not dry_run:
         raise InputError(
@@ -265,7 +324,17 @@ def vacuum_command(
     out = Output(as_json)
     if as_json:
         out.json(jsonable(vacuum_row(report)))
-        return
+    else:
+        vacuum_text(out, root, report, retain, force)
+    if report.findings:
+        click.get_current_context().exit(EXIT_FINDINGS)
+
+
+def vacuum_text(
+    out: Output, root: str, report: VacuumReport, retain: timedelta, force: bool
+) -> None:
+    """What a vacuum removed (or would), and what it kept because of damage, for people."""
+    dry_run = report.dry_run
     verb = "would remove" if dry_run else "removed"
     out.note(
         f"{root}: {verb} {report.files} files ({human_bytes(report.bytes)}): "
@@ -289,6 +358,19 @@ def vacuum_command(
             out.note(f"  {path}" + (f" ({files} files)" if path.endswith("/") else ""))
     if dry_run and retain < MIN_RETAIN and not force:
         out.note(f"a vacuum with this --retain needs --force (the floor is {duration(MIN_RETAIN)})")
+    would = "would keep" if dry_run else "kept"
+    if report.kept:
+        out.note(
+            f"{would} the files of {len(report.kept)} entries a damaged file stands for: "
+            f"{', '.join(report.kept)}"
+        )
+    if report.kept_files:
+        out.note(
+            f"{would} {len(report.kept_files)} files purges swapped out, whose replacements "
+            f"are damaged: {', '.join(report.kept_files)}"
+        )
+    if report.findings:
+        finding_rows(out, report.findings)
 
 
 def removed_paths(report: VacuumReport) -> list[tuple[str, int]]:
@@ -321,6 +403,9 @@ def vacuum_row(report: VacuumReport) -> dict[str, Any]:
         "paths": list(report.paths),
         "entry": None if report.entry is None else report.entry.name,
         "entry_sequence": None if report.entry is None else report.entry.sequence,
+        "kept": list(report.kept),
+        "kept_files": list(report.kept_files),
+        "findings": [finding_row(f) for f in report.findings],
     }
 
 
@@ -375,7 +460,7 @@ def purge_command(
         ds = open_dataset(root, endpoint_url) if dry_run else open_writable(root, endpoint_url)
         spark = start_spark(ds, endpoint_url)
         with working(f"purging {root}", as_json):
-            record = ds.purge(
+            record = ds.maintenance.purge(
                 table, spark.createDataFrame(values, schema), reason=reason, dry_run=dry_run
             )
         swaps = record.purge.swaps.get(table, ()) if record and record.purge else ()

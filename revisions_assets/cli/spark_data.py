@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
-from datetime import datetime
 from typing import Any
 
 from pyspark.errors import AnalysisException
@@ -19,8 +18,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..core.dataset import RevisionedDataset
 from ..core.read.results import ChangeSet
+from ..core.read.scan import Scan
 from ..core.timeutil import from_micros
 from .common import InputError, debugging, first_line, start_spark
 from .data_output import diff_row, emit_diff, emit_stats
@@ -61,36 +60,21 @@ def emit(out: Output, df: DataFrame, limit: int, columns: Sequence[str] | None =
     if out.as_json and not limit:
         out.stream_json(rows)
         return
-    out.rows(rows, columns=columns)
-    if more:
-        out.note(f"the first {limit} rows (--limit N shows more, --limit 0 all)")
+    out.limited(rows, limit, more, columns=columns)  # type: ignore[arg-type]
 
 
-def show(
-    ds: RevisionedDataset,
-    table: str,
-    point: tuple[datetime | None, int | str | None, datetime | None],
-    where: str | None,
-    with_revision: bool,
-    endpoint_url: str | None,
-) -> DataFrame:
-    """``revisions show --spark``: the read planned by Spark (``emit`` collects the rows);
-    ``point``: its as-of time, position and known-at time."""
-    ids = ds.tables()[table].id_columns
-    as_of, at, known_at = point
-    start_spark(ds, endpoint_url)
-    df = ds.read(table, as_of=as_of, at=at, known_at=known_at, with_revision=with_revision)
+def show(scan: Scan, ids: Sequence[str], where: str | None, endpoint_url: str | None) -> DataFrame:
+    """``revisions show --spark``: the read planned by Spark (``emit`` collects the rows)."""
+    start_spark(scan.snapshot.dataset, endpoint_url)
+    df = scan.to_spark()
     if where:
         df = filtered(df, where)
     return df.orderBy(*[quoted(c) for c in ids])
 
 
 def diff(
-    ds: RevisionedDataset,
-    table: str,
-    start: int | datetime,
-    end: int | datetime | None,
-    before_at: dict[str, Any] | None,
+    changed: Scan,
+    before: Scan | None,
     ids: list[str],
     stats: bool,
     limit: int,
@@ -98,13 +82,9 @@ def diff(
     endpoint_url: str | None,
 ) -> ChangeSet:
     """``revisions diff --spark``: the changes and the state before, joined by Spark."""
-    start_spark(ds, endpoint_url)
-    if isinstance(start, int):
-        changes = ds.changes(table, since_sequence=start, until_sequence=end)  # type: ignore[arg-type]
-    else:
-        changes = ds.changes(table, since=start, until=end)
-    before = ds.read(table, **before_at) if before_at is not None else None
-    diff, values = entity_diff(changes, before, ids)
+    start_spark(changed.snapshot.dataset, endpoint_url)
+    changes = changed.to_changes()
+    diff, values = entity_diff(changes, before.to_spark() if before else None, ids)
     if stats:
         emit_stats(out, diff_stats(diff, values, changes.is_reset))
         return changes
@@ -115,25 +95,23 @@ def diff(
 
 
 def history(
-    ds: RevisionedDataset,
-    table: str,
+    versions: Scan,
     entities: list[dict[str, Any]],
-    since: datetime | None,
-    until: datetime | None,
+    ids: Sequence[str],
     limit: int,
     endpoint_url: str | None,
 ) -> tuple[list[dict], bool]:
     """``revisions history --spark``: the versions of ``entities``, oldest first."""
-    start_spark(ds, endpoint_url)
+    start_spark(versions.snapshot.dataset, endpoint_url)
     condition = F.lit(False)
     for entity in entities:
         matches = F.lit(True)
         for column, value in entity.items():
             matches = matches & (quoted(column) == F.lit(value))
         condition = condition | matches
-    versions = ds.history(table, since=since, until=until).where(condition)
-    order = [*[quoted(c) for c in ds.tables()[table].id_columns], F.col("valid_from")]
-    return collect_rows(versions.orderBy(*order), limit, stream=False)  # type: ignore[return-value]
+    versions_df = versions.filter(condition).to_spark()
+    order = [*[quoted(c) for c in ids], F.col("valid_from")]
+    return collect_rows(versions_df.orderBy(*order), limit, stream=False)  # type: ignore[return-value]
 
 
 def filtered(df: DataFrame, where: str) -> DataFrame:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
+from functools import cached_property
 from os import PathLike
 from typing import Any, get_args
 
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
@@ -23,27 +25,28 @@ from .arguments import (
     check_tables,
     check_text,
 )
+from .deprecation import deprecated
 from .errors import (
     ArgumentTypeError,
+    InvalidArgumentError,
     ReadOnlyDatasetError,
     RevisionsError,
 )
-from .log.consumers import consumer_position
 from .log.records import Revision, UpstreamPosition
 from .log.revision_log import RevisionLog, table_frame
+from .log.view import LogView
 from .maintain.compaction import DEFAULT_TARGET_FILE_BYTES, Compactor
 from .maintain.legacy import LegacyRevision, plan_import
 from .maintain.purge import Purge
 from .maintain.vacuum import DEFAULT_GRACE, Vacuum, VacuumReport, consumer_positions
-from .maintain.verify import Finding, deep_findings, verify_storage
-from .read.execute.as_of_join import as_of_join_plan
+from .maintain.verify import Finding, deep_findings, deep_skipped, verify_storage
+from .read.execute.files import FileGate
 from .read.execute.spark import MergeStrategy, SparkExecutor
 from .read.execute.spark_scan import spark_schema
 from .read.facade import DatasetReads
-from .read.plan.requests import Snapshot
-from .read.plan.scans import head_plan
 from .read.plan.schema import Schema
-from .read.plan.spans import KnownAt
+from .read.scan import Scan
+from .spark_errors import spark_storage_errors
 from .storage.backends import open_storage
 from .storage.base import Storage
 from .timeutil import TimeLike, now_utc, to_utc
@@ -101,7 +104,8 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
         self._last_compactions: tuple[Revision, ...] = ()
         self._log = RevisionLog(self.storage)
         self._executor = SparkExecutor(self.storage, lambda: self.spark, strategy)
-        self._planner = CommitPlanner(self._log, self._executor, declared, default_ids)
+        self._gate = FileGate(self.storage)
+        self._planner = CommitPlanner(self._log, self._executor, self._gate, declared, default_ids)
         self._log.refresh()
         if not read_only:
             self._heal_description()
@@ -169,80 +173,76 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
     def refresh(self) -> tuple[Revision, ...]:
         return self._log.refresh()
 
-    def snapshot(self) -> Snapshot:
-        """One frozen view of the log, caught up with commits by others: what a read plans
-        from (each read takes one when it starts)."""
-        self._log.refresh()
-        return Snapshot(self.root, self._log.view())
+    def _log_view(self, refresh: bool) -> LogView:
+        if refresh:
+            self._log.refresh()
+        return self._log.view()
 
     @property
     def head_sequence(self) -> int:
         self.refresh()
         return self._log.head
 
-    def log(self) -> pd.DataFrame:
-        """One row per log entry, in sequence order: the columns of the storage layout's
-        description log, the ``kind`` of each entry and whether a vacuum removed its files
-        (``vacuumed``, ``vacuumed_by``)."""
+    def _log_frame(self) -> pd.DataFrame:
         self.refresh()
         frame = table_frame(self._log.description())
         frame["vacuumed_by"] = frame["vacuumed_by"].astype("Int64")  # <NA>, not NaN, when not
         return frame
 
-    def upstream_position(self, dataset: str, table: str, consumer_table: str | None = None) -> int:
-        """The last upstream sequence this dataset recorded as consumed (0 if none)."""
-        check_text(dataset, "dataset")
-        check_text(table, "table")
-        check_text(consumer_table, "consumer_table", optional=True)
-        return consumer_position(self.refresh(), dataset, table, consumer_table)
+    @cached_property
+    def maintenance(self) -> DatasetMaintenance:
+        """Compaction, vacuum, purge and verify (docs/concepts/lifecycle.md)."""
+        return DatasetMaintenance(self)
 
-    def verify(self, *, deep: bool = False) -> list[Finding]:
-        """What is wrong with this dataset's storage, for an operator: empty when healthy.
-        Only reads (see ``revisions_assets.core.maintain.verify``). ``deep`` also reads the data
-        with Spark: ids non-null and unique per revision, row counts matching the log."""
-        findings = verify_storage(self.storage)
-        if check_bool(deep, "deep") and not any(f.severity == "error" for f in findings):
-            findings += deep_findings(self.spark, self.storage, self.snapshot().view)
-        return findings
+    @deprecated("RevisionedDataset.upstream_position()", "ds.inspect.upstream_position()")
+    def upstream_position(self, *args: Any, **kwargs: Any) -> int:
+        """Deprecated: ``inspect.upstream_position()``."""
+        return self.inspect.upstream_position(*args, **kwargs)
 
-    # -- reads (``read/facade.py``: read, changes, history, tables, revisions) ------------
+    @deprecated("RevisionedDataset.verify()", "ds.maintenance.verify()")
+    def verify(self, *args: Any, **kwargs: Any) -> list[Finding]:
+        """Deprecated: ``maintenance.verify()``."""
+        return self.maintenance.verify(*args, **kwargs)
+
+    # -- reads (``read/facade.py``: read, changes, history, as_of_join, tables, revisions) -
 
     def _schema(self, schema: Schema) -> StructType:
         return spark_schema(schema)
 
-    def _filtered(self, frame: DataFrame, condition: Any) -> DataFrame:
+    def _check_filter(self, condition: Any, call: str) -> None:
         if not isinstance(condition, str | Column):
             raise ArgumentTypeError(
-                f"read(): filter must be a Spark Column or SQL text, got {describe(condition)}"
+                f"{call}(): filter must be a Spark Column or SQL text, got {describe(condition)}"
             )
+
+    def _filtered(self, frame: DataFrame, condition: str | Column) -> DataFrame:
         return frame.where(condition)
 
     def _results(self, frames: Sequence[DataFrame], what: str) -> list[DataFrame]:
         return list(frames)  # lazy: Spark runs them when asked
 
-    def as_of_join(
-        self,
-        events_df: DataFrame,
-        table: str,
-        *,
-        event_time: str,
-        on: Sequence[str] | Mapping[str, str],
-        known_at: KnownAt = None,
-    ) -> DataFrame:
-        """A point-in-time join (``core/read/execute/as_of_join.py``): each event row with
-        the row of ``table`` as of its ``event_time``, as known at ``known_at`` (None:
-        everything committed; ``"event"``: what was committed by the event's time; or a
-        time)."""
-        return as_of_join_plan(
-            self.spark,
-            self.storage,
-            self.snapshot().view,
-            events_df,
-            table,
-            event_time=event_time,
-            on=on,
-            known_at=known_at,
-        )
+    # -- the conversions of a scan (``read/scan.py``) --------------------------------------
+
+    _other_handle = "DatasetReader"
+
+    def _to_spark(self, scan: Scan[DataFrame]) -> DataFrame:
+        return scan._frames()[0]
+
+    def _to_arrow(self, scan: Scan[DataFrame]) -> pa.Table:
+        """Collected to the driver, instants in UTC (Spark gives them in the session's zone)."""
+        with spark_storage_errors("read", scan._plan.what):
+            table = scan._frames()[0].toArrow()
+        utc = [
+            f.with_type(pa.timestamp(f.type.unit, "UTC"))
+            if pa.types.is_timestamp(f.type) and f.type.tz is not None
+            else f
+            for f in table.schema
+        ]
+        return table.cast(pa.schema(utc))
+
+    def _count(self, scan: Scan[DataFrame]) -> int:
+        with spark_storage_errors("read", scan._plan.what):
+            return scan._frames()[0].count()
 
     # -- commit ---------------------------------------------------------------------------
 
@@ -337,25 +337,85 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
         self._last_compactions = self._apply_policy(record) if record is not None else ()
         return record
 
-    # -- maintenance (docs/concepts/lifecycle.md) --------------------------------------------------
+    # -- maintenance: ``maintenance`` (``DatasetMaintenance`` below) -----------------------
+
+    def _apply_policy(self, record: Revision) -> tuple[Revision, ...]:
+        """Compact the tables ``record`` wrote that are past ``compact_after``. The commit
+        already succeeded: a failed compaction is logged, never raised."""
+        if self.compact_after is None:
+            return ()
+        try:
+            due = [t for t in record.tables if self.maintenance.compaction_due(t)]
+            if not due:
+                return ()
+            compaction = self.maintenance._compactor().run(due)
+        except (RevisionsError, OSError) as exc:  # storage refused, a race, retention …
+            log.warning("%s: compaction after revision %s failed: %s", self.root, record.name, exc)
+            return ()
+        return (compaction,) if compaction is not None else ()
+
+    @property
+    @deprecated("RevisionedDataset.last_compactions", "ds.maintenance.last_compactions")
+    def last_compactions(self) -> tuple[Revision, ...]:
+        """Deprecated: ``maintenance.last_compactions``."""
+        return self.maintenance.last_compactions
+
+    @deprecated("RevisionedDataset.revisions_on_base()", "ds.inspect.revisions_on_base()")
+    def revisions_on_base(self, table: str) -> int:
+        """Deprecated: ``inspect.revisions_on_base()``."""
+        return self.inspect.revisions_on_base(table)
+
+    @deprecated("RevisionedDataset.compaction_due()", "ds.maintenance.compaction_due()")
+    def compaction_due(self, table: str) -> bool:
+        """Deprecated: ``maintenance.compaction_due()``."""
+        return self.maintenance.compaction_due(table)
+
+    @deprecated("RevisionedDataset.compact()", "ds.maintenance.compact()")
+    def compact(self, *args: Any, **kwargs: Any) -> Revision | None:
+        """Deprecated: ``maintenance.compact()``."""
+        return self.maintenance.compact(*args, **kwargs)
+
+    @deprecated("RevisionedDataset.vacuum()", "ds.maintenance.vacuum()")
+    def vacuum(self, **kwargs: Any) -> VacuumReport:
+        """Deprecated: ``maintenance.vacuum()``."""
+        return self.maintenance.vacuum(**kwargs)
+
+    @deprecated("RevisionedDataset.purge()", "ds.maintenance.purge()")
+    def purge(self, *args: Any, **kwargs: Any) -> Revision | None:
+        """Deprecated: ``maintenance.purge()``."""
+        return self.maintenance.purge(*args, **kwargs)
+
+
+class DatasetMaintenance:
+    """The maintenance of one dataset (``ds.maintenance``, docs/concepts/lifecycle.md):
+    compact, vacuum, purge and verify, and where the ``compact_after`` policy stands."""
+
+    def __init__(self, dataset: RevisionedDataset):
+        self._ds = dataset
+
+    def _compactor(self) -> Compactor:
+        ds = self._ds
+        return Compactor(ds.storage, ds._log, ds._executor, ds._gate)
 
     @property
     def last_compactions(self) -> tuple[Revision, ...]:
         """The compaction entries the ``compact_after`` policy committed after this handle's
         last commit (empty when it compacted nothing)."""
-        return self._last_compactions
-
-    def revisions_on_base(self, table: str) -> int:
-        """How many revisions a default read of ``table`` merges on top of its base (the
-        governing major, or the compaction it uses): what ``compact_after`` bounds."""
-        return head_plan(self.snapshot().view, table).on_base
+        return self._ds._last_compactions
 
     def compaction_due(self, table: str) -> bool:
-        """Whether ``table`` is past the ``compact_after`` policy (never when it is None)."""
-        return self.compact_after is not None and self.revisions_on_base(table) > self.compact_after
+        """Whether ``table`` is past the ``compact_after`` policy (never when it is None):
+        more than ``compact_after`` revisions on its base (``inspect.revisions_on_base``)."""
+        ds = self._ds
+        limit = ds.compact_after
+        return limit is not None and ds.inspect.revisions_on_base(table) > limit
 
     def compact(
-        self, table: str | None = None, *, target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES
+        self,
+        table: str | None = None,
+        *,
+        target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES,
+        rebuild: str | int | None = None,
     ) -> Revision | None:
         """Write the state of ``table`` (None: every table) as a compaction revision.
 
@@ -365,14 +425,20 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
         anything on top of its base. Concurrent commits are neither lost nor blocked: the
         entry is appended like any revision. Raises CommitConflictError, committing
         nothing, when a concurrent vacuum removed files it was reading.
+        ``rebuild``: the name (or sequence) of a damaged compaction to write again from
+        the revisions it holds (``Compactor.rebuild``), instead of compacting ``table``.
         """
-        self._require_writable("compact")
+        ds = self._ds
+        ds._require_writable("compact")
         check_text(table, "table", optional=True)
         check_count(target_file_bytes, "target_file_bytes", minimum=1)
+        compactor = self._compactor()
+        if rebuild is not None:
+            if table is not None:
+                raise InvalidArgumentError("compact(): give a table or rebuild=, not both")
+            return compactor.rebuild(rebuild, target_file_bytes)
         if table is not None:
-            # UnknownTableError: a table with no revisions
-            self.snapshot().view.table_revisions(table)
-        compactor = Compactor(self.storage, self._log, self._executor)
+            ds.revisions(table)  # UnknownTableError: a table with no revisions
         return compactor.run([table] if table is not None else None, target_file_bytes)
 
     def vacuum(
@@ -399,20 +465,21 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
         for ``grace``. First commits a ``vacuum`` entry marking the revisions, then deletes;
         log entries stay. ``dry_run``: deletes and commits nothing, same report.
         """
+        ds = self._ds
         if not check_bool(dry_run, "dry_run"):
-            self._require_writable("vacuum")
+            ds._require_writable("vacuum")
         check_duration(retain, "retain")
         check_duration(grace, "grace")
         check_bool(keep_majors, "keep_majors")
         check_sequence_number(keep_after_sequence, "keep_after_sequence", optional=True)
         now = to_utc(now, "now") if now is not None else now_utc()
         positions = consumer_positions(
-            self.snapshot().view.tables(),
-            self.root,
+            ds.snapshot().view.tables(),
+            ds.root,
             [c.refresh() for c in consumers],
             keep_after_sequence,
         )
-        return Vacuum(self.storage, self._log).run(
+        return Vacuum(ds.storage, ds._log).run(
             retain=retain,
             keep_majors=keep_majors,
             dry_run=dry_run,
@@ -435,33 +502,31 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
         never there). ``dry_run``: nothing written or committed; the entry returned has the
         counts and the old files.
         """
+        ds = self._ds
         if not check_bool(dry_run, "dry_run"):
-            self._require_writable("purge")
+            ds._require_writable("purge")
         check_text(table, "table")
         check_text(reason, "reason")
         if not isinstance(ids_df, DataFrame):
             raise ArgumentTypeError(
                 f"ids_df must be a Spark DataFrame, got {type(ids_df).__name__}"
             )
-        return Purge(self.storage, self._log, self.spark).run(
-            table, ids_df, reason, dry_run=dry_run
-        )
+        return Purge(ds.storage, ds._log, ds.spark).run(table, ids_df, reason, dry_run=dry_run)
 
-    def _apply_policy(self, record: Revision) -> tuple[Revision, ...]:
-        """Compact the tables ``record`` wrote that are past ``compact_after``. The commit
-        already succeeded: a failed compaction is logged, never raised."""
-        if self.compact_after is None:
-            return ()
-        try:
-            due = [t for t in record.tables if self.compaction_due(t)]
-            if not due:
-                return ()
-            compactor = Compactor(self.storage, self._log, self._executor)
-            compaction = compactor.run(due)
-        except (RevisionsError, OSError) as exc:  # storage refused, a race, retention …
-            log.warning("%s: compaction after revision %s failed: %s", self.root, record.name, exc)
-            return ()
-        return (compaction,) if compaction is not None else ()
+    def verify(self, *, deep: bool = False) -> list[Finding]:
+        """What is wrong with this dataset's storage, for an operator: empty when healthy.
+        Only reads (see ``revisions_assets.core.maintain.verify``). ``deep`` also reads the
+        data with Spark: ids non-null and unique per revision, row counts matching the log;
+        when the other checks found an error, a ``deep_checks_skipped`` finding says so
+        instead."""
+        ds = self._ds
+        findings = verify_storage(ds.storage)
+        if check_bool(deep, "deep"):
+            skipped = deep_skipped(findings)
+            if skipped is not None:
+                return [*findings, skipped]
+            findings += deep_findings(ds.spark, ds.storage, ds.snapshot().view)
+        return findings
 
 
-__all__ = ["RevisionedDataset", "VacuumReport"]
+__all__ = ["DatasetMaintenance", "RevisionedDataset", "VacuumReport"]

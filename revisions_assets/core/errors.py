@@ -27,6 +27,11 @@ class ArgumentTypeError(InvalidArgumentError, TypeError):
     DataFrame where a Spark one is needed, ``at=1.5``)."""
 
 
+class UnsupportedConversionError(InvalidArgumentError):
+    """A conversion of a scan that its handle does not offer (``to_spark()`` on
+    ``DatasetReader``, ``to_polars()`` on ``RevisionedDataset``): names the handle that does."""
+
+
 class InvalidTimestampError(InvalidArgumentError):
     """A value that is not a point in time: an int, None, NaN/NaT, an unparsable string."""
 
@@ -99,7 +104,7 @@ class ConsumerPositionConflictError(CommitConflictError):
 class CorruptLogError(RevisionsError):
     """The log is damaged: an entry that cannot be read back, has the wrong shape, references
     a file outside the root, or a gap in the sequence. Nothing is written until it is repaired
-    (see ``RevisionedDataset.verify()`` and the recovery guide of the docs)."""
+    (see ``RevisionedDataset.maintenance.verify()`` and the recovery guide of the docs)."""
 
 
 class StorageError(RevisionsError):

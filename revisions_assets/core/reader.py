@@ -1,11 +1,12 @@
 """DatasetReader: the reads of ``RevisionedDataset`` without Spark, with Polars.
 
 The same plans as the Spark engine (``read/plan/``): the same rows, the same errors. The
-Polars executor (``read/execute/polars.py``) runs them lazily in this process: ``scan``
-returns the merged state as a ``LazyFrame`` whose projections and id filters reach the
-Parquet scans, ``batches`` streams it, ``read`` collects it. With ``cache_dir`` a read
-first downloads the files it needs, and only those, into a local cache
-(``read/execute/download_cache.py``), which an offline reader reads alone.
+Polars executor (``read/execute/polars.py``) runs them lazily in this process: a scan
+(``read/scan.py``) converts to a ``LazyFrame`` whose projections and id filters reach the
+Parquet scans (``to_polars``), streams (``to_batches``), or collects (``read``,
+``to_arrow``). With ``cache_dir`` a read first downloads the files it needs, and only
+those, into a local cache (``read/execute/download_cache.py``), which an offline reader
+reads alone.
 """
 
 from __future__ import annotations
@@ -24,24 +25,22 @@ import pyarrow as pa
 from .arguments import check_bool, check_count, check_options
 from .errors import (
     ArgumentTypeError,
-    DatasetNotFoundError,
     InvalidArgumentError,
-    MissingFileError,
     NotCachedError,
     RevisionsError,
     StorageError,
 )
-from .log.layout import LOG_DIR
+from .log.layout import not_a_dataset
 from .log.records import Revision
 from .log.revision_log import RevisionLog
+from .log.view import LogView
 from .read.execute.download_cache import DownloadCache
-from .read.execute.files import PARQUET_MAGIC, corrupt_file_error
-from .read.execute.frames import Rows
+from .read.execute.files import FileGate
 from .read.execute.polars import PolarsExecutor, polars_schema
 from .read.facade import DatasetReads
 from .read.plan.refs import Position
-from .read.plan.requests import Snapshot, plan_state
 from .read.plan.schema import Schema
+from .read.scan import Scan
 from .storage.backends import open_storage
 from .storage.base import LocalStorage, Storage
 from .timeutil import TimeLike
@@ -53,8 +52,10 @@ PolarsSchema = dict[str, pl.DataType]
 
 class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
     """Reads a revisioned dataset in this process, without a JVM (see the module doc):
-    ``read``, ``changes``, ``history``, ``tables`` and ``revisions`` as ``RevisionedDataset``
-    gives them (``read/facade.py``), as Polars DataFrames; ``scan`` and ``batches`` lazily.
+    ``scan``, ``read``, ``changes``, ``history``, ``as_of_join``, ``tables`` and
+    ``revisions`` as ``RevisionedDataset`` gives them (``read/facade.py``), as Polars
+    DataFrames; a scan converts to a lazy ``LazyFrame`` (``to_polars``) or a stream of Arrow
+    batches.
 
     ``root``: a local path, ``file://`` or ``s3://`` URI; ``storage_options`` as for
     ``RevisionedDataset`` (S3 endpoint and credentials). ``cache_dir``: a local folder
@@ -96,7 +97,11 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
             self._cache = DownloadCache(cache_dir, self._source) if cache_dir else None
             self._log = RevisionLog(self._source)
         self._executor = PolarsExecutor(self._local)
-        self._checked: set[str] = set()  # data files found to end as Parquet does
+        if self._cache is not None:
+            self._gate = FileGate(self._cache.storage(), self.root, self._cache.local)
+        else:
+            assert self._source is not None
+            self._gate = FileGate(self._source, self.root)
         self._refresh()
         if self._log.head == 0:
             if self.offline:
@@ -104,7 +109,7 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
                     f"{self._cache.folder if self._cache else cache_dir}: no cached log of "
                     f"{self.root}; open the reader online with this cache_dir first"
                 )
-            raise DatasetNotFoundError(f"{self.root} is not a revisioned dataset (no {LOG_DIR}/)")
+            raise not_a_dataset(self._source)
         if self._cache is not None and not self.offline:
             self._cache.prune(self._log.view().live_files())
 
@@ -129,43 +134,16 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
         self._refresh()
         return self._log.head
 
-    def log(self) -> pl.DataFrame:
-        """One row per log entry, as ``RevisionedDataset.log()``."""
+    def _log_view(self, refresh: bool) -> LogView:
+        if refresh:
+            self._refresh()
+        return self._log.view()
+
+    def _log_frame(self) -> pl.DataFrame:
         self._refresh()
         return pl.from_arrow(self._log.description())  # type: ignore[return-value]
 
-    def snapshot(self) -> Snapshot:
-        """One frozen view of the log, caught up with commits (online): what a read plans
-        from (each read takes one when it starts)."""
-        self._refresh()
-        return Snapshot(self.root, self._log.view())
-
     # -- reads ----------------------------------------------------------------------------
-
-    def scan(
-        self,
-        table: str,
-        *,
-        as_of: TimeLike | None = None,
-        at: Position = None,
-        known_at: TimeLike | None = None,
-        with_revision: bool = False,
-    ) -> pl.LazyFrame:
-        """The state of ``table`` as ``read`` gives it, as a ``LazyFrame``: a ``select``
-        reads only those columns (and the ids) from the files, a ``filter`` on the id
-        columns prunes the files' rows before the merge, and a filter on other columns
-        applies after it (before, it would bring back an older row of an entity whose
-        newest row it drops). Collect it, stream it (``collect(engine="streaming")``,
-        ``sink_parquet``), or join it: the files it needs are fetched when it is planned."""
-        plan = plan_state(
-            self.snapshot(),
-            table,
-            as_of=as_of,
-            at=at,
-            known_at=known_at,
-            with_revision=with_revision,
-        )
-        return self._executor.merge(plan.rows, Rows(with_revision=with_revision))
 
     def batches(
         self,
@@ -179,23 +157,9 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
     ) -> pa.RecordBatchReader:
         """The state of ``table`` as a stream of Arrow record batches of about
         ``batch_size`` rows, in bounded memory: for states larger than memory, or for
-        DuckDB (``duckdb.sql("select ... from batches")``)."""
-        check_count(batch_size, "batch_size", minimum=1, optional=True)
-        plan = plan_state(
-            self.snapshot(), table, as_of=as_of, at=at, known_at=known_at, columns=columns
-        )
-        frame = self._executor.merge(plan.rows)
-        schema = frame.collect_schema()
-        arrow_schema = pl.DataFrame(schema=schema).to_arrow().schema
-
-        def stream() -> Iterator[pa.RecordBatch]:
-            try:
-                for chunk in frame.collect_batches(chunk_size=batch_size, lazy=True):
-                    yield from chunk.to_arrow().cast(arrow_schema).to_batches()
-            except (pl.exceptions.PolarsError, OSError) as exc:
-                raise self._read_error(plan.rows.what, exc) from exc
-
-        return pa.RecordBatchReader.from_batches(arrow_schema, stream())
+        DuckDB (``duckdb.sql("select ... from batches")``). ``scan(...).to_batches()``."""
+        scan = self.scan(table, as_of=as_of, at=at, known_at=known_at, columns=columns)
+        return scan.to_batches(batch_size)
 
     def download(
         self,
@@ -206,59 +170,76 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
         known_at: TimeLike | None = None,
     ) -> list[Path]:
         """Fetch into the cache the files a ``read(table, as_of=..., at=...)`` needs, and
-        only those; returns their local paths (a read then needs no download)."""
+        only those; returns their local paths (a read then needs no download).
+        ``scan(...).download()``."""
+        return self.scan(table, as_of=as_of, at=at, known_at=known_at).download()
+
+    # -- the conversions of a scan (``read/scan.py``) --------------------------------------
+
+    _other_handle = "RevisionedDataset"
+    _frame_type = pl.LazyFrame
+
+    def _to_polars(self, scan: Scan[pl.DataFrame]) -> pl.LazyFrame:
+        return scan._frames()[0]
+
+    def _to_arrow(self, scan: Scan[pl.DataFrame]) -> pa.Table:
+        return scan.read().to_arrow()
+
+    def _count(self, scan: Scan[pl.DataFrame]) -> int:
+        frame = scan._frames()[0].select(pl.len())
+        return int(self._results([frame], scan._plan.what)[0].item())
+
+    def _to_batches(self, scan: Scan[pl.DataFrame], batch_size: int | None) -> pa.RecordBatchReader:
+        check_count(batch_size, "batch_size", minimum=1, optional=True)
+        frame = scan._frames()[0]
+        arrow_schema = pl.DataFrame(schema=frame.collect_schema()).to_arrow().schema
+        what = scan._plan.what
+
+        def stream() -> Iterator[pa.RecordBatch]:
+            try:
+                for chunk in frame.collect_batches(chunk_size=batch_size, lazy=True):
+                    yield from chunk.to_arrow().cast(arrow_schema).to_batches()
+            except (pl.exceptions.PolarsError, OSError) as exc:
+                raise self._read_error(what, exc) from exc
+
+        return pa.RecordBatchReader.from_batches(arrow_schema, stream())
+
+    def _download(self, scan: Scan[pl.DataFrame]) -> list[Path]:
         if self._cache is None:
             raise InvalidArgumentError(
                 f"download(): the reader of {self.root} has no cache_dir to download into"
             )
-        plan = plan_state(self.snapshot(), table, as_of=as_of, at=at, known_at=known_at)
-        return [Path(p) for p in self._local([f for _, f in plan.rows.files])]
-
-    # -- files ----------------------------------------------------------------------------
+        files = scan._plan.files
+        self._gate.check(scan.request.table, files)
+        return [self._cache.path(f) for f in dict.fromkeys(f for _, f in files)]
 
     def _local(self, files: Sequence[str]) -> list[str]:
-        """Local paths of data files: in the cache (fetched first) or in a local root."""
+        """Local paths of data files the file gate passed: in the cache or a local root."""
         if self._cache is not None:
-            paths = [Path(p) for p in self._cache.local(files, self._owner)]
-        else:
-            source = self._source
-            assert isinstance(source, LocalStorage)
-            paths = [source.local_path(f) for f in files]
-        for rel, path in zip(files, paths, strict=True):
-            if rel in self._checked:
-                continue
-            if not path.is_file():
-                raise MissingFileError(
-                    f"{self.root}: data file {rel} of revision {self._owner(rel)!r} is missing: "
-                    "the dataset is damaged; run `revisions verify` and see 'Recovering a "
-                    "damaged dataset' in the docs"
-                )
-            with open(path, "rb") as fh:  # a file that is not Parquet: say which (execute/files.py)
-                fh.seek(max(0, fh.seek(0, os.SEEK_END) - len(PARQUET_MAGIC)))
-                if fh.read() != PARQUET_MAGIC:
-                    table = rel.split("/")[-2]
-                    raise corrupt_file_error(self.root, self._owner(rel), table, rel)
-            self._checked.add(rel)
-        return [str(p) for p in paths]
-
-    def _owner(self, rel: str) -> str:
-        """The name of the entry whose files include ``rel`` (for error messages)."""
-        for record in self._log.view().records:
-            if any(rel in write.files for write in record.tables.values()):
-                return record.name
-        return "?"
+            return [str(self._cache.path(f)) for f in files]
+        source = self._source
+        assert isinstance(source, LocalStorage)
+        return [str(source.local_path(f)) for f in files]
 
     # -- what the shared reads (``read/facade.py``) need -------------------------------------
 
     def _schema(self, schema: Schema) -> PolarsSchema:
         return polars_schema(schema)
 
-    def _filtered(self, frame: pl.LazyFrame, condition: Any) -> pl.LazyFrame:
+    def _check_filter(self, condition: Any, call: str) -> None:
         if not isinstance(condition, pl.Expr):
             raise ArgumentTypeError(
-                f"read(): filter must be a Polars expression, got {describe(condition)}"
+                f"{call}(): filter must be a Polars expression, got {describe(condition)}"
             )
+
+    def _filtered(self, frame: pl.LazyFrame, condition: pl.Expr) -> pl.LazyFrame:
         return frame.filter(condition)
+
+    def _joined(self, frame: pl.LazyFrame, events_df: Any, what: str) -> Any:
+        """A lazy join of lazy events (it streams: ``sink_parquet``), else collected."""
+        if isinstance(events_df, pl.LazyFrame):
+            return frame
+        return super()._joined(frame, events_df, what)
 
     def _results(self, frames: Sequence[pl.LazyFrame], what: str) -> list[pl.DataFrame]:
         """The frames collected together; a failure reading files is a StorageError naming

@@ -6,7 +6,8 @@ Whole-table checks (unpartitioned):
 - ``ids_unique_non_null``: in the data files of every revision a default read sees (``verify
   --deep``'s counts);
 - ``log_integrity``: every data file the log references (but those a vacuum removed) exists
-  and is a Parquet file: ``revisions verify``'s file checks;
+  and is a Parquet file whose footer parses, and each entry's files hold the rows it
+  records: ``revisions verify``'s file checks;
 - ``code_version``: the head revision was written by the asset's current code and field
   versions (WARN if stale);
 - ``compaction_due``: no more revisions on top of the table's base than the location's
@@ -196,15 +197,14 @@ def revision_checks(
         name="log_integrity",
         required_resource_keys=_RESOURCES,
         description="Every data file referenced by the dataset's log exists and is a Parquet "
-        "file (the file checks of `revisions verify`).",
+        "file holding the rows the log records (the file checks of `revisions verify`).",
     )
     def log_integrity(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         read = _Reader(context, address)
         view = read.location.read_view(address.dataset)
         storage = open_storage(read.root)
-        listed = {info.path for info in storage.list_files("")}
-        # verify's file checks: present, inside the root, ending as Parquet files do
-        findings = file_findings(storage, view.records, view.removed, listed)
+        # verify's file checks: inside the root, present, footers that parse, row counts
+        findings = file_findings(storage, view.records, view.removed)
         referenced = {
             f
             for r in view.records

@@ -68,7 +68,7 @@ def vacuum_job(
                 context.log.info(f"{dataset}: no revision yet, nothing to vacuum")
                 continue
             handles = [location.dataset(c, spark) for c in consumers if location.read_log(c)]
-            report = location.dataset(dataset, spark).vacuum(
+            report = location.dataset(dataset, spark).maintenance.vacuum(
                 retain=timedelta(days=config.retain_days),
                 grace=timedelta(hours=config.grace_hours),
                 keep_majors=config.keep_majors,
@@ -76,11 +76,20 @@ def vacuum_job(
                 consumers=handles,
             )
             context.log.info(describe_report(dataset, report, consumers))
+            for finding in report.findings:
+                context.log.warning(f"{dataset}: {finding.message}; fix: {finding.fix}")
             reports[dataset] = report_json(report, consumers)
             reports[dataset]["entries"] = len(location.read_log(dataset))
-        context.add_output_metadata(
-            {dataset: dg.MetadataValue.json(report) for dataset, report in reports.items()}
-        )
+        metadata = {dataset: dg.MetadataValue.json(report) for dataset, report in reports.items()}
+        damaged = sorted(dataset for dataset, report in reports.items() if report["kept"])
+        if damaged:  # as `revisions vacuum` exits 1: the run says so, after every dataset
+            raise dg.Failure(
+                description=f"vacuum kept files that a damaged file stands for in "
+                f"{', '.join(damaged)}: run `revisions verify` on them and repair what it "
+                "reports (see 'Recovering a damaged dataset')",
+                metadata=metadata,
+            )
+        context.add_output_metadata(metadata)
         return reports
 
     @dg.job(name=name, description="Vacuum the revisioned datasets (docs/concepts/lifecycle.md).")
@@ -110,6 +119,8 @@ def report_json(report: VacuumReport, consumers: Sequence[str]) -> dict[str, obj
         "horizon": report.horizon.describe(),
         "consumers": list(consumers),
         "entry": report.entry.name if report.entry is not None else None,
+        "kept": [*report.kept, *report.kept_files],
+        "findings": [f"{f.kind}: {f.message}" for f in report.findings],
     }
 
 

@@ -24,6 +24,8 @@ from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.storage.backends import open_storage
 
 TOMB = None
+#: what an error in the command line's terms never shows: Python calls, arguments and lists
+PYTHON_WORDS = ("():", "since_sequence", "until_sequence", "as_of", "known_at", "['", "int()")
 #: (name, day, major, {id: v or TOMB}) of table t
 REVISIONS = [
     ("r0", 0, True, {i: 0 for i in range(0, 5)}),

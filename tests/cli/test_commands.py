@@ -12,8 +12,10 @@ from click.testing import CliRunner
 from core.legacy_layout import worked_example
 
 from revisions_assets.cli import cli
+from revisions_assets.core.log.layout import entry_path
+from revisions_assets.core.storage.base import LocalStorage
 
-from .conftest import Staged
+from .conftest import PYTHON_WORDS, Staged
 
 
 def run(*args: str, code: int = 0):
@@ -22,7 +24,7 @@ def run(*args: str, code: int = 0):
     return result
 
 
-def rows(*args: str) -> list[dict]:
+def rows(*args: str) -> list[dict] | dict:
     return json.loads(run(*args, "--json").stdout)
 
 
@@ -85,15 +87,22 @@ def test_show(staged):
     with_revision = rows(
         "show", staged.features, "t", "--at", "3", "--with-revision", "--limit", "1"
     )
-    assert with_revision == [
-        {
-            "id": 4,
-            "v": 4,
-            "_revision": "r4",
-            "_revision_timestamp": "2020-01-05T00:00:00+00:00",
-            "_revision_sequence": 3,
-        }
-    ]
+    assert with_revision == {  # with a limit: whether rows were left out, and how many
+        "rows": [
+            {
+                "id": 4,
+                "v": 4,
+                "_revision": "r4",
+                "_revision_timestamp": "2020-01-05T00:00:00+00:00",
+                "_revision_sequence": 3,
+            }
+        ],
+        "limit": 1,
+        "truncated": True,
+        "total": 5,
+    }
+    whole = rows("show", staged.features, "t", "--limit", "6")
+    assert (len(whole["rows"]), whole["truncated"], whole["total"]) == (6, False, 6)
     streamed = rows("show", staged.features, "t", "--limit", "0")
     assert streamed == latest
     text = run("show", staged.features, "t", "--limit", "2").stdout
@@ -190,20 +199,64 @@ def test_history(staged):
         ["diff", "{features}", "t", "--since", "2020-01-02T00:00Z"],
         ["diff", "{features}", "t", "--since", "1", "--stats"],
         ["history", "{features}", "t", "--id", "id=2"],
+        # Tuesday's features as known on Tuesday (the reader's answer: test_console_script)
+        [
+            "show",
+            "{redeployed}",
+            "t",
+            "--as-of",
+            "2024-03-05T00:00Z",
+            "--known-at",
+            "2024-03-05T00:00Z",
+        ],
     ],
 )
-def test_spark_reads_what_the_reader_reads(spark, staged, args):
+def test_spark_reads_what_the_reader_reads(spark, staged, redeployed, args):
     """``--spark`` (the engine) and the default (the reader in this process) agree."""
-    args = [a.format(features=staged.features) for a in args]
+    args = [a.format(features=staged.features, redeployed=redeployed) for a in args]
     assert rows(*args, "--spark") == rows(*args)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["diff", "{features}", "t", "--since", "2020-01-02T00:00Z"],
+        ["diff", "{features}", "t", "--since", "3", "--until", "5", "--stats"],
+        ["diff", "{features}", "t", "--since", "2020-01-06T00:00Z", "--spark"],
+        ["show", "{features}", "t", "--at", "HEAD~1"],
+        ["history", "{features}", "t", "--id", "id=2", "--spark"],
+        ["describe", "{features}"],
+    ],
+)
+def test_a_command_reads_the_log_once(spark, staged, args, monkeypatch):
+    """One snapshot per command: the log is read once, when the command opens the dataset,
+    and every read plans on that snapshot. A read of the log ends where the entry after
+    the head is missing: the probes for it count the reads."""
+    head = len(rows("log", staged.features))
+    past_head = entry_path(head + 1)
+    probes = []
+    read = LocalStorage.read
+
+    def counted(storage: LocalStorage, rel: str) -> bytes | None:
+        if rel == past_head:
+            probes.append(rel)
+        return read(storage, rel)
+
+    monkeypatch.setattr(LocalStorage, "read", counted)
+    run(*[a.format(features=staged.features) for a in args], "--json")
+    assert len(probes) == 1
 
 
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["show", "{missing}", "t"], "is not a revisioned dataset"),
+        (["show", "{missing}", "t"], "none does not exist"),
         (["log", "{legacy}"], "'revisions import-legacy SRC ROOT'"),
-        (["show", "{features}", "nope"], "table 'nope' has no revisions"),
+        (
+            ["show", "{features}", "nope"],
+            "has no revisions in this dataset; known tables: 't', 'u'",
+        ),
+        (["log", "{missing}"], "none does not exist: no revisioned dataset there"),
         (["history", "{features}", "t", "--id", "id"], "expected column=value"),
         (["history", "{features}", "t", "--id", "x=1"], "'x' is not an id column"),
         (["history", "{features}", "t", "--id", "id=abc"], "'abc' is not a bigint"),
@@ -213,6 +266,24 @@ def test_spark_reads_what_the_reader_reads(spark, staged, args):
         (["show", "{features}", "t", "--as-of", "2020-01-04T00:00Z", "--at", "2"], "not both"),
         (["show", "{features}", "t", "--at", "HEAD~9"], "has 5 data revisions (HEAD..HEAD~4)"),
         (["diff", "{features}", "t", "--since", "2", "--until", "2020-01-04T00:00Z"], "both be"),
+        (
+            ["diff", "{features}", "t", "--since", "4", "--until", "2"],
+            "--since 4 is after --until 2",
+        ),
+        (
+            [
+                "diff",
+                "{features}",
+                "t",
+                "--since",
+                "2020-01-05T00:00Z",
+                "--until",
+                "2020-01-02T00:00Z",
+            ],
+            "--since 2020-01-05T00:00Z is after --until 2020-01-02T00:00Z; the window is "
+            "(--since, --until]: swap them",
+        ),
+        (["diff", "{features}", "t", "--since", "7"], "--since 7 is after the head of the log"),
         (["show", "{features}", "t", "--where", "nope > 1"], "--where 'nope > 1'"),
         (["show", "{features}", "t", "--limit", "-1"], "--limit"),
     ],
@@ -223,6 +294,7 @@ def test_bad_input_is_one_line_and_exit_2(staged, tmp_path, args, message):
     assert result.stdout == ""
     assert result.stderr.startswith("revisions: error: ") and result.stderr.count("\n") == 1
     assert message in result.stderr and "Traceback" not in result.stderr
+    assert not [w for w in PYTHON_WORDS if w in result.stderr], result.stderr  # options only
 
 
 def test_debug_shows_the_traceback(staged):
@@ -239,7 +311,18 @@ def test_import_legacy(tmp_path):
     assert "featurizer_A [id], featurizer_B [id]" in imported.stdout
     assert "naive timestamps; they are taken in UTC" in imported.stderr
     again = run("import-legacy", str(src), str(dst), code=2)
-    assert "already has 4 revisions" in again.stderr
+    assert "already has 4 revisions" in again.stderr and again.stdout == ""
+    as_json = json.loads(run("import-legacy", str(src), str(tmp_path / "again"), "--json").stdout)
+    assert as_json == {
+        "root": str(tmp_path / "again"),
+        "revisions": 4,
+        "majors": 2,
+        "minors": 2,
+        "tables": [
+            {"table": "featurizer_A", "id_columns": ["id"]},
+            {"table": "featurizer_B", "id_columns": ["id"]},
+        ],
+    }
     assert [(r["name"], r["is_major"]) for r in rows("log", str(dst))] == [
         ("revision_0", True),
         ("revision_2", False),

@@ -55,7 +55,7 @@ def test_log_tables_lag_run_in_the_driver(staged: Staged):
         assert SPARK_BANNER not in done.stderr, "a log command started Spark"
     bad = revisions("tables", str(Path(staged.features).parent / "nothing"), code=2)
     assert bad.stdout == "" and bad.stderr.count("\n") == 1
-    assert bad.stderr.startswith("revisions: error: ") and "not a revisioned dataset" in bad.stderr
+    assert bad.stderr.startswith("revisions: error: ") and "nothing does not exist" in bad.stderr
     usage = revisions("show", staged.features, code=2)  # missing TABLE
     assert "Missing argument 'TABLE'" in usage.stderr and usage.stderr.count("\n") == 1
 
@@ -161,19 +161,18 @@ def test_show_as_of_a_logical_time_as_known_at_a_commit_time(redeployed: str):
 
 
 @pytest.mark.slow
-def test_data_commands_start_a_quiet_spark(staged: Staged, redeployed: str, tmp_path):
+def test_data_commands_start_a_quiet_spark(staged: Staged, tmp_path):
     """One read and one write through the script, each with a JVM of its own (the other
-    data commands run in-process in test_commands.py and test_maintenance_commands.py)."""
+    data commands run in-process in test_commands.py and test_maintenance_commands.py):
+    stderr holds the command's own lines only, none of the JVM's start lines."""
     shown = revisions("show", staged.features, "t", "--json", "--where", "v = 6", "--spark")
     assert json.loads(shown.stdout) == [{"id": i, "v": 6} for i in (6, 7, 8)]
-    assert SPARK_BANNER not in shown.stderr, f"the JVM's log is not quiet: {shown.stderr}"
-    tuesday = ("--as-of", "2024-03-05T00:00Z", "--known-at", "2024-03-05T00:00Z", "--json")
-    known = revisions("show", redeployed, "t", *tuesday, "--spark")
-    assert json.loads(known.stdout) == [{"id": 1, "v": 1}, {"id": 2, "v": 2}]
+    assert shown.stderr == "", f"the JVM's log is not quiet: {shown.stderr}"
     root = tmp_path / "features"
     shutil.copytree(staged.features, root)
     purged = revisions("purge", str(root), "t", "--id", "id=6", "--reason", "erasure request")
     assert "rows removed" in purged.stdout
-    assert SPARK_BANNER not in purged.stderr, f"the JVM's log is not quiet: {purged.stderr}"
+    own = [line.startswith("revisions: ") for line in purged.stderr.splitlines()]
+    assert own and all(own), f"the JVM's log is not quiet: {purged.stderr}"
     log = json.loads(revisions("log", str(root), "--json").stdout)
     assert [r["kind"] for r in log][-1] == "purge"

@@ -58,25 +58,36 @@ def test_verify_exit_codes(staged, tmp_path):
 
 def test_verify_deep(spark, staged, tmp_path):
     healthy = json.loads(run("verify", staged.scores, "--deep", "--json").stdout)
-    assert healthy == {"root": staged.scores, "deep": True, "healthy": True, "findings": []}
+    assert healthy == {
+        "root": staged.scores,
+        "deep": True,
+        "deep_ran": True,
+        "healthy": True,
+        "findings": [],
+    }
     damaged = copy(staged, tmp_path)
-    # r6 rewritten outside the engine: an id twice, a null id, one row more than the log says
-    ids = [6, 6, None, 8, 9, 10]
-    pq.write_table(
-        pa.table(
-            {
-                "id": pa.array(ids, pa.int64()),
-                "v": pa.array([6] * len(ids), pa.int64()),
-                "_deleted": pa.array([False] * len(ids)),
-            }
-        ),
-        Path(damaged, "r6/t/part-00000.parquet"),
-    )
+
+    def rewrite_r6(ids):  # outside the engine
+        table = {
+            "id": pa.array(ids, pa.int64()),
+            "v": pa.array([6] * len(ids), pa.int64()),
+            "_deleted": pa.array([False] * len(ids)),
+        }
+        pq.write_table(pa.table(table), Path(damaged, "r6/t/part-00000.parquet"))
+
+    rewrite_r6([6, 6, None, 8, 9, 10])  # one row more than the log says: its footer tells
+    checked = json.loads(run("verify", damaged, "--deep", "--json", code=1).stdout)
+    assert checked["deep_ran"] is False
+    assert [(f["kind"], f["path"]) for f in checked["findings"] if f["severity"] == "error"] == [
+        ("row_count_mismatch", "r6")
+    ]
+    message = checked["findings"][0]["message"]
+    assert "its files hold 6 rows, the log records 5" in message
+    assert checked["findings"][-1]["kind"] == "deep_checks_skipped"
+    rewrite_r6([6, 6, None, 8, 9])  # as many rows as the log says: only the data tells
     found = json.loads(run("verify", damaged, "--deep", "--json", code=1).stdout)["findings"]
     deep = {(f["kind"], f["path"]) for f in found if f["severity"] == "error"}
-    assert deep == {("row_count_mismatch", "r6"), ("null_id", "r6"), ("duplicate_id", "r6")}
-    message = next(f["message"] for f in found if f["kind"] == "row_count_mismatch")
-    assert "hold 6 rows (0 tombstones), the log records 5 (0)" in message
+    assert deep == {("null_id", "r6"), ("duplicate_id", "r6")}
 
 
 def test_compact_then_vacuum(spark, staged, tmp_path):
@@ -102,7 +113,10 @@ def test_compact_then_vacuum(spark, staged, tmp_path):
     assert compaction["what"] == "holds t as of sequence 5: 3 revisions from major 3"
     assert vacuum["vacuum"]["removed"] == [1, 2, 4, 5] and vacuum["vacuum"]["files"] == 4
     assert vacuum["vacuum"]["retain_seconds"] == 0
-    assert vacuum["what"].startswith("removed the files of 4 entries (1-2, 4-5): 4 data files")
+    # what it deleted: each staged folder holds one data file
+    assert vacuum["what"].startswith("removed 4 files, ")
+    assert "(4 folders whole): the files of 4 entries (1-2, 4-5); retain 0s" in vacuum["what"]
+    assert vacuum["vacuum"]["folders"] == ["r0", "r2", "r6", "r7"]
     text = run("log", root, "--limit", "0").stdout
     assert "compaction" in text and f"by {log[-1]['sequence']}" in text
 
@@ -155,15 +169,18 @@ def test_purge_over_two_roots(spark, staged, tmp_path):
     [
         (["vacuum", "{features}", "--retain", "7x"], "'7x' is not a duration"),
         (["vacuum", "{features}", "--grace", "-1h"], "'-1h' is not a duration"),
-        (["vacuum", "{missing}"], "is not a revisioned dataset"),
-        (["verify", "{missing}"], "is not a revisioned dataset"),
+        (["vacuum", "{missing}"], "none does not exist"),
+        (["verify", "{missing}"], "none does not exist"),
         (["compact", "{features}", "--table", "nope"], "table 'nope' has no revisions"),
         (["purge", "{features}", "t", "--id", "id", "--reason", "r"], "expected column=value"),
         (["purge", "{features}", "nope", "--id", "id=1", "--reason", "r"], "table 'nope'"),
         (["purge", "{features}", "t", "--id", "id=x", "--reason", "r"], "'x' is not a bigint"),
         (["purge", "{features}", "t", "--id", "id=1", "--reason", " "], "--reason must not"),
         (["purge", "{features}", "--id", "id=1", "--reason", "r"], "ROOT [ROOT ...] TABLE"),
-        (["purge", "{features}", "{missing}", "t", "--id", "id=1", "--reason", "r"], "is not a"),
+        (
+            ["purge", "{features}", "{missing}", "t", "--id", "id=1", "--reason", "r"],
+            "none does not exist",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(staged, tmp_path, args, message):
@@ -173,3 +190,87 @@ def test_bad_input_is_one_line_and_exit_2(staged, tmp_path, args, message):
     assert result.stdout == ""
     assert result.stderr.startswith("revisions: error: ") and result.stderr.count("\n") == 1
     assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_vacuum_keeps_what_a_damaged_compaction_holds_and_rebuild_repairs_it(
+    spark, staged, tmp_path
+):
+    root = copy(staged, tmp_path)
+    (compaction,) = json.loads(run("compact", root, "--table", "t", "--json").stdout)
+    (stored,) = Path(root, compaction["name"], "t").glob("*.parquet")
+    intact = stored.read_bytes()
+    stored.write_bytes(intact[:-100])  # truncated: the footer is gone
+    files = sorted(p for p in Path(root).rglob("*") if p.is_file())
+
+    kept = run("vacuum", root, "--retain", "0", "--force", code=1)
+    assert "removed 0 files" in kept.stdout and "kept the files of 3 entries" in kept.stdout
+    assert "compaction_damaged" in kept.stdout and "--rebuild NAME" in kept.stdout
+    report = json.loads(run("vacuum", root, "--retain", "0", "--dry-run", "--json", code=1).stdout)
+    assert (report["revisions"], sorted(report["kept"])) == ([], ["r2", "r6", "r7"])
+    assert [f["kind"] for f in report["findings"]] == ["compaction_damaged"]
+    assert sorted(p for p in Path(root).rglob("*") if p.is_file()) == files  # nothing deleted
+    deep = json.loads(run("verify", root, "--deep", "--json", code=1).stdout)
+    assert (deep["deep"], deep["deep_ran"]) == (True, False)
+    skipped = deep["findings"][-1]
+    assert skipped["kind"] == "deep_checks_skipped" and "compaction_damaged" in skipped["message"]
+
+    rebuilt = run("compact", root, "--rebuild", compaction["name"])
+    assert f"it rebuilds {compaction['name']}" in rebuilt.stdout
+    done = json.loads(run("vacuum", root, "--retain", "0", "--force", "--json").stdout)
+    assert sorted(done["revisions"]) == sorted(["r2", "r6", "r7", compaction["name"]])
+    assert json.loads(run("verify", root, "--json").stdout)["findings"] == []
+
+
+def test_a_lost_upstream_head_is_an_error_for_lag_verify_and_vacuum(staged, tmp_path):
+    """The features lose their entries 3 to 6; the scores recorded position 3 in them."""
+    features, scores = copy(staged, tmp_path), str(tmp_path / "scores")
+    shutil.copytree(staged.scores, scores)
+    for sequence in range(3, 7):
+        Path(features, "_log", f"{sequence:020d}.json").unlink()
+    Path(features, "description.parquet").unlink()  # the consumer is the only evidence left
+    (row,) = json.loads(run("lag", scores, "--json", code=3).stdout)
+    assert (row["position"], row["head"]) == (3, 2)
+    assert "position 3 is past the upstream's head 2" in row["error"]
+    assert "lost entries: exit 3" in run("lag", scores, code=3).stdout
+    found = json.loads(run("verify", scores, "--json", code=1).stdout)["findings"]
+    assert [(f["kind"], f["severity"]) for f in found] == [("upstream_head_lost", "error")]
+    refused = run("vacuum", features, "--consumer", scores, "--dry-run", code=3)
+    assert (
+        "recorded position 3" in refused.stderr and "past the log's last entry 2" in refused.stderr
+    )
+
+
+def test_log_counts_after_a_purge(spark, tmp_path):
+    """skip_unchanged minors and a carrying major count what they were offered; a purge
+    takes the purged entity from both counts, never turning it into an unchanged row."""
+    from revisions_assets import RevisionedDataset
+
+    root = str(tmp_path / "ds")
+    ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
+    schema = "id long, v long"
+
+    def commit(rows, day, major):
+        df = spark.createDataFrame(rows, schema)
+        ds.commit(
+            {"t": df}, timestamp=f"2020-01-0{day}T00:00Z", is_major=major, skip_unchanged=True
+        )
+
+    commit([(i, 0) for i in range(1, 6)], 1, True)  # 5 entities
+    commit([(1, 0), (2, 0), (3, 1)], 2, False)  # 3 changes: 2 of 3 unchanged
+    commit([(3, 2), (4, 0)], 3, False)  # 1 of 2 unchanged
+    commit([(1, 0), (2, 0), (3, 2), (4, 0), (5, 9)], 4, True)  # carries; 4 of 5 unchanged
+
+    def unchanged():
+        return [r["what"].split("; ")[-1] for r in json.loads(run("log", root, "--json").stdout)]
+
+    assert unchanged()[1:4] == [
+        "2 of 3 rows unchanged",
+        "1 of 2 rows unchanged",
+        "4 of 5 rows unchanged",
+    ]
+    run("purge", root, "t", "--id", "id=3", "--reason", "erasure")  # written in 2, 3; not in 4
+    assert unchanged()[1:4] == [
+        "2 of 2 rows unchanged",
+        "1 of 1 rows unchanged",
+        "3 of 4 rows unchanged",
+    ]

@@ -1,6 +1,7 @@
 """What a script relies on, through the console script as a user types it: every command's
 exit code (0 ok, 1 a check found something, 2 usage, 3 a dataset or storage error) and
-JSON shape, and output that is never cut silently.
+JSON shape, errors that leave stdout empty and speak in options, output that is never cut
+silently, and a closed pipe that ends quietly.
 
 The commands here start no JVM; they run side by side (each is its own process) on the
 staged datasets of conftest.py and on a few variants of them built below in milliseconds.
@@ -26,7 +27,7 @@ from revisions_assets.core.log.records import canonical_json
 from revisions_assets.core.log.revision_log import LOG_DIR, RevisionLog, entry_path
 from revisions_assets.core.storage.backends import open_storage
 
-from .conftest import Staged
+from .conftest import PYTHON_WORDS, Staged
 
 BIN = Path(sys.executable).parent
 SPARK_BANNER = "log4j"
@@ -59,7 +60,9 @@ def run(case: Case) -> Case:
 @dataclass(frozen=True)
 class Variants:
     wide: str  # table w: 25 rows, revisions named WIDE_NAMES
+    big: str  # table w: 20,000 rows, more than a pipe holds as JSON
     damaged: str  # features without a data file of r6
+    truncated: str  # features with a data file of r6 cut short
     corrupt: str  # features whose second log entry is not JSON
     orphan: str  # scores copied without its upstream
     moved: str  # features and scores copied together elsewhere
@@ -78,8 +81,14 @@ def variants(staged: Staged, tmp_path_factory) -> Variants:
     )
     stage_revision(log, str(wide), WIDE_NAMES[1], day(1), False, {(0,): {"v": 100}}, "w")
     log.after_commit()
+    big = str(base / "big")
+    rows = {(i,): {"v": i} for i in range(20_000)}
+    stage_revision(RevisionLog(open_storage(big)), big, "all", day(0), True, rows, "w")
     damaged = copy(staged.features, base / "damaged")
     Path(damaged, "r6/t/part-00000.parquet").unlink()
+    truncated = copy(staged.features, base / "truncated")
+    cut = Path(truncated, "r6/t/part-00000.parquet")
+    cut.write_bytes(cut.read_bytes()[:50])
     corrupt = copy(staged.features, base / "corrupt")
     Path(corrupt, entry_path(2)).write_text("{not json")
     orphan = copy(staged.scores, base / "orphan" / "scores")
@@ -97,7 +106,9 @@ def variants(staged: Staged, tmp_path_factory) -> Variants:
     writable = copy(staged.features, base / "writable")
     return Variants(
         str(wide),
+        big,
         damaged,
+        truncated,
         corrupt,
         orphan,
         str(moved),
@@ -123,6 +134,7 @@ def one_line_error(*parts: str) -> Callable[[subprocess.CompletedProcess], None]
         for part in parts:
             assert part in done.stderr, (part, done.stderr)
         assert "Traceback" not in done.stderr and "Timestamp(" not in done.stderr
+        assert not [w for w in PYTHON_WORDS if w in done.stderr], done.stderr
 
     return check
 
@@ -188,13 +200,20 @@ def test_exit_codes_and_json_shapes(staged: Staged, variants: Variants):
     def orphan_lag(done):
         (row,) = as_json(done)
         assert row["upstream"] == str(Path(v.orphan).parent / "features")
-        assert "not a revisioned dataset" in row["error"]
+        assert "features does not exist" in row["error"]
 
     def wide_json(done):
         assert len(as_json(done)) == 25  # --json: every row, unless --limit says otherwise
 
     def wide_text(done):
         assert "the first 20 rows (--limit N shows more, --limit 0 all)" in done.stdout
+
+    def wraps_findings(done):
+        lines = done.stdout.splitlines()
+        assert lines[0].split() == ["severity", "kind", "path", "message"], done.stdout
+        assert all(len(line) <= 80 for line in lines) and "left out" not in done.stdout
+        table = " ".join(done.stdout.split("\nfix ")[0].split())
+        assert "r6/t/part-00000.parquet" in table and "is not a Parquet file" in table
 
     def two_entities(done):
         versions = [(r["id"], r["v"], r["_revision"]) for r in as_json(done)]
@@ -218,7 +237,11 @@ def test_exit_codes_and_json_shapes(staged: Staged, variants: Variants):
         Case(("log", f, "--table", "t"), 0, narrow_log, columns=80),
         Case(("describe", f, "--json"), 0, describe_all),
         Case(("describe", f, "t"), 0, lambda d: "rows:        6" in d.stdout),
-        Case(("describe", f, "nope"), 2, one_line_error("table 'nope' has no revisions")),
+        Case(
+            ("describe", f, "nope"),
+            2,
+            one_line_error("table 'nope' has no revisions", "known tables: 't', 'u'"),
+        ),
         Case(("lag", s, "--max-behind", "1", "--json"), 1, lag_rows(f, True)),
         Case(
             ("lag", s, "--max-age", "1000d", "--max-behind", "2", "--json"), 0, lag_rows(f, False)
@@ -237,7 +260,7 @@ def test_exit_codes_and_json_shapes(staged: Staged, variants: Variants):
         Case(
             ("show", v.wide, "w", "--at", "a1b2c", "--json", "--limit", "1"),
             0,
-            lambda d: as_json(d) == [{"id": 0, "v": 0}],
+            lambda d: as_json(d)["rows"] == [{"id": 0, "v": 0}],
         ),
         Case(
             ("show", v.wide, "w", "--at", "a1b2"),
@@ -265,8 +288,12 @@ def test_exit_codes_and_json_shapes(staged: Staged, variants: Variants):
         ),
         Case(("history", f, "t", "--id", "id=2", "--id", "id=10", "--json"), 0, two_entities),
         Case(("diff", f, "t", "--since", "4", "--json"), 0, lambda d: len(as_json(d)) == 2),
+        # an error after the heading was due: stdout stays empty
+        Case(("diff", v.damaged, "t", "--since", "1"), 3, one_line_error("r6/t/part-00000")),
         Case(("verify", f, "--json"), 0, lambda d: not as_json(d)["healthy"]),
         Case(("verify", v.damaged), 1, lambda d: "missing_file" in d.stdout),
+        # narrow terminals wrap paths and messages, never leave them out
+        Case(("verify", v.truncated), 1, wraps_findings, columns=80),
         Case(("show", v.damaged, "t"), 3, one_line_error("r6/t/part-00000.parquet")),
         Case(("log", v.corrupt), 3, one_line_error("is not valid JSON")),
         Case(("vacuum", f, "--retain", "0"), 2, one_line_error("below the floor of 1d", "--force")),
@@ -288,3 +315,16 @@ def test_exit_codes_and_json_shapes(staged: Staged, variants: Variants):
             failures.append(f"revisions {' '.join(case.args)}: {exc}\n{result.stdout}")
     assert not failures, "\n\n".join(failures)
     assert staged.snapshot() == before  # refusals and reads wrote nothing
+
+
+def test_a_closed_pipe_ends_quietly(variants: Variants):
+    """``revisions show ... | head -1``: the reader goes away; exit 141 as coreutils' (killed
+    by SIGPIPE), never 1 ("a check found something"), and nothing on stderr."""
+    env = {**with_tests_on_path(None), "COLUMNS": "160"}
+    args = [str(BIN / "revisions"), "show", variants.big, "w", "--json", "--limit", "0"]
+    writer = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    head = subprocess.run(["head", "-c", "20"], stdin=writer.stdout, capture_output=True)
+    writer.stdout.close()
+    stderr = writer.stderr.read().decode()
+    assert writer.wait(timeout=300) == 141, stderr
+    assert stderr == "" and head.stdout.startswith(b'[{"id": 0')

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import pyspark
 import pytest
-
-from .workload import run
+from harness.processes import TEST_JVM_OPTS
 
 START_TIMEOUT_S = 240
 WORKERS = 2
@@ -39,12 +38,14 @@ def spark_home() -> Path:
 
 
 def cluster_env(work: Path) -> dict[str, str]:
-    """Environment of the cluster's processes (and of drivers talking to it)."""
+    """Environment of the cluster's processes (and of drivers talking to it); the daemons
+    run with the tests' JVM flags (the client compiler: tiny jobs, 2 cores)."""
     return {
         **os.environ,
         "SPARK_HOME": str(spark_home()),
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_DAEMON_MEMORY": "256m",
+        "SPARK_DAEMON_JAVA_OPTS": TEST_JVM_OPTS,
         "SPARK_LOG_DIR": str(work / "logs"),
         "SPARK_WORKER_DIR": str(work / "work"),
     }
@@ -148,13 +149,6 @@ def standalone_cluster(tmp_path_factory) -> Iterator[Cluster]:
             stop(proc)
 
 
-@pytest.fixture(scope="session")
-def local_result(spark, tmp_path_factory) -> dict:
-    """The workload on the tests' local session: what every remote run must reproduce."""
-    root = tmp_path_factory.mktemp("workload-local")
-    return json.loads(json.dumps(run(spark, str(root))))  # tuples -> lists, as from JSON
-
-
 @dataclass(frozen=True)
 class ConnectServer:
     url: str  # sc://127.0.0.1:port
@@ -193,6 +187,14 @@ def connect_server(standalone_cluster) -> Iterator[ConnectServer]:
             "spark.cores.max=2",
             "--conf",
             "spark.sql.session.timeZone=UTC",
+            # as the classic driver (demo_workload.py): tiny jobs, few tasks, the client
+            # compiler in the executors too
+            "--conf",
+            "spark.sql.shuffle.partitions=4",
+            "--conf",
+            "spark.default.parallelism=4",
+            "--conf",
+            f"spark.executor.extraJavaOptions={TEST_JVM_OPTS}",
         ],
         log,
         # the launcher sizes the server's JVM like a daemon's, from SPARK_DAEMON_MEMORY

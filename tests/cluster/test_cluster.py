@@ -5,16 +5,18 @@ The workload (tests/cluster/workload.py: featurization with majors, minors, tomb
 a backfill, then scoring from recorded upstream positions, and row hashes) runs in one
 driver application on the cluster after the demo's Dagster assets (one SparkContext per
 process), and through a Spark Connect server; the same workload on the tests' local
-session is the reference, itself checked against hand-written model revisions.
+session is the reference, itself checked against hand-written model revisions. The local
+references (the workload and the demo) run while the cluster's driver does.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from subprocess import STDOUT, Popen
 
 import pytest
 from core.model import Model
@@ -24,6 +26,7 @@ from harness.processes import with_tests_on_path
 from revisions_assets.dagster import SparkSessionResource
 
 from .demo_workload import CLUSTER_APP, run_demo
+from .workload import run
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]  # a standalone cluster: several JVMs
 
@@ -68,34 +71,66 @@ def check_against_model(result: dict) -> None:
     }
 
 
-def run_script(script: str, args: list[str], env: dict[str, str], log: Path) -> int:
-    """Run a driver script of this folder (tests/ on its path); its output goes to ``log``."""
+def start_script(script: str, args: list[str], env: dict[str, str], log: Path) -> Popen:
+    """Start a driver script of this folder (tests/ on its path); its output goes to ``log``."""
     with open(log, "w") as driver_log:
-        return subprocess.run(
+        return Popen(
             [sys.executable, str(Path(__file__).with_name(script)), *args],
             stdout=driver_log,
-            stderr=subprocess.STDOUT,
+            stderr=STDOUT,
             env=with_tests_on_path(env),
-            timeout=RUN_TIMEOUT_S,
-        ).returncode
+        )
+
+
+def waited(process: Popen) -> int:
+    """The exit code of ``process``, killed if it outlives ``RUN_TIMEOUT_S``."""
+    try:
+        return process.wait(timeout=RUN_TIMEOUT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+@dataclass(frozen=True)
+class Runs:
+    """The driver application's results on the cluster, and the references: the same
+    workload and demo on the tests' local session."""
+
+    cluster: dict
+    local_workload: dict
+    local_demo: dict
 
 
 @pytest.fixture(scope="module")
-def on_cluster(standalone_cluster, tmp_path_factory) -> dict:
+def runs(standalone_cluster, spark, tmp_path_factory) -> Runs:
     """One driver application on the standalone cluster (``SPARK_MASTER``): the demo through
-    Dagster, then the engine workload (tests/cluster/demo_workload.py)."""
+    Dagster, then the engine workload (tests/cluster/demo_workload.py). The references run
+    on the local session meanwhile: the driver spends most of its time starting up and
+    waiting for its executors."""
     work = tmp_path_factory.mktemp("on-cluster")
     env = {**standalone_cluster.env, "SPARK_MASTER": standalone_cluster.master_url}
     env.pop("SPARK_REMOTE", None)
     out, log = work / "result.json", work / "driver.log"
-    code = run_script("demo_workload.py", [str(work / "data"), str(out)], env, log)
+    driver = start_script("demo_workload.py", [str(work / "data"), str(out)], env, log)
+    try:
+        local = tmp_path_factory.mktemp("local")
+        local_workload = as_json(run(spark, str(local / "engine")))
+        local_demo = as_json(run_demo(str(local / "demo"), SparkSessionResource()))
+    except BaseException:
+        driver.kill()
+        raise
+    code = waited(driver)
     assert code == 0, f"{log.read_text()[-4000:]}\n{standalone_cluster.logs()}"
-    return json.loads(out.read_text())
+    return Runs(json.loads(out.read_text()), local_workload, local_demo)
 
 
-def test_engine_on_the_standalone_cluster_matches_local(
-    standalone_cluster, on_cluster, local_result
-):
+def as_json(result: dict) -> dict:
+    """A result as it comes back from JSON (tuples become lists), to compare with a run's."""
+    return json.loads(json.dumps(result))
+
+
+def test_engine_on_the_standalone_cluster_matches_local(standalone_cluster, runs):
+    on_cluster = runs.cluster
     # it really ran on the cluster: two executors, one per worker process
     assert on_cluster["master"] == standalone_cluster.master_url
     assert on_cluster["executors"] == 2
@@ -106,26 +141,26 @@ def test_engine_on_the_standalone_cluster_matches_local(
         assert time.monotonic() < deadline, standalone_cluster.status()
         time.sleep(0.5)
 
-    assert on_cluster["workload"] == local_result
-    check_against_model(local_result)
+    assert on_cluster["workload"] == runs.local_workload
+    check_against_model(runs.local_workload)
 
 
-def test_engine_through_spark_connect_matches_local(connect_server, local_result, tmp_path):
+def test_engine_through_spark_connect_matches_local(connect_server, runs, tmp_path):
     env = {k: v for k, v in connect_server.env.items() if k != "SPARK_REMOTE"}
     out, log = tmp_path / "result.json", tmp_path / "driver.log"
     args = [connect_server.url, str(tmp_path / "data"), str(out)]
-    assert run_script("workload.py", args, env, log) == 0, log.read_text()[-4000:]
+    assert waited(start_script("workload.py", args, env, log)) == 0, log.read_text()[-4000:]
     remote = json.loads(out.read_text())
     assert remote["session"] == "pyspark.sql.connect.session"
-    assert remote["workload"] == local_result
+    assert remote["workload"] == runs.local_workload
     check_against_model(remote["workload"])
 
 
-def test_demo_pipeline_on_the_standalone_cluster_matches_local(on_cluster, tmp_path):
+def test_demo_pipeline_on_the_standalone_cluster_matches_local(runs):
     """The demo's featurization and scoring assets, materialized by Dagster with
     SPARK_MASTER pointing at the cluster, leave the same datasets as on local[*]."""
-    local = json.loads(json.dumps(run_demo(str(tmp_path / "local"), SparkSessionResource())))
-    assert on_cluster["demo"] == local
+    local = runs.local_demo
+    assert runs.cluster["demo"] == local
     kinds = [m[2] for m in local["materializations"]]
     assert kinds[2:] == ["major", "minor", "major"]  # features major then minor; first scores
     assert all(t["state"][0] > 0 for t in local["tables"].values())

@@ -310,16 +310,16 @@ def as_of_join(
     committed_at: Mapping[int, datetime],
     known_at: datetime | str | None,
 ) -> list[tuple[Row, ModelRevision] | None]:
-    """Point-in-time rows (docs/guides/training-sets.md): for each (entity key, event time T), the
-    entity's row in the state as of T over the revisions known at ``known_at`` (committed
-    at or before it; ``"event"``: at or before T; None: all), or None when it has none
-    (no major known and visible by T, never written, or deleted). Commit times grow with
-    the sequence, so the known revisions are a prefix of the log."""
+    """Point-in-time rows (docs/guides/training-sets.md): for each (entity key, event time
+    T), the entity's row in the state as of T over the revisions known at ``known_at``
+    (committed at or before it; ``"event"``: at or before T; ``"all_committed"``: all), or
+    None when it has none (no major known and visible by T, never written, or deleted).
+    Commit times grow with the sequence, so the known revisions are a prefix of the log."""
     stamps = [committed_at[r.sequence] for r in model.revisions]
     assert stamps == sorted(stamps), "commit times follow the commit order"
     out: list[tuple[Row, ModelRevision] | None] = []
     for key, when in events:
-        limit = when if known_at == "event" else known_at
+        limit = when if known_at == "event" else None if known_at == "all_committed" else known_at
         upto = sum(1 for s in stamps if limit is None or s <= limit)
         try:
             state = model.state(table, as_of=when, at=upto)

@@ -1,21 +1,26 @@
-"""Point-in-time joins: ``as_of_join`` against worked examples and the model.
+"""Point-in-time joins: ``as_of_join`` on both engines against worked examples and the model.
 
 Revisions are staged through the log layer with chosen commit times (no Spark job per
 revision), so the commit axis can be laid out exactly: backfills committed after the
-events they correct, majors committed after their logical time.
+events they correct, majors committed after their logical time. ``DatasetReader`` runs the
+same plans in Polars: it is held to the model here without a JVM, and to the engine on
+engine-written histories in ``test_reader_differential.py``.
 """
 
 from __future__ import annotations
 
+import tempfile
 from datetime import UTC, datetime, timedelta
 
+import polars as pl
 import pytest
 from harness.dates import HOUR, day, instant
+from harness.examples import examples
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from revisions_assets import RevisionedDataset
+from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.core.errors import (
     ArgumentTypeError,
     DuplicateColumnError,
@@ -26,7 +31,8 @@ from revisions_assets.core.errors import (
     RetentionError,
 )
 from revisions_assets.core.log.revision_log import RevisionLog
-from revisions_assets.core.read.plan.spans import EVENT, visible_spans
+from revisions_assets.core.read.plan.spans import ALL_COMMITTED, EVENT, visible_spans
+from revisions_assets.core.storage.backends import open_storage
 
 from .helpers import micros, stage_revision
 from .model import Model, as_of_join
@@ -34,15 +40,13 @@ from .model import Model, as_of_join
 EVENTS_SCHEMA = "id long, at timestamp, label string"
 
 
-def stage(
-    ds: RevisionedDataset, model: Model | None, name, timestamp, is_major, rows, committed_at
-):
-    """One revision in the dataset and the model, if any (``rows``: {id: v or None for a
-    tombstone})."""
-    log = RevisionLog(ds.storage)
+def stage(root: str, model: Model | None, name, timestamp, is_major, rows, committed_at):
+    """One revision in the dataset at ``root`` and the model, if any (``rows``: {id: v or
+    None for a tombstone})."""
+    log = RevisionLog(open_storage(root))
     log.refresh()
     staged = {(k,): (None if v is None else {"v": v}) for k, v in rows.items()}
-    stage_revision(log, ds.root, name, timestamp, is_major, staged, committed_at=committed_at)
+    stage_revision(log, root, name, timestamp, is_major, staged, committed_at=committed_at)
     if model is not None:
         model.commit(name, timestamp, is_major, {"t": staged})
 
@@ -60,15 +64,15 @@ def corrected(spark, root):
     """
     ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
     model = Model()
-    stage(ds, model, "r0", day(0), True, {1: 0, 2: 0, 3: 0}, day(0) + HOUR)
-    stage(ds, model, "r1", day(1), False, {1: 10, 2: None}, day(1) + HOUR)
-    stage(ds, model, "r2", day(3), True, {1: 30, 3: 30}, day(3) + HOUR)
-    stage(ds, model, "r3", day(1), False, {1: 11}, day(5))
-    stage(ds, model, "r4", day(2), False, {3: 22}, day(5) + HOUR)
+    stage(root, model, "r0", day(0), True, {1: 0, 2: 0, 3: 0}, day(0) + HOUR)
+    stage(root, model, "r1", day(1), False, {1: 10, 2: None}, day(1) + HOUR)
+    stage(root, model, "r2", day(3), True, {1: 30, 3: 30}, day(3) + HOUR)
+    stage(root, model, "r3", day(1), False, {1: 11}, day(5))
+    stage(root, model, "r4", day(2), False, {3: 22}, day(5) + HOUR)
     return ds
 
 
-#: (id, event time) -> v (and revision) with known_at None, "event", day 4
+#: (id, event time) -> v (and revision) with known_at "all_committed", "event", day 4
 WORKED = [
     ((1, day(1.5)), (11, "r3"), (10, "r1"), (10, "r1")),  # the correction leaks only later
     ((1, day(1.5)), (11, "r3"), (10, "r1"), (10, "r1")),  # a duplicate event stays
@@ -86,17 +90,45 @@ WORKED = [
 
 
 def test_worked_example(spark, corrected):
-    events = spark.createDataFrame(
-        [(k, t, f"e{n}") for n, ((k, t), *_) in enumerate(WORKED)], EVENTS_SCHEMA
-    )
-    for column, known_at in enumerate([None, EVENT, day(4)], start=1):
+    rows = [(k, t, f"e{n}") for n, ((k, t), *_) in enumerate(WORKED)]
+    events = spark.createDataFrame(rows, EVENTS_SCHEMA)
+    reader = DatasetReader(corrected.root)
+    polars_events = pl.DataFrame(rows, schema=["id", "at", "label"], orient="row")
+    for column, known_at in enumerate([ALL_COMMITTED, EVENT, day(4)], start=1):
+        want = {f"e{n}": row[column] or (None, None) for n, row in enumerate(WORKED)}
         out = corrected.as_of_join(events, "t", event_time="at", on=["id"], known_at=known_at)
         assert out.columns == ["id", "at", "label", "v", "_revision"]
-        rows = out.collect()
-        got = {r.label: (r.v, r._revision) for r in rows}
-        assert len(got) == len(WORKED) == len(rows)  # one row per event, duplicates kept
-        want = {f"e{n}": row[column] or (None, None) for n, row in enumerate(WORKED)}
+        collected = out.collect()
+        got = {r.label: (r.v, r._revision) for r in collected}
+        assert len(got) == len(WORKED) == len(collected)  # one row per event, duplicates kept
         assert got == want, f"known_at={known_at}"
+        # the same plan in Polars, without a JVM
+        joined = reader.as_of_join(
+            polars_events, "t", event_time="at", on=["id"], known_at=known_at
+        )
+        assert joined.columns == out.columns and joined.height == len(WORKED)
+        assert {r[2]: (r[3], r[4]) for r in joined.rows()} == want, f"known_at={known_at}"
+
+
+def test_the_default_is_what_was_known_at_each_event(spark, corrected):
+    """Leaving ``known_at`` out answers as production knew it at each event's time, on
+    both engines; ``known_at=None``, the old spelling of everything committed, still means
+    that for this release, with a FutureWarning naming ``"all_committed"``."""
+    rows = [(k, t, f"e{n}") for n, ((k, t), *_) in enumerate(WORKED)]
+    events = spark.createDataFrame(rows, EVENTS_SCHEMA)
+    seen = {f"e{n}": row[2] or (None, None) for n, row in enumerate(WORKED)}
+    out = corrected.as_of_join(events, "t", event_time="at", on=["id"])
+    assert {r.label: (r.v, r._revision) for r in out.collect()} == seen
+    reader = DatasetReader(corrected.root)
+    lazy = pl.LazyFrame(rows, schema=["id", "at", "label"], orient="row")
+    joined = reader.as_of_join(lazy, "t", event_time="at", on=["id"])
+    assert isinstance(joined, pl.LazyFrame)  # lazy events, a lazy join (it streams)
+    assert {r[2]: (r[3], r[4]) for r in joined.collect().rows()} == seen
+    with pytest.warns(FutureWarning, match="known_at='all_committed'"):
+        old = reader.as_of_join(lazy.collect(), "t", event_time="at", on=["id"], known_at=None)
+    assert {r[2]: (r[3], r[4]) for r in old.rows()} == {
+        f"e{n}": row[1] or (None, None) for n, row in enumerate(WORKED)
+    }
 
 
 def test_known_at_before_any_commit_gives_nulls_and_mapping_on(spark, corrected):
@@ -107,16 +139,17 @@ def test_known_at_before_any_commit_gives_nulls_and_mapping_on(spark, corrected)
     assert out.columns == ["plane", "at", "v", "_revision"]
     assert [(r.plane, r.v, r._revision) for r in out.collect()] == [(1, None, None)]
     late = corrected.as_of_join(events, "t", event_time="at", on={"plane": "id"})
-    assert [(r.v, r._revision) for r in late.collect()] == [(30, "r2")]
+    assert [(r.v, r._revision) for r in late.collect()] == [(30, "r2")]  # known at the event
 
 
 def test_compactions_are_not_read(spark, corrected):
     events = spark.createDataFrame([(1, day(1.5), "a"), (3, day(4), "b")], EVENTS_SCHEMA)
-    stage(corrected, None, "r5", day(4), False, {3: 40}, day(6))  # on top of r2
-    before = corrected.as_of_join(events, "t", event_time="at", on=["id"]).collect()
+    stage(corrected.root, None, "r5", day(4), False, {3: 40}, day(6))  # on top of r2
+    join = {"event_time": "at", "on": ["id"], "known_at": ALL_COMMITTED}
+    before = corrected.as_of_join(events, "t", **join).collect()
     assert [(r.v, r._revision) for r in before] == [(11, "r3"), (40, "r5")]
     assert corrected.compact("t") is not None
-    after = corrected.as_of_join(events, "t", event_time="at", on=["id"])
+    after = corrected.as_of_join(events, "t", **join)
     assert sorted(after.collect()) == sorted(before)
     compaction = corrected.revisions()[-1]
     assert not any(compaction.name in f for f in after.inputFiles())
@@ -124,33 +157,47 @@ def test_compactions_are_not_read(spark, corrected):
 
 def test_vacuumed_revisions_fail_only_when_needed(spark, corrected):
     corrected.vacuum(retain=timedelta(0), now=day(3) + HOUR, keep_majors=False)
+    reader = DatasetReader(corrected.root)
     late = spark.createDataFrame([(1, day(4), "late")], EVENTS_SCHEMA)
     out = corrected.as_of_join(late, "t", event_time="at", on=["id"])
     assert [(r.v, r._revision) for r in out.collect()] == [(30, "r2")]
+    joined = reader.as_of_join(late.toPandas().assign(at=[day(4)]), "t", event_time="at", on=["id"])
+    assert joined.select("v", "_revision").rows() == [(30, "r2")]
     early = spark.createDataFrame([(1, day(0.5), "early")], EVENTS_SCHEMA)
-    with pytest.raises(RetentionError, match="as_of_join of table 't'.*revision 'r0'"):
+    with pytest.raises(
+        RetentionError, match="as_of_join of table 't'.*revision 'r0'"
+    ) as spark_error:
         corrected.as_of_join(early, "t", event_time="at", on=["id"])
+    with pytest.raises(RetentionError) as polars_error:
+        reader.as_of_join(
+            pl.DataFrame({"id": [1], "at": [day(0.5)]}), "t", event_time="at", on=["id"]
+        )
+    assert str(polars_error.value) == str(spark_error.value)
 
 
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
         ({"event_time": "when"}, InvalidArgumentError, "event_time 'when' is not a column"),
-        ({"event_time": "label"}, ArgumentTypeError, "'label' must be a timestamp.*string"),
+        ({"event_time": "label"}, ArgumentTypeError, "'label' must be a (timestamp|datetime)"),
         ({"event_time": 3}, ArgumentTypeError, "event_time must be a string"),
         ({"on": ["plane"]}, IdColumnsError, "event column 'plane'"),
         ({"on": {"id": "tail"}}, IdColumnsError, "'tail', which is not an id column"),
         ({"on": 5}, ArgumentTypeError, "on must be a list"),
         ({"known_at": datetime(2020, 1, 2)}, NaiveTimestampError, "known_at"),
-        ({"known_at": 12}, ArgumentTypeError, "known_at must be None, 'event'"),
+        ({"known_at": 12}, ArgumentTypeError, "known_at must be 'event', 'all_committed'"),
         ({"known_at": "events"}, InvalidArgumentError, "known_at"),
+        ({"columns": ["w"]}, InvalidArgumentError, r"columns \['w'\] are not columns of table"),
     ],
 )
 def test_bad_arguments(spark, corrected, kwargs, error, match):
-    events = spark.createDataFrame([(1, day(1), "x")], EVENTS_SCHEMA)
     args = {"event_time": "at", "on": ["id"], **kwargs}
+    events = spark.createDataFrame([(1, day(1), "x")], EVENTS_SCHEMA)
     with pytest.raises(error, match=match):
         corrected.as_of_join(events, "t", **args)
+    polars_events = pl.DataFrame({"id": [1], "at": [day(1)], "label": ["x"]})
+    with pytest.raises(error, match=match):
+        DatasetReader(corrected.root).as_of_join(polars_events, "t", **args)
 
 
 def test_clashing_columns_and_wrong_frames(spark, corrected):
@@ -159,6 +206,21 @@ def test_clashing_columns_and_wrong_frames(spark, corrected):
         corrected.as_of_join(events, "t", event_time="at", on=["id"])
     with pytest.raises(ArgumentTypeError, match="events_df must be a Spark DataFrame"):
         corrected.as_of_join(events.toPandas(), "t", event_time="at", on=["id"])
+    reader = DatasetReader(corrected.root)
+    with pytest.raises(DuplicateColumnError, match="events_df already has column 'V'"):
+        reader.as_of_join(events.toPandas(), "t", event_time="at", on=["id"])
+    with pytest.raises(ArgumentTypeError, match="events_df must be a Polars DataFrame"):
+        reader.as_of_join([(1, day(1))], "t", event_time="at", on=["id"])
+    naive = pl.DataFrame({"id": [1], "at": [datetime(2020, 1, 2)]})
+    with pytest.raises(ArgumentTypeError, match="'at' must be a datetime with a time zone"):
+        reader.as_of_join(naive, "t", event_time="at", on=["id"])
+    # columns= picks what is added (here none of the clashing ones); pandas events work
+    aware = events.toPandas().assign(at=lambda df: df["at"].dt.tz_localize("UTC"))
+    out = reader.as_of_join(
+        aware, "t", event_time="at", on=["id"], known_at=ALL_COMMITTED, columns=[]
+    )
+    assert out.columns == ["id", "at", "V", "_revision"]
+    assert out.rows() == [(1, day(1), 5, "r3")]
 
 
 # -- the visible spans (pure) --------------------------------------------------------------
@@ -215,7 +277,7 @@ def histories(draw):
 
 
 @settings(
-    max_examples=15,
+    max_examples=examples(15),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -223,19 +285,12 @@ def histories(draw):
 def test_engine_matches_model(spark, tmp_path_factory, history, data):
     root = str(tmp_path_factory.mktemp("bitemporal") / "ds")
     ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
-    model = Model()
-    committed_at = {}
-    for n, (step, commit_step, is_major, rows) in enumerate(history, start=1):
-        committed_at[n] = instant(commit_step, HOUR, START)
-        stage(ds, model, f"r{n}", instant(step, HOUR, START), is_major, rows, committed_at[n])
-    # event and knowledge times on the same hour grid: ties with timestamps and commits
-    times = st.integers(-1, 16).map(lambda step: instant(step, HOUR, START))
-    events = data.draw(st.lists(st.tuples(st.integers(0, 4), times), min_size=1, max_size=8))
-    fixed = data.draw(times, label="known_at")
+    model, committed_at = staged_history(root, history)
+    events, fixed = draw_events(data)
     frame = spark.createDataFrame(
         [(k, t, n) for n, (k, t) in enumerate(events)], "id long, at timestamp, n long"
     )
-    modes = {"latest": None, "event": EVENT, "fixed": fixed}
+    modes = {"latest": ALL_COMMITTED, "event": EVENT, "fixed": fixed}
     joined = None
     for mode, known_at in modes.items():
         out = ds.as_of_join(frame, "t", event_time="at", on=["id"], known_at=known_at)
@@ -248,6 +303,47 @@ def test_engine_matches_model(spark, tmp_path_factory, history, data):
             row = (expected[0]["v"], expected[1].name) if expected else (None, None)
             assert got[(mode, n)] == row, (mode, events[n])
     event(f"commits after their logical time: {any(c > s for s, c, *_ in history)}")
+
+
+@settings(max_examples=40, deadline=None)
+@given(history=histories(), data=st.data())
+def test_reader_matches_model(history, data):
+    """``DatasetReader.as_of_join`` (Polars, no JVM) against the model: cheap, so many
+    histories."""
+    with tempfile.TemporaryDirectory() as tmp:
+        model, committed_at = staged_history(f"{tmp}/ds", history)
+        events, fixed = draw_events(data)
+        reader = DatasetReader(f"{tmp}/ds")
+        frame = pl.DataFrame(
+            {"id": [k for k, _ in events], "at": [t for _, t in events]},
+            schema={"id": pl.Int64, "at": pl.Datetime("us", "UTC")},
+        ).with_row_index("n")
+        for known_at in (ALL_COMMITTED, EVENT, fixed):
+            out = reader.as_of_join(frame, "t", event_time="at", on=["id"], known_at=known_at)
+            got = {r["n"]: (r["v"], r["_revision"]) for r in out.iter_rows(named=True)}
+            want = as_of_join(model, "t", [((k,), t) for k, t in events], committed_at, known_at)
+            for n, expected in enumerate(want):
+                row = (expected[0]["v"], expected[1].name) if expected else (None, None)
+                assert got[n] == row, (known_at, events[n])
+
+
+def staged_history(root: str, history) -> tuple[Model, dict[int, datetime]]:
+    """``history`` (see ``histories``) staged at ``root`` and in a model, with its commit
+    times by sequence."""
+    model = Model()
+    committed_at = {}
+    for n, (step, commit_step, is_major, rows) in enumerate(history, start=1):
+        committed_at[n] = instant(commit_step, HOUR, START)
+        stage(root, model, f"r{n}", instant(step, HOUR, START), is_major, rows, committed_at[n])
+    return model, committed_at
+
+
+def draw_events(data) -> tuple[list[tuple[int, datetime]], datetime]:
+    """Events (id, time) and a knowledge time, on the hour grid of the histories: ties with
+    timestamps and commits."""
+    times = st.integers(-1, 16).map(lambda step: instant(step, HOUR, START))
+    events = data.draw(st.lists(st.tuples(st.integers(0, 4), times), min_size=1, max_size=8))
+    return events, data.draw(times, label="known_at")
 
 
 # -- known_at on reads: the state as of a logical time, as known at a commit time ------------

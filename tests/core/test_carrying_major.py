@@ -19,15 +19,17 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+import polars as pl
 import pyarrow.parquet as pq
 import pytest
 from harness.dates import day, instant
+from harness.examples import examples
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import event as hypothesis_event
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
-from revisions_assets import RevisionedDataset
+from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.core.errors import (
     CarriedStateError,
     InvalidArgumentError,
@@ -284,8 +286,13 @@ class Mirror:
         return sorted(versions, key=lambda v: (v[0], v[2]))
 
     def check_history(self) -> None:
+        """The SCD2 history by the engine and by ``DatasetReader`` equals the model's."""
+        want = self.model_history()
         got = [tuple(r) for r in self.ds.history("t").select(*HISTORY).collect()]
-        assert sorted(got, key=lambda v: (v[0], v[2])) == self.model_history(), "history"
+        assert sorted(got, key=lambda v: (v[0], v[2])) == want, "history"
+        reader = DatasetReader(self.ds.root).history("t").select(*HISTORY)
+        reader = reader.with_columns(pl.col("valid_from", "valid_to").dt.replace_time_zone(None))
+        assert sorted(reader.rows(), key=lambda v: (v[0], v[2])) == want, "reader: history"
 
 
 @dataclass(frozen=True)
@@ -611,7 +618,7 @@ def test_history_and_as_of_join_across_a_carrying_major_and_a_backfill(spark, wo
         [(i, day(t), f"e{n}") for n, (i, t, _, _) in enumerate(events)],
         "id long, at timestamp, label string",
     )
-    out = ds.as_of_join(at, "t", event_time="at", on=["id"])
+    out = ds.as_of_join(at, "t", event_time="at", on=["id"], known_at="all_committed")
     got = {r.label: (r.v, r._revision) for r in out.collect()}
     assert got == {f"e{n}": (v, rev) for n, (_, _, v, rev) in enumerate(events)}
     for n, (i, t, v, rev) in enumerate(events):  # each equals the state read at its time
@@ -622,6 +629,20 @@ def test_history_and_as_of_join_across_a_carrying_major_and_a_backfill(spark, wo
     got = {r.label: (r.v, r._revision) for r in out.collect()}
     assert got["e3"] == ("B", "r2") and got["e10"] == (None, None)
     assert got["e4"] == ("B", "r2") and got["e7"] == ("CC", "r3")
+
+
+@pytest.mark.parametrize("kind", ["skip", "carry"])
+def test_a_carried_deletion_keeps_the_major_that_made_it(spark, root, kind):
+    """r0, a major, no longer holds the id 1 that r1, a major stamped earlier (committed
+    after it), wrote: id 1 is deleted at r0's time, by r0. r2, a carrying major of r0's
+    timestamp, carries that state: the deletion keeps r0 as its revision, in the engine's
+    history and the reader's (both were r2's: the major governing at that time)."""
+    m = mirror(spark, root, compact_after=None)
+    m.commit("r0", instant(2), "major", {0: "a"})
+    m.commit("r1", instant(1), "skip", {0: "a", 1: "b"})  # no state then: written complete
+    m.commit("r2", instant(2), kind, {0: "c"})
+    assert m.model_history()[-1] == (1, None, naive(instant(2)), None, True, True, "r0")
+    m.check_history()
 
 
 # -- compaction and vacuum --------------------------------------------------------------------
@@ -744,7 +765,7 @@ def steps(draw, first: bool = False):
 
 
 @settings(
-    max_examples=5,
+    max_examples=examples(5),
     deadline=None,
     # shrinking replays Spark commits for minutes; a failure prints its example unshrunk
     phases=[Phase.explicit, Phase.reuse, Phase.generate],

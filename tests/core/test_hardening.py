@@ -9,6 +9,8 @@ import json
 import os
 import re
 import traceback
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -290,6 +292,8 @@ def test_temporary_files_of_failed_writers_are_found(where, template, tmp_path):
 
 
 def test_verify_lists_every_problem_of_a_dataset_that_cannot_open(template, tmp_path):
+    """The folders of the missing and the damaged entry are theirs (description.parquet
+    names them), never orphans to delete; the empty folder nothing names is one."""
     root = copy_dataset(template, tmp_path / "ds")
     (root / entry_path(2)).unlink()
     (root / entry_path(3)).write_text("[]")
@@ -302,10 +306,54 @@ def test_verify_lists_every_problem_of_a_dataset_that_cannot_open(template, tmp_
         ("log_entry_corrupt", "error", entry_path(3)),
         ("description_stale", "warning", DESCRIPTION),
         ("orphan_folder", "warning", "orphan"),
-    } | {("orphan_folder", "warning", "r2"), ("orphan_folder", "warning", "r3")}
+    } | {("folder_of_damaged_entry", "warning", "r2"), ("folder_of_damaged_entry", "warning", "r3")}
 
 
 def test_every_finding_kind_has_a_recovery_in_the_docs():
     text = RECOVERY.read_text()
     missing = [kind for kind in KINDS if not re.search(rf"`{kind}`", text)]
     assert not missing, f"{RECOVERY.name} lacks recovery steps for {missing}"
+
+
+# -- a lost newest entry --------------------------------------------------------------------------
+
+
+def test_a_lost_newest_entry_is_noticed_and_nothing_is_written_on_top(template, tmp_path):
+    """description.parquet is rewritten only after a commit: listing an entry past the
+    log's end proves it was committed. Verify says so, its folder is no orphan, opening
+    leaves the evidence alone, and nothing (a vacuum, an append) takes its sequence."""
+    root = copy_dataset(template, tmp_path / "ds")
+    lost = (root / entry_path(3)).read_bytes()
+    (root / entry_path(3)).unlink()
+    before = snapshot(root)
+    kinds = {(f.kind, f.severity, f.path): f for f in verify(str(root))}
+    assert set(kinds) == {
+        ("log_head_lost", "error", entry_path(3)),
+        ("folder_of_damaged_entry", "warning", "r3"),
+    }
+    message = kinds["log_head_lost", "error", entry_path(3)].message
+    assert "entry 3 (minor 'r3' of t)" in message and "its folder 'r3' holds its data" in message
+
+    ds = RevisionedDataset(str(root))  # reads the two entries left; never heals the description
+    assert ds.head_sequence == 2 and snapshot(root) == before
+    with pytest.raises(CorruptLogError, match=r"lost its newest entries.*3 \(minor 'r3'\)"):
+        ds.vacuum(retain=timedelta(0), grace=timedelta(0))
+    log = RevisionLog(LocalStorage(root))
+    record = replace(log.refresh()[-1], name="r3b", sequence=3, raw=None)
+    with pytest.raises(CorruptLogError, match="a commit now would take its sequence"):
+        log.try_append(record)
+    assert snapshot(root) == before
+
+    (root / entry_path(3)).write_bytes(lost)  # put back: whole again
+    assert verify(str(root)) == [] and RevisionedDataset(str(root)).head_sequence == 3
+
+
+def test_a_log_cut_by_hand_with_its_description_removed_is_accepted(template, tmp_path):
+    """The recovery guide's way to give an entry up: move it out, delete the description."""
+    root = copy_dataset(template, tmp_path / "ds")
+    (root / entry_path(3)).unlink()
+    (root / DESCRIPTION).unlink()
+    assert [(f.kind, f.path) for f in verify(str(root))] == [
+        ("description_stale", DESCRIPTION),
+        ("orphan_folder", "r3"),
+    ]

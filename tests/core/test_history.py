@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from harness.dates import day, instant
+from harness.examples import examples
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -202,7 +203,7 @@ def histories(draw):
 
 
 @settings(
-    max_examples=12,
+    max_examples=examples(12),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

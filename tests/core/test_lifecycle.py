@@ -20,7 +20,7 @@ import pytest
 from harness.dates import day
 
 from revisions_assets import RevisionedDataset, UpstreamPosition
-from revisions_assets.core.errors import RetentionError, UnknownTableError
+from revisions_assets.core.errors import InvalidArgumentError, RetentionError, UnknownTableError
 
 from .helpers import by_id, frame, input_files, top_dirs, tree
 
@@ -217,3 +217,54 @@ def test_vacuum_reclaims_what_failed_writers_leave(spark, root):
     commit(ds, spark, "killed", 1, False, [5])
     assert by_id(ds.read("t"), "day") == {0: (0,), 1: (0,), 5: (1,)}
     assert pd.read_parquet(base / "description.parquet")["name"].tolist() == ["m", "killed"]
+
+
+def test_vacuum_keeps_what_a_damaged_compaction_holds_until_it_is_rebuilt(spark, root):
+    """A truncated compaction file: vacuum deletes none of the revisions the compaction
+    holds (before, it deleted them and left the truncated file as their only copy) and
+    says why; the compaction rebuilt from them, the next vacuum removes them and it."""
+    ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
+    for name, d, major, ids in EXAMPLE:
+        commit(ds, spark, name, d, major, ids)
+    latest = by_id(ds.read("t", with_revision=True), "day", "_revision")
+    c1 = ds.compact()
+    (stored,) = Path(root, c1.name, "t").glob("*.parquet")
+    intact = stored.read_bytes()
+    stored.write_bytes(intact[: len(intact) // 2])  # as a full disk or a cut copy leaves it
+    files = tree(root)
+
+    report = ds.vacuum(retain=timedelta(0))
+    assert (report.revisions, report.entry, tree(root)) == ((), None, files)
+    assert sorted(report.kept) == ["r2", "r6", "r8"]  # voided by r4, or held by c1
+    (finding,) = report.findings
+    assert (finding.kind, finding.severity, finding.path) == (
+        "compaction_damaged",
+        "error",
+        c1.name,
+    )
+    assert "its last bytes are not PAR1" in finding.message and "--rebuild" in finding.fix
+    assert [f.kind for f in ds.verify()] == ["compaction_damaged"]
+
+    rebuilt = ds.compact(rebuild=c1.name[:12])  # a unique prefix names it
+    assert rebuilt.replaces == c1.replaces and rebuilt.properties == {"rebuilds": c1.name}
+    assert by_id(ds.read("t", with_revision=True), "day", "_revision") == latest
+    assert folders_read(ds.read("t"), ds) == {rebuilt.name}
+    assert [(f.kind, f.severity) for f in ds.verify()] == [("compaction_replaced", "warning")]
+    report = ds.vacuum(retain=timedelta(0))
+    assert sorted(report.revisions) == sorted(["r2", "r6", "r8", c1.name]) and not report.kept
+    assert by_id(ds.read("t", with_revision=True), "day", "_revision") == latest
+    assert ds.verify() == []
+
+
+def test_a_compaction_whose_sources_are_gone_cannot_be_rebuilt(spark, root):
+    ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
+    for name, d, major, ids in EXAMPLE:
+        commit(ds, spark, name, d, major, ids)
+    c1 = ds.compact()
+    ds.vacuum(retain=timedelta(0))  # r6 and r8 go: c1 holds them
+    head = ds.head_sequence
+    with pytest.raises(RetentionError, match=r"'r6'.*cannot be rebuilt: restore its files"):
+        ds.compact(rebuild=c1.name)
+    with pytest.raises(InvalidArgumentError, match="'r4'.*is not a compaction"):
+        ds.compact(rebuild="r4")
+    assert ds.head_sequence == head and c1.name in {p.split("/")[0] for p in tree(root)}

@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from harness.dates import instant
+from harness.examples import examples
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -430,7 +431,7 @@ def maintain(spark, engine: Engine, model, data, op: str) -> None:
 
 
 @settings(
-    max_examples=15,
+    max_examples=examples(15),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

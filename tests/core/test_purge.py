@@ -20,11 +20,13 @@ from harness.dates import day
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import (
     IdColumnsError,
+    MissingFileError,
     ReadOnlyDatasetError,
     UnknownTableError,
 )
 
-from .helpers import by_id, frame
+from .damage import copy_dataset, data_files
+from .helpers import by_id, frame, tree
 
 ROWS = "id long, v long"
 SECRET = 777
@@ -95,10 +97,20 @@ def test_purged_data_is_physically_gone_after_vacuum_retain_zero(purged, spark):
     assert SECRET in stored_ids(root)  # swapped out, kept for concurrent readers
     kept = ds.vacuum(retain=timedelta(days=7))
     assert kept.purged_files == () and SECRET in stored_ids(root)
+    sizes = {path: Path(root, path).stat().st_size for path in tree(root)}
+    swapped = sorted(ds.snapshot().view.superseded(entry.sequence))  # what the purge replaced
     report = ds.vacuum(retain=timedelta(0))
     # r0's and the compaction's old files; r1 goes whole (the compaction holds it)
     assert len(report.purged_files) == 2 and "r1" in report.revisions
     assert SECRET not in stored_ids(root)
+    # the entry records every file it deleted, and which of them the purge swapped out
+    gone = {path: size for path, size in sizes.items() if not Path(root, path).exists()}
+    deleted = report.entry.vacuum.deleted
+    assert (deleted.files, deleted.bytes) == (len(gone), sum(gone.values()))
+    assert (report.files, report.bytes) == (deleted.files, deleted.bytes)
+    assert set(deleted.folders) == {"r1", f"{entry.name}-2"} and set(deleted.loose) < set(gone)
+    assert len(swapped) == 3 and set(swapped) <= set(gone)  # r0's, r1's, the compaction's
+    assert deleted.purged == {entry.sequence: tuple(swapped)}
     assert by_id(ds.read("t"), "v") == {k: v for k, v in before["latest"].items() if k != SECRET}
     assert ds.verify() == []
 
@@ -113,3 +125,18 @@ def test_purge_refuses_bad_input(purged, spark):
         RevisionedDataset(root, read_only=True).purge(
             "t", frame(spark, [(1,)], "id long"), reason="x"
         )
+
+
+def test_a_purge_names_a_missing_file_and_commits_nothing(spark, template, tmp_path):
+    """Found by the damage property test: Spark's PATH_NOT_FOUND leaked from the scan."""
+    root = copy_dataset(template, tmp_path / "ds")
+    data_files(root, "r2")[0].unlink()
+    ds = RevisionedDataset(str(root), spark=spark)
+    with pytest.raises(MissingFileError, match=r"r2/t/part-.*of revision 'r2'.*is missing"):
+        ds.purge("t", frame(spark, [(2,)], "id long"), reason="x")
+    assert ds.head_sequence == 3 and sorted(p.name for p in root.iterdir() if p.is_dir()) == [
+        "_log",
+        "r1",
+        "r2",
+        "r3",
+    ]

@@ -81,7 +81,7 @@ def test_offline_reads_only_the_cache(history, root, tmp_path):
         DatasetReader(root, offline=True)
     with pytest.raises(NotCachedError, match="no cached log"):
         DatasetReader(root, cache_dir=tmp_path / "empty", offline=True)
-    with pytest.raises(DatasetNotFoundError, match="is not a revisioned dataset"):
+    with pytest.raises(DatasetNotFoundError, match="nothing does not exist"):
         DatasetReader(tmp_path / "gone" / "nothing")
 
 

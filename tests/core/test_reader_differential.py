@@ -4,21 +4,27 @@ Random histories written by the Spark engine — majors, minors with tombstones,
 majors (``carry=True`` and skip-unchanged majors), out-of-order timestamps, compactions, a
 purge, a vacuum — then every read kind (latest, as of, as known at, ``HEAD~n``, a sequence,
 changes by time and by sequence, ``only_changed``, ``columns=``, history) must give the
-same rows from both, or the same error with the same message; and the reader's lazy
-forms — ``scan`` with a random projection and filter (a filter on a value column included:
-it must not resurrect older rows), ``batches`` — give what ``read`` gives. The engine
-itself is held to the read rules by ``test_properties.py``; this test holds the reader to
-the engine.
+same rows from both, or the same error with the same message. The scan value with a
+random request (``as_of``, ``known_at``, ``at``, ``columns`` with ids, a filter on the ids
+or on a value column, which must not resurrect older rows, ``with_revision``) gives the
+same rows through every conversion both handles offer (``read``, ``to_arrow``, ``count``,
+``plan_files``, and ``to_changes`` of a change read built from it, by time or by
+sequence; ``to_pandas`` is ``to_arrow`` converted, on both), and the reader's
+``to_batches`` gives what the engine reads. The engine itself is held to the read rules by
+``test_properties.py``; this test holds the reader to the engine.
 """
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import polars as pl
+import pyarrow as pa
 import pytest
 from harness.dates import EPOCH, day
+from harness.examples import examples
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
@@ -26,6 +32,7 @@ from pyspark.sql.types import TimestampType
 
 from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.core.errors import RevisionsError
+from revisions_assets.core.read.plan.spans import ALL_COMMITTED, EVENT
 
 from .helpers import frame
 
@@ -52,15 +59,16 @@ def operations(draw):
     return kind, draw(st.integers(min_value=0, max_value=5)), rows
 
 
-def apply(spark, ds: RevisionedDataset, n: int, op) -> None:
-    """One operation on the engine; refusals (a carry without state, …) are part of life."""
+def apply(spark, ds: RevisionedDataset, n: int, op, stamp: Callable[[int], datetime] = day) -> None:
+    """One operation on the engine, its revision stamped ``stamp(step)``; refusals (a carry
+    without state, …) are part of life."""
     kind, step, rows = op
     try:
         if kind == "compact":
-            ds.compact("t")
+            ds.maintenance.compact("t")
         elif kind == "purge":
             ids_df = frame(spark, [(i,) for i in sorted(rows)], "id long")
-            ds.purge("t", ids_df, reason="erasure request")
+            ds.maintenance.purge("t", ids_df, reason="erasure request")
         else:
             data = frame(
                 spark,
@@ -72,7 +80,7 @@ def apply(spark, ds: RevisionedDataset, n: int, op) -> None:
             )
             ds.commit(
                 {"t": data},
-                day(step + n // 2),
+                stamp(step + n // 2),
                 is_major=kind in ("major", "carry", "skip_major"),
                 name=f"r{n}",
                 carry=kind == "carry",
@@ -114,6 +122,14 @@ def same_frame(spark_df, polars_df) -> None:
     assert polars_rows(polars_df) == spark_rows(spark_df)
 
 
+def same_frames(spark_df, polars_dfs) -> None:
+    """Each Polars frame has the Spark frame's columns and rows (collected once)."""
+    expected = spark_rows(spark_df)
+    for polars_df in polars_dfs:
+        assert polars_df.columns == spark_df.columns
+        assert polars_rows(polars_df) == expected
+
+
 def same_changes(cs, pcs) -> None:
     assert (pcs.is_reset, pcs.until_sequence) == (cs.is_reset, cs.until_sequence)
     assert [r.name for r in pcs.revisions] == [r.name for r in cs.revisions]
@@ -125,7 +141,7 @@ def same_changes(cs, pcs) -> None:
 
 
 @settings(
-    max_examples=4,
+    max_examples=examples(4),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -142,7 +158,7 @@ def test_reader_matches_engine(spark, first, ops, data):
             apply(spark, ds, n, op)
         horizon = data.draw(st.integers(1, ds.head_sequence), label="vacuum horizon")
         committed = ds.revisions()[horizon - 1].committed_at
-        report = ds.vacuum(
+        report = ds.maintenance.vacuum(
             retain=timedelta(0),
             now=committed + timedelta(microseconds=1),
             keep_majors=data.draw(st.booleans(), label="keep majors"),
@@ -197,8 +213,10 @@ def test_reader_matches_engine(spark, first, ops, data):
             same_frame,
         )
 
-        # some columns: changes of them only, their history, a projection and a filter
-        columns = data.draw(st.lists(st.sampled_from(["v", "w"]), unique=True), label="columns")
+        # some columns (ids included): changes of them only, their history
+        columns = data.draw(
+            st.lists(st.sampled_from(["id", "v", "w"]), unique=True), label="columns"
+        )
         picked = columns or None
         same_outcome(
             lambda: ds.changes(
@@ -214,33 +232,134 @@ def test_reader_matches_engine(spark, first, ops, data):
             lambda: reader.history("t", columns=picked),
             same_frame,
         )
+
+        # the scan value: a random request on each handle, run by every conversion both offer
         column, bound = data.draw(
             st.tuples(st.sampled_from(["id", "v", "w"]), st.integers(0, 3)), label="filter"
         )
-        known_at = ds.revisions()[data.draw(st.integers(0, head - 1), label="known at")]
-
-        def projected(df):
-            return df.select("id", *columns) if columns else df
-
-        same_outcome(
-            lambda: projected(
-                ds.read("t", known_at=known_at.committed_at).where(F.col(column) < bound)
+        committed = [r.committed_at for r in ds.revisions()]
+        drawn = data.draw(
+            st.fixed_dictionaries(
+                {
+                    "as_of": st.none() | st.integers(-1, 8).map(day),
+                    "known_at": st.none() | st.sampled_from(committed),
+                    "at": st.none()
+                    | st.integers(0, head)
+                    | st.integers(0, 3).map(lambda n: f"HEAD~{n}"),
+                    "with_revision": st.booleans(),
+                }
             ),
-            lambda: reader.read(
-                "t", columns=picked, known_at=known_at.committed_at, filter=pl.col(column) < bound
+            label="scan options",
+        )
+        options = {k: v for k, v in drawn.items() if v not in (None, False)}
+        event(f"scan options: {sorted(options)}")
+        filtered = data.draw(st.booleans(), label="filter the scan")
+
+        def scan(handle, condition):
+            built = handle.scan("t", columns=picked, **options)
+            return built.filter(condition) if filtered else built
+
+        engine_scan = lambda: scan(ds, F.col(column) < bound)  # noqa: E731
+        reader_scan = lambda: scan(reader, pl.col(column) < bound)  # noqa: E731
+        same_outcome(
+            lambda: engine_scan().read(),
+            lambda: [
+                reader_scan().read(),
+                pl.from_arrow(reader_scan().to_batches(batch_size=2).read_all()),
+            ],
+            same_frames,
+        )
+        same_outcome(
+            lambda: arrow_rows(engine_scan().to_arrow()),
+            lambda: arrow_rows(reader_scan().to_arrow()),
+            lambda a, b: a == b,
+        )
+        same_outcome(lambda: engine_scan().count(), lambda: reader_scan().count(), int.__eq__)
+        same_outcome(
+            lambda: engine_scan().plan_files(),
+            lambda: reader_scan().plan_files(),
+            lambda a, b: a == b,
+        )
+        # a change read built from a scan: its at, known_at, columns and with_revision carry
+        window = data.draw(
+            st.sampled_from(
+                [{"since": day(since)}, {"since": day(since), "until": day(since + 3)}, {}]
             ),
-            same_frame,
+            label="change window",
+        )
+        carried = {k: v for k, v in options.items() if k != "as_of"}
+        same_outcome(
+            lambda: ds.scan("t", columns=picked, **carried).changes(**window).to_changes(),
+            lambda: reader.scan("t", columns=picked, **carried).changes(**window).to_changes(),
+            same_changes,
         )
         same_outcome(
-            lambda: projected(ds.read("t").where(F.col(column) < bound)),
-            lambda: projected(reader.scan("t").filter(pl.col(column) < bound)).collect(),
-            same_frame,
+            lambda: ds.scan("t").changes(since_sequence=since_sequence).plan_files(),
+            lambda: reader.scan("t").changes(since_sequence=since_sequence).plan_files(),
+            lambda a, b: a == b,
         )
-        same_outcome(
-            lambda: ds.read("t", columns=picked),
-            lambda: pl.from_arrow(reader.batches("t", columns=picked, batch_size=2).read_all()),
-            same_frame,
+
+
+def arrow_rows(table) -> list[tuple]:
+    """An Arrow table's rows, sorted, instants as microseconds since 1970 (both handles give
+    them in UTC)."""
+    assert all(t.tz == "UTC" for t in table.schema.types if pa.types.is_timestamp(t) and t.tz)
+    return polars_rows(pl.from_arrow(table))
+
+
+@settings(
+    max_examples=2,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    first=st.dictionaries(ids, st.tuples(values, values), min_size=1, max_size=6),
+    ops=st.lists(operations(), min_size=2, max_size=5),
+    data=st.data(),
+)
+def test_as_of_join_matches_engine(spark, first, ops, data):
+    start = datetime.now(UTC)
+
+    def stamp(step: int) -> datetime:  # logical times among the commits' own
+        return start + step * timedelta(milliseconds=400)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ds = RevisionedDataset(f"{tmp}/ds", spark=spark, id_columns=["id"], compact_after=None)
+        apply(spark, ds, 0, ("major", 0, first), stamp)
+        for n, op in enumerate(ops, start=1):
+            apply(spark, ds, n, op, stamp)
+        log = ds.revisions()
+        if data.draw(st.booleans(), label="vacuum"):
+            horizon = data.draw(st.integers(1, len(log)), label="vacuum horizon")
+            report = ds.maintenance.vacuum(
+                retain=timedelta(0),
+                now=log[horizon - 1].committed_at + timedelta(microseconds=1),
+                keep_majors=False,
+                grace=timedelta(0),
+            )
+            event(f"vacuum removed revisions: {bool(report.revisions)}")
+        reader = DatasetReader(f"{tmp}/ds")
+        # event and knowledge times on every clock's tick, and just before: ties included
+        tick = timedelta(microseconds=1)
+        moments = sorted(
+            {t - d for r in log for t in (r.timestamp, r.committed_at) for d in (tick * 0, tick)}
+            | {start - timedelta(days=1), log[-1].committed_at + timedelta(days=1)}
         )
+        times = st.sampled_from(moments)
+        events = data.draw(st.lists(st.tuples(ids, times), min_size=1, max_size=12), label="ev")
+        rows = [(k, t, n) for n, (k, t) in enumerate(events)]
+        spark_events = spark.createDataFrame(rows, "id long, at timestamp, n long")
+        polars_events = pl.DataFrame(rows, schema=["id", "at", "n"], orient="row")
+        columns = data.draw(st.sampled_from([None, ["v"], ["w"], []]), label="columns")
+        for known_at in (ALL_COMMITTED, EVENT, data.draw(times, label="known_at")):
+            join = {"event_time": "at", "on": ["id"], "known_at": known_at, "columns": columns}
+            same_outcome(
+                lambda join=join: ds.as_of_join(spark_events, "t", **join),
+                lambda join=join: reader.as_of_join(polars_events, "t", **join),
+                same_frame,
+            )
+        late = any(r.committed_at > s.timestamp for r in log for s in log if s.key > r.key)
+        event(f"a revision stamped before an earlier commit: {late}")
 
 
 def test_types_round_trip(spark, root):

@@ -1,5 +1,7 @@
-"""Lazy, pruned and streamed reads of ``DatasetReader``: ``scan``, ``read(columns, filter)``,
-``batches``, sinks, and ``columns=`` on changes and history, against the Spark engine.
+"""The scan value on both handles, and the reader's lazy, pruned and streamed reads:
+``scan`` and its builders and conversions, ``read(columns, filter)``, ``batches``, sinks,
+``columns=`` on changes and history, the deprecated LazyFrame forms of
+``DatasetReader.scan()``, one snapshot for several reads, the file gate's one wording.
 
 A dataset of a major and two minors (the newest row of entity 1 fails ``v < 8`` while the
 older rows of the major and the first minor pass), and one with a backfill ordered inside
@@ -10,9 +12,11 @@ rows runs in a fresh process whose peak memory shows it streamed.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -23,11 +27,18 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from revisions_assets import DatasetReader, RevisionedDataset
-from revisions_assets.core.errors import ArgumentTypeError, InvalidArgumentError
+from revisions_assets.core.columns import REVISION_COLUMNS
+from revisions_assets.core.errors import (
+    ArgumentTypeError,
+    CorruptFileError,
+    InvalidArgumentError,
+    MissingFileError,
+    UnsupportedConversionError,
+)
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.storage.backends import open_storage
 
-from .helpers import frame, stage_frame
+from .helpers import frame, stage_frame, stage_revision
 
 SCHEMA = "id long, v long, w string"
 
@@ -56,13 +67,14 @@ def test_a_filter_on_a_value_column_never_resurrects_an_older_row(dataset):
     Spark alike."""
     reader = DatasetReader(dataset.root)
     want = [(2, 6, "B"), (3, 7, "c"), (4, 1, "d")]
-    assert rows(reader.scan("t").filter(pl.col("v") < 8).collect()) == want
+    assert rows(reader.scan("t").filter(pl.col("v") < 8).read()) == want
     assert rows(reader.read("t", filter=pl.col("v") < 8)) == want
-    streamed = reader.scan("t").filter(pl.col("v") < 8).collect(engine="streaming")
+    streamed = reader.scan("t").filter(pl.col("v") < 8).to_polars().collect(engine="streaming")
     assert rows(streamed) == want
     assert spark_rows(dataset.read("t").where(F.col("v") < 8)) == want
+    assert spark_rows(dataset.scan("t").filter("v < 8").to_spark()) == want
     # the id filter prunes before the merge and still takes the newest row
-    assert rows(reader.scan("t").filter(pl.col("id") == 1).collect()) == [(1, 10, "a")]
+    assert rows(reader.scan("t").filter(pl.col("id") == 1).read()) == [(1, 10, "a")]
 
 
 def test_the_trap_stays_closed_when_rows_are_ranked(spark, tmp_path):
@@ -70,18 +82,18 @@ def test_the_trap_stays_closed_when_rows_are_ranked(spark, tmp_path):
     ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
     ds.commit({"t": frame(spark, [(1, 5, "a"), (2, 6, "b")], SCHEMA)}, day(0), True)
     ds.commit({"t": frame(spark, [(1, 20, "a")], SCHEMA)}, day(4), False)
-    ds.compact("t")
+    ds.maintenance.compact("t")
     ds.commit({"t": frame(spark, [(1, 3, "x"), (2, 30, "b")], SCHEMA)}, day(2), False)  # backfill
     reader = DatasetReader(root)
     # entity 1: 20 (day 4) beats the backfill's 3 (day 2); entity 2: the backfill's 30 wins
     assert rows(reader.read("t")) == [(1, 20, "a"), (2, 30, "b")]
-    assert rows(reader.scan("t").filter(pl.col("v") < 10).collect()) == []
+    assert rows(reader.scan("t").filter(pl.col("v") < 10).read()) == []
     assert spark_rows(ds.read("t").where(F.col("v") < 10)) == []
 
 
 def test_projections_and_id_filters_reach_the_parquet_scans(dataset):
     reader = DatasetReader(dataset.root)
-    plan = reader.scan("t").select("id", "w").filter(pl.col("id").is_in([1, 2])).explain()
+    plan = reader.scan("t").select("w").filter(pl.col("id").is_in([1, 2])).to_polars().explain()
     # every scan of the merge: each revision's rows and the ids of the later revisions
     scans = plan.split("Parquet SCAN")[1:]
     assert len(scans) >= 4, plan
@@ -103,14 +115,16 @@ def test_batches_stream_the_state_and_duckdb_reads_them(dataset):
     stream = reader.batches("t", columns=["v"])
     total = duckdb.sql("select sum(v) from stream").fetchall()  # DuckDB finds the local
     assert stream is not None and total == [(10 + 6 + 7 + 1,)]
+    small = reader.scan("t").filter(pl.col("v") < 8).select("v").to_batches(batch_size=1)
+    assert rows(pl.from_arrow(small.read_all())) == [(2, 6), (3, 7), (4, 1)]
 
 
 def test_sinks_and_the_streaming_engine_give_the_read(dataset, tmp_path):
     reader = DatasetReader(dataset.root)
     target = tmp_path / "state.parquet"
-    reader.scan("t", as_of=day(2)).sink_parquet(target)
+    reader.scan("t", as_of=day(2)).to_polars().sink_parquet(target)
     assert rows(pl.read_parquet(target)) == rows(reader.read("t", as_of=day(2)))
-    streamed = reader.scan("t").collect(engine="streaming")
+    streamed = reader.scan("t").to_polars().collect(engine="streaming")
     assert rows(streamed) == rows(reader.read("t"))
 
 
@@ -155,7 +169,7 @@ def kib(field):
 
 reader = DatasetReader(sys.argv[1])
 before = kib("VmRSS")
-reader.scan("t").sink_parquet(sys.argv[2])
+reader.scan("t").to_polars().sink_parquet(sys.argv[2])
 print(json.dumps({"above_mib": (kib("VmHWM") - before) / 1024}))
 """
 
@@ -208,3 +222,140 @@ def test_a_streamed_read_holds_ids_not_the_state(tmp_path):
     assert written.select(pl.len()).collect().item() == n - gone.height
     assert written.filter(pl.col("id") == 10).select("v").collect().item() == 71  # the minor's
     assert above < arrow_mib / 2, f"peak {above:.0f} MiB above imports, state {arrow_mib:.0f} MiB"
+
+
+def test_conversions_of_a_scan_on_both_handles(dataset):
+    """The conversions both handles offer give the same rows; ``count`` and ``plan_files``
+    agree; ``to_changes`` gives what ``changes`` gives."""
+    reader = DatasetReader(dataset.root)
+    for scan in (reader.scan("t", as_of=day(2)), dataset.scan("t", as_of=day(2))):
+        assert sorted(scan.to_arrow().to_pylist(), key=lambda r: r["id"]) == [
+            {"id": 1, "v": 6, "w": "a"},
+            {"id": 2, "v": 6, "w": "b"},
+            {"id": 3, "v": 7, "w": "c"},
+            {"id": 4, "v": 1, "w": "d"},
+        ]
+        assert sorted(scan.select("w").to_pandas()["w"]) == ["a", "b", "c", "d"]
+        assert scan.count() == 4
+    assert reader.scan("t").filter(pl.col("v") > 6).count() == 2
+    assert dataset.scan("t").filter("v > 6").count() == 2
+    planned = reader.scan("t").plan_files()
+    assert planned == dataset.scan("t").plan_files()
+    assert [(f.revision, f.sequence, f.rows) for f in planned] == [
+        (r.name, r.sequence, r.tables["t"].rows) for r in dataset.revisions("t")
+    ]
+    assert all(f.paths and f.bytes > 0 and not f.is_compaction for f in planned)
+    assert len(reader.scan("t", at="HEAD~1").plan_files()) == 2
+    changes = reader.scan("t").changes(since_sequence=2, only_changed=True).to_changes()
+    same = reader.changes("t", since_sequence=2, only_changed=True)
+    assert rows(changes.df) == rows(same.df) and changes.until_sequence == same.until_sequence
+    stamped = dataset.scan("t").with_revision().to_arrow()
+    assert str(stamped.schema.field("_revision_timestamp").type) == "timestamp[us, tz=UTC]"
+
+
+def test_builders_return_new_scans_on_one_snapshot(dataset):
+    reader = DatasetReader(dataset.root)
+    scan = reader.scan("t")
+    narrowed = scan.select("w").filter(pl.col("id") > 1).as_of(day(2)).with_revision()
+    assert scan.request.columns is None and scan.request.filters == ()
+    assert narrowed.snapshot is scan.snapshot
+    assert narrowed.read().columns == ["id", "w", *REVISION_COLUMNS]
+    assert rows(narrowed.select("id").read().select("id")) == [(2,), (3,), (4,)]
+    history = scan.history(until=day(2))
+    assert history.read().height == reader.history("t", until=day(2)).height
+    with pytest.raises(InvalidArgumentError, match=r"changes\(\): as_of does not apply"):
+        scan.as_of(day(2)).changes(since=day(1))
+    with pytest.raises(InvalidArgumentError, match=r"to_changes\(\) converts a change read"):
+        scan.to_changes()
+    with pytest.raises(ArgumentTypeError, match="filter must be a Polars expression"):
+        scan.filter("v < 8")
+    with pytest.raises(ArgumentTypeError, match="filter must be a Spark Column or SQL text"):
+        dataset.scan("t").filter(pl.col("v") < 8)
+
+
+def test_conversions_a_handle_does_not_offer_name_the_handle_that_does(dataset):
+    reader = DatasetReader(dataset.root)
+    with pytest.raises(UnsupportedConversionError, match=r"open RevisionedDataset\(root\)"):
+        reader.scan("t").to_spark()
+    for conversion in ("to_polars", "to_batches", "download"):
+        with pytest.raises(UnsupportedConversionError, match=r"open DatasetReader\(root\)"):
+            getattr(dataset.scan("t"), conversion)()
+    with pytest.raises(AttributeError):
+        dataset.scan("t").collect  # noqa: B018 (only the reader's scan was a LazyFrame)
+
+
+def test_the_lazyframe_forms_of_scan_warn_and_still_work(dataset, tmp_path):
+    """``DatasetReader.scan()`` returned a LazyFrame: its methods still work on the scan for
+    a release, each with a DeprecationWarning naming ``to_polars()``."""
+    reader = DatasetReader(dataset.root)
+    want = rows(reader.read("t", filter=pl.col("v") < 8))
+    with pytest.warns(DeprecationWarning, match=r"call scan\(\.\.\.\)\.to_polars\(\)\.collect"):
+        assert rows(reader.scan("t").filter(pl.col("v") < 8).collect()) == want
+    with pytest.warns(DeprecationWarning, match="to_polars"):
+        reader.scan("t").sink_parquet(tmp_path / "state.parquet")
+    assert rows(pl.read_parquet(tmp_path / "state.parquet")) == rows(reader.read("t"))
+    with pytest.warns(DeprecationWarning, match=r"LazyFrame\.select\(\)"):
+        doubled = reader.scan("t").select(pl.col("v") * 2).collect()
+    assert sorted(doubled["v"]) == [2, 12, 14, 20]
+    with pytest.warns(DeprecationWarning, match="collect_schema"):
+        assert list(reader.scan("t").collect_schema()) == ["id", "v", "w"]
+
+
+def test_one_snapshot_serves_several_reads_while_commits_land(tmp_path):
+    """Reads on one snapshot see one state of the log however many commits land; a
+    snapshot taken without refresh costs no read of the log."""
+    root = str(tmp_path / "ds")
+    log = RevisionLog(open_storage(root))
+    stage_revision(log, root, "r0", day(0), True, {(1,): {"v": 1}, (2,): {"v": 2}})
+    reader = DatasetReader(root)
+    snapshot = reader.snapshot(refresh=False)
+    stage_revision(log, root, "r1", day(1), False, {(2,): {"v": 20}, (3,): {"v": 3}})
+    assert snapshot.head_sequence == 1 and [r.name for r in snapshot.revisions()] == ["r0"]
+    assert rows(snapshot.scan("t").read()) == [(1, 1), (2, 2)]
+    assert rows(reader.read("t")) == [(1, 1), (2, 20), (3, 3)]  # a read catches up
+    assert reader.snapshot().head_sequence == 2
+    assert snapshot.scan("t").count() == 2
+
+
+def test_the_file_gate_words_damage_alike_on_both_handles(spark, tmp_path):
+    """A missing and a damaged data file: both handles raise the same error, with the same
+    message, before any engine scans the files."""
+    root = str(tmp_path / "ds")
+    log = RevisionLog(open_storage(root))
+    stage_revision(log, root, "r0", day(0), True, {(1,): {"v": 1}})
+    stage_revision(log, root, "r1", day(1), False, {(1,): {"v": 2}})
+    damaged = Path(root, "r1/t/part-00000.parquet")
+    damaged.write_bytes(b"not parquet at all")
+    for error in (CorruptFileError, MissingFileError):
+        messages = set()
+        for handle in (DatasetReader(root), RevisionedDataset(root, spark=spark, read_only=True)):
+            with pytest.raises(error) as caught:
+                handle.read("t")
+            messages.add(str(caught.value))
+        (message,) = messages
+        assert "r1/t/part-00000.parquet" in message and "'r1'" in message
+        assert "run `revisions verify`" in message
+        damaged.unlink(missing_ok=True)  # then: missing
+
+
+def test_the_flat_maintenance_and_log_names_warn_and_do_what_the_namespaces_do(spark, tmp_path):
+    root = str(tmp_path / "ds")
+    log = RevisionLog(open_storage(root))
+    stage_revision(log, root, "r0", day(0), True, {(1,): {"v": 1}})
+    stage_revision(log, root, "r1", day(1), False, {(1,): {"v": 2}})
+    ds = RevisionedDataset(root, spark=spark, compact_after=None)
+    calls = {
+        "ds.inspect.log()": lambda: len(ds.log()) == len(ds.inspect.log()) == 2,
+        "ds.inspect.revisions_on_base()": lambda: ds.revisions_on_base("t") == 1,
+        "ds.maintenance.compaction_due()": lambda: ds.compaction_due("t") is False,
+        "ds.maintenance.last_compactions": lambda: ds.last_compactions == (),
+        "ds.inspect.upstream_position()": lambda: ds.upstream_position("up", "t") == 0,
+        "ds.maintenance.verify()": lambda: ds.verify() == ds.maintenance.verify(),
+        "ds.maintenance.vacuum()": lambda: ds.vacuum(dry_run=True).revisions == (),
+        "ds.maintenance.compact()": lambda: ds.compact("t").name.startswith("compaction-"),
+    }
+    for new, call in calls.items():
+        with pytest.warns(DeprecationWarning, match=rf"call {re.escape(new)} instead"):
+            assert call()
+    assert ds.inspect.revisions_on_base("t") == 0  # the compaction is the base now
+    assert DatasetReader(root).inspect.log().height == 3

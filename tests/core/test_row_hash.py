@@ -9,6 +9,7 @@ import os
 import pyarrow.parquet as pq
 import pytest
 from harness.dates import day
+from harness.examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
@@ -199,7 +200,7 @@ def test_files_are_sorted_by_id_in_row_groups(spark, root, monkeypatch):
     ds.commit(
         {"t": rows.where("id % 5 = 0").withColumn("v", F.lit(2)).repartition(2)}, day(1), False
     )
-    compaction = ds.compact("t")
+    compaction = ds.maintenance.compact("t")
     entries = [*ds.revisions("t"), compaction]
     files = [os.path.join(root, f) for entry in entries for f in entry.tables["t"].files]
     assert len(files) >= 3
@@ -357,8 +358,10 @@ def test_changes_of_some_columns(spark, root):
     ds.commit({"t": frame(spark, [(1, 1, "X"), (2, 5, "B")], SCHEMA)}, day(2), True)
     assert by_id(ds.changes("t", since_sequence=2, columns=["v"]).changed) == {}
     assert sorted(by_id(ds.changes("t", since_sequence=2).changed)) == [1, 2]
-    with pytest.raises(InvalidArgumentError, match=r"\['id'\] are not value columns"):
-        ds.changes("t", since_sequence=2, columns=["id"])
+    # an id column is accepted and counts for nothing: an entity's ids never change
+    assert by_id(ds.changes("t", since_sequence=2, columns=["id", "v"]).changed) == {}
+    with pytest.raises(InvalidArgumentError, match=r"\['nope'\] are not columns"):
+        ds.changes("t", since_sequence=2, columns=["nope"])
 
 
 # -- against the model ---------------------------------------------------------------------------
@@ -375,7 +378,7 @@ STEPS = st.lists(
 )
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=list(HealthCheck))
 @given(steps=STEPS)
 def test_value_changes_match_the_model(spark, tmp_path_factory, steps):
     root = str(tmp_path_factory.mktemp("hash") / "ds")

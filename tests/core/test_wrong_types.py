@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from harness.dates import day
+from harness.examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -237,7 +238,7 @@ def public_callables(dataset, spark):
     return entries(dataset, spark, dataset.root)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_wrong_types_raise_only_revisions_errors(dataset, public_callables, data):
     entry = data.draw(st.sampled_from(public_callables), label="callable")
@@ -268,7 +269,7 @@ JSON = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     doc=st.one_of(
         JSON,

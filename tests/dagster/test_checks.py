@@ -97,8 +97,14 @@ def test_checks_pass_on_good_data_and_fail_on_crafted_bad_data(pipe):
     bad = pipe.run_checks(pipe.checks(max_lag_revisions=1))
     assert files_under(pipe.base) == before
     failed = {name for name, e in bad.items() if not e.passed}
-    assert failed == {"features:schema", "features:ids_unique_non_null", "scores:consumer_lag"}
+    assert failed == {
+        "features:schema",
+        "features:ids_unique_non_null",
+        "features:log_integrity",  # the rewritten file holds twice the rows its entry records
+        "scores:consumer_lag",
+    }
     assert bad["features:ids_unique_non_null"].metadata["duplicate_ids"].value == table.num_rows
+    assert bad["features:log_integrity"].metadata["files_damaged"].value == 1
     assert bad["scores:consumer_lag"].metadata["max_revisions_behind"].value == 2
     # a time bound: 2 revisions behind is fine under max_lag_revisions=5, but their age is not
     # under max_lag_seconds=0; an hour is enough for revisions committed seconds ago
@@ -127,6 +133,7 @@ def test_checks_pass_on_good_data_and_fail_on_crafted_bad_data(pipe):
     )
     assert {name for name, e in result.items() if not e.passed} == {
         "scores:log_integrity",
+        "features:log_integrity",  # the file rewritten above still holds twice its rows
         "features:code_version",
     }
     assert result["scores:log_integrity"].metadata["files_missing"].value == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dagster as dg
 import pydantic
 import pytest
+from harness.examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +29,9 @@ WRONG = st.one_of(
 )
 NOT_TEXT = WRONG.filter(lambda v: v is not None)
 FAST = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
 

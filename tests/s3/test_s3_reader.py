@@ -34,3 +34,47 @@ def test_read_an_s3_root_through_the_cache(s3_spark, s3_options, s3_root_factory
         offline.read("t")
     assert secret not in str(missing.value)
     assert online.history("t").height == 4
+
+
+def test_the_feast_store_reads_an_s3_root(s3_spark, s3_options, s3_root_factory, tmp_path):
+    """``RevisionsOfflineStore`` on an ``s3://`` dataset: the store's storage options reach
+    the reader, a retrieval is as known at each entity row's time, materialize fills the
+    online store."""
+    import pandas as pd
+    from feast import Entity, FeatureStore, FeatureView, RepoConfig
+    from feast.infra.online_stores.sqlite import SqliteOnlineStoreConfig
+    from feast.value_type import ValueType
+
+    from revisions_assets.feast import RevisionsOfflineStoreConfig, RevisionsSource
+
+    root = s3_root_factory("feast")
+    ds = RevisionedDataset(root, spark=s3_spark, id_columns=["id"], storage_options=s3_options)
+    ds.commit({"t": frame(s3_spark, [(1, 10), (2, 20)], "id long, v long")}, day(0), True)
+    seen = ds.revisions()[-1].committed_at
+    ds.commit({"t": frame(s3_spark, [(1, 11)], "id long, v long")}, day(0), False)  # late fix
+    config = RepoConfig(
+        project="s3",
+        provider="local",
+        registry=str(tmp_path / "registry.db"),
+        repo_path=tmp_path,
+        offline_store=RevisionsOfflineStoreConfig(
+            storage_options=s3_options, cache_dir=str(tmp_path / "cache")
+        ),
+        online_store=SqliteOnlineStoreConfig(path=str(tmp_path / "online.db")),
+        entity_key_serialization_version=3,
+    )
+    store = FeatureStore(config=config)
+    entity = Entity(name="id", join_keys=["id"], value_type=ValueType.INT64)
+    view = FeatureView(
+        name="t", entities=[entity], source=RevisionsSource(name="t", path=root, table="t")
+    )
+    store.apply([entity, view])
+    rows = pd.DataFrame({"id": [1, 2], "event_timestamp": [seen, seen]})
+    out = store.get_historical_features(entity_df=rows, features=["t:v"]).to_df()
+    assert out["v"].tolist() == [10, 20]  # the correction came later
+    store.materialize(day(-1), day(1))
+    online = store.get_online_features(features=["t:v"], entity_rows=[{"id": 1}]).to_dict()
+    assert online["v"] == [11]
+    assert s3_options["aws_secret_access_key"] not in (
+        tmp_path / "registry.db"
+    ).read_bytes().decode("latin-1")

@@ -10,8 +10,8 @@
   request on S3) and parses nothing, so opening stays cheap.
 
 Neither writes anything: a dataset whose log is damaged is left as it is for the
-operator (``RevisionedDataset.verify()`` lists what is wrong, the docs' recovery guide says
-how to repair it).
+operator (``RevisionedDataset.maintenance.verify()`` lists what is wrong, the docs'
+recovery guide says how to repair it).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from .layout import (
 from .records import KINDS, PURGE, Revision
 
 REPAIR_HINT = (
-    "nothing is written to this dataset until the log is repaired: run ds.verify() "
-    "(or `revisions verify`) and see 'Recovering a damaged dataset' in the docs"
+    "nothing is written to this dataset until the log is repaired: run `revisions verify` "
+    "(ds.maintenance.verify()) and see 'Recovering a damaged dataset' in the docs"
 )
 
 

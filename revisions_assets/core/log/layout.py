@@ -20,6 +20,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ..errors import DatasetNotFoundError
+from ..storage.base import Storage
+
 LOG_DIR = "_log"
 DESCRIPTION = "description.parquet"
 LAST_CHECKPOINT = f"{LOG_DIR}/_last_checkpoint"
@@ -62,3 +65,11 @@ def is_temp_name(name: str) -> bool:
     """A leftover of a writer that died or failed between writing a temporary file and
     renaming it: harmless, reclaimed by vacuum."""
     return bool(_TEMP_NAME.match(name))
+
+
+def not_a_dataset(storage: Storage) -> DatasetNotFoundError:
+    """The refusal of a root without a log: a root that does not exist says so (a mistyped
+    path, most likely), one that exists says that it has no ``_log/``."""
+    if not storage.exists(""):
+        return DatasetNotFoundError(f"{storage.uri} does not exist: no revisioned dataset there")
+    return DatasetNotFoundError(f"{storage.uri} is not a revisioned dataset (no {LOG_DIR}/)")

@@ -229,17 +229,56 @@ class CompactedRange:
 
 
 @dataclass(frozen=True)
+class DeletedFiles:
+    """Everything a vacuum deletes once its entry is committed: its audit record.
+
+    ``files``/``bytes``: every file (those inside removed folders included); ``folders``:
+    the folders removed whole (revisions, compactions, orphans); ``loose``: every other
+    file removed (temporary files, files purges swapped out of folders that stay);
+    ``purged``: per purge sequence, the files it swapped out that go now, wherever they
+    lie: the proof that the erasure reached storage.
+    """
+
+    files: int
+    bytes: int
+    folders: tuple[str, ...] = ()
+    loose: tuple[str, ...] = ()
+    purged: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+
+    def to_doc(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "bytes": self.bytes,
+            "folders": list(self.folders),
+            "loose": list(self.loose),
+            "purged": {str(s): list(paths) for s, paths in sorted(self.purged.items())},
+        }
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any]) -> DeletedFiles:
+        return cls(
+            files=int(doc["files"]),
+            bytes=int(doc["bytes"]),
+            folders=tuple(doc.get("folders") or ()),
+            loose=tuple(doc.get("loose") or ()),
+            purged={int(s): tuple(paths) for s, paths in (doc.get("purged") or {}).items()},
+        )
+
+
+@dataclass(frozen=True)
 class VacuumMark:
     """What a vacuum entry removes: the sequences of the revisions whose files it deletes,
-    and the retention horizon it judged them by (docs/concepts/lifecycle.md)."""
+    the retention horizon it judged them by (docs/concepts/lifecycle.md) and what it
+    deletes (``deleted``; None in entries written before it was recorded)."""
 
     removed: tuple[int, ...]
     horizon_sequence: int
     horizon_timestamp: datetime | None  # None: no data revision at or before the horizon
     retain_seconds: float
+    deleted: DeletedFiles | None = None
 
     def to_doc(self) -> dict[str, Any]:
-        return {
+        doc = {
             "removed": to_ranges(self.removed),
             "horizon_sequence": self.horizon_sequence,
             "horizon_timestamp_us": (
@@ -247,6 +286,9 @@ class VacuumMark:
             ),
             "retain_seconds": self.retain_seconds,
         }
+        if self.deleted is not None:
+            doc["deleted"] = self.deleted.to_doc()
+        return doc
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> VacuumMark:
@@ -256,6 +298,7 @@ class VacuumMark:
             horizon_sequence=int(doc["horizon_sequence"]),
             horizon_timestamp=None if stamp is None else from_micros(int(stamp)),
             retain_seconds=float(doc["retain_seconds"]),
+            deleted=DeletedFiles.from_doc(doc["deleted"]) if doc.get("deleted") else None,
         )
 
 
@@ -289,22 +332,35 @@ class PurgedWrite:
 class PurgeMark:
     """What a purge entry swaps, and its audit record: the reason, how many entities were
     asked for and, per table, the rewritten entries with the rows removed from each. It
-    never holds the purged values (ids included)."""
+    never holds the purged values (ids included).
+
+    ``offered_removed``: per table, per entry that recorded ``rows_offered`` (written with
+    skip_unchanged), how many of the rows it was offered the purge removed: a minor's are
+    the rows removed from its files; a carrying major, offered the whole state, loses
+    every purged entity its state held (written or unchanged). Empty in purges of
+    earlier releases."""
 
     reason: str
     entities: int
     swaps: Mapping[str, tuple[PurgedWrite, ...]]
+    offered_removed: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
 
     @property
     def rows_removed(self) -> int:
         return sum(s.rows_removed for swaps in self.swaps.values() for s in swaps)
 
     def to_doc(self) -> dict[str, Any]:
-        return {
+        doc = {
             "reason": self.reason,
             "entities": self.entities,
             "swaps": {t: [s.to_doc() for s in swaps] for t, swaps in self.swaps.items()},
         }
+        if self.offered_removed:
+            doc["offered_removed"] = {
+                t: {str(s): n for s, n in sorted(counts.items())}
+                for t, counts in self.offered_removed.items()
+            }
+        return doc
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> PurgeMark:
@@ -314,6 +370,10 @@ class PurgeMark:
             swaps={
                 t: tuple(PurgedWrite.from_doc(s) for s in swaps)
                 for t, swaps in doc["swaps"].items()
+            },
+            offered_removed={
+                t: {int(s): int(n) for s, n in counts.items()}
+                for t, counts in (doc.get("offered_removed") or {}).items()
             },
         )
 

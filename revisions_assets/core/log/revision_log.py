@@ -31,15 +31,17 @@ import gc
 import io
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import InvalidArgumentError
+from ..errors import CorruptLogError, InvalidArgumentError
 from ..storage.base import Storage
+from ..storage.footer import stored_file
 from ..timeutil import to_micros
-from .health import check_log_health, parse_entry
+from .health import REPAIR_HINT, check_log_health, parse_entry
 from .layout import DESCRIPTION, LAST_CHECKPOINT, LOG_DIR, checkpoint_path, entry_path
 from .records import DATA_KINDS, Revision, stored_dataset, upstream_doc
 from .view import LogView
@@ -52,12 +54,17 @@ __all__ = [
     "CHECKPOINT_INTERVAL",
     "DESCRIPTION",
     "LOG_DIR",
+    "LostEntry",
     "RevisionLog",
     "checkpoint_path",
     "description_table",
     "entry_path",
     "log_frame",
+    "lost_entries",
+    "lost_head_message",
+    "read_description",
     "read_parquet_bytes",
+    "records_of_checkpoint",
     "table_frame",
 ]
 
@@ -74,6 +81,9 @@ class RevisionLog:
         self._loaded = False
         self._description: pa.Table | None = None  # rows for the first records, appended to
         self._view: LogView | None = None
+        #: entries description.parquet proves committed past the head (``lost_entries``),
+        #: found when it is first read: nothing is appended or published on top of them
+        self._lost: tuple[LostEntry, ...] | None = None
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -141,6 +151,9 @@ class RevisionLog:
             raise InvalidArgumentError(
                 f"record sequence {record.sequence} is not the log's head + 1 ({self.head + 1})"
             )
+        if self._description is None:  # once per handle: is the head the log's end?
+            self._description = self._stored_description()
+        self._refuse_lost_head()
         payload = record.to_json(self.root).encode()
         if not self.storage.create_exclusive(entry_path(record.sequence), payload):
             return False
@@ -170,7 +183,9 @@ class RevisionLog:
         """
         for _ in range(max_rounds):
             self.refresh()
-            self.storage.write(DESCRIPTION, self._description_parquet())
+            parquet = self._description_parquet()
+            self._refuse_lost_head()  # never shrink the evidence of a lost head
+            self.storage.write(DESCRIPTION, parquet)
             if not self.storage.exists(entry_path(self.head + 1)):
                 return
 
@@ -193,34 +208,101 @@ class RevisionLog:
             self._description = self._description.combine_chunks()
         return with_vacuum_marks(self._description, self.view())
 
+    def _refuse_lost_head(self) -> None:
+        lost = [e for e in self._lost or () if e.sequence > self.head]  # not put back since
+        if lost:
+            raise CorruptLogError(lost_head_message(self.storage.uri, self.head, lost))
+
     def _stored_description(self) -> pa.Table:
         """The rows description.parquet already holds for this log, so a fresh handle
-        appends to them instead of tabulating every record (empty if unusable)."""
-        empty = description_table([])
-        raw = self.storage.read(DESCRIPTION)
-        if raw is None:
-            return empty
-        try:
-            stored = read_parquet_bytes(raw, columns=empty.column_names)
-        except (pa.ArrowException, ValueError, KeyError):
-            return empty  # damaged or from an older version: tabulate again
+        appends to them instead of tabulating every record (empty if unusable). Notes the
+        entries it proves committed past the head (``lost_entries``)."""
+        stored = read_description(self.storage)
+        if stored is None:
+            return description_table([])  # missing, damaged or older: tabulate again
+        self._lost = lost_entries(self.storage, self._records, stored)
         names = stored.column("name").to_pylist()
-        if (
-            stored.schema != empty.schema
-            or len(names) > self.head
-            or names != [r.name for r in self._records[: len(names)]]
-        ):
-            return empty
+        if len(names) > self.head or names != [r.name for r in self._records[: len(names)]]:
+            return stored.slice(0, 0)
         return stored
 
     def description_is_current(self) -> bool:
+        """Whether description.parquet lists every entry of the log, so that opening need
+        not heal it. One that lists more is left alone: entries past the head are the
+        evidence of a lost head (``lost_entries``), and the next commit rewrites any other."""
         raw = self.storage.read(DESCRIPTION)
         if raw is None:
             return self.head == 0
         try:
-            return pq.read_metadata(io.BytesIO(raw)).num_rows == self.head
+            return pq.read_metadata(io.BytesIO(raw)).num_rows >= self.head
         except (pa.ArrowException, ValueError):
             return False  # damaged: rewrite it
+
+
+@dataclass(frozen=True)
+class LostEntry:
+    """An entry description.parquet lists after the log's last one (``lost_entries``)."""
+
+    sequence: int
+    name: str
+    kind: str
+
+
+def read_description(storage: Storage) -> pa.Table | None:
+    """description.parquet, or None when it is missing, damaged or of an older version."""
+    raw = storage.read(DESCRIPTION)
+    if raw is None:
+        return None
+    empty = description_table([])
+    try:
+        stored = read_parquet_bytes(raw, columns=empty.column_names)
+    except (pa.ArrowException, ValueError, KeyError):
+        return None
+    return stored if stored.schema == empty.schema else None
+
+
+def lost_entries(
+    storage: Storage, records: Sequence[Revision], stored: pa.Table | None = None
+) -> tuple[LostEntry, ...]:
+    """The entries description.parquet lists after ``records`` (the log read up to its
+    head) when it lists exactly ``records`` before them.
+
+    description.parquet is rewritten only after a commit, so such entries were committed
+    and their entry files are lost (deleted, or never restored with the rest of the log).
+    Empty when it lists no more, lists another history (a log an operator cut by hand:
+    stale, not evidence), or the next entry exists (committed while we looked).
+    ``stored``: description.parquet already read (else its footer is read first).
+    """
+    head = len(records)
+    if stored is None:
+        footer = stored_file(storage, DESCRIPTION)
+        if footer.rows is None or footer.rows <= head:
+            return ()
+        stored = read_description(storage)
+    if stored is None or stored.num_rows <= head:
+        return ()
+    names = stored.column("name").to_pylist()
+    if names[:head] != [r.name for r in records] or storage.exists(entry_path(head + 1)):
+        return ()
+    rows = stored.slice(head).select(["name", "kind"]).to_pylist()
+    return tuple(
+        LostEntry(head + n, row["name"], row["kind"]) for n, row in enumerate(rows, start=1)
+    )
+
+
+def lost_head_message(uri: str, head: int, lost: Sequence[LostEntry]) -> str:
+    """Why nothing may be written on top of a log that lost its newest entries."""
+    first, last = lost[0], lost[-1]
+    entries = entry_path(first.sequence) + (
+        "" if first is last else f" … {entry_path(last.sequence)}"
+    )
+    described = ", ".join(f"{e.sequence} ({e.kind} {e.name!r})" for e in lost)
+    return (
+        f"{uri}: the log lost its newest entries: {DESCRIPTION}, rewritten only after a "
+        f"commit, lists entry {described} after the log's last one ({head}), but {entries} "
+        f"is missing: restore it from a backup (a commit now would take its sequence); "
+        f"{REPAIR_HINT}"
+    )
 
 
 #: the small fields of an entry, stored as columns in checkpoints (plus the full JSON)

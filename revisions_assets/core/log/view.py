@@ -166,7 +166,7 @@ class LogView:
         if not history:
             raise UnknownTableError(
                 f"table {table!r} has no revisions in this dataset; known tables: "
-                f"{self.tables() or 'none'}"
+                f"{', '.join(map(repr, self.tables())) or 'none'}"
             )
         return history
 
@@ -224,22 +224,39 @@ class LogView:
             for f in self.files_of(record)
         }
 
-    def superseded(self, through: int) -> set[str]:
-        """The data files that purges up to sequence ``through`` swapped out: no read of
-        this log uses them; only readers that planned before the purge still might."""
-        return {f for seq, files in self._superseded.items() if seq <= through for f in files}
+    def superseded(self, through: int) -> dict[str, SwappedOut]:
+        """The data files that purges up to sequence ``through`` swapped out, with the purge
+        and the entry and table that referenced them: no read of this log uses them; only
+        readers that planned before the purge still might."""
+        return {
+            f: swapped
+            for seq, files in self._superseded.items()
+            if seq <= through
+            for f, swapped in files.items()
+        }
 
 
-def _apply_purges(records: Sequence[Revision]) -> tuple[tuple[Revision, ...], dict[int, set[str]]]:
+@dataclass(frozen=True)
+class SwappedOut:
+    """A data file a purge swapped out: the purge, and the entry and table it belonged to."""
+
+    purge: int
+    entry: int
+    table: str
+
+
+def _apply_purges(
+    records: Sequence[Revision],
+) -> tuple[tuple[Revision, ...], dict[int, dict[str, SwappedOut]]]:
     """The records with every purge's swaps applied, and per purge the files it swapped
     out. A later purge of the same entry rewrites the files an earlier one wrote."""
     writes: dict[int, dict[str, TableWrite]] = {}
-    superseded: dict[int, set[str]] = {}
+    superseded: dict[int, dict[str, SwappedOut]] = {}
     by_sequence = {r.sequence: r for r in records}
     for record in records:
         if record.kind != PURGE or record.purge is None:
             continue
-        gone = superseded.setdefault(record.sequence, set())
+        gone = superseded.setdefault(record.sequence, {})
         for table, swaps in record.purge.swaps.items():
             for swap in swaps:
                 target = by_sequence.get(swap.sequence)
@@ -251,7 +268,8 @@ def _apply_purges(records: Sequence[Revision]) -> tuple[tuple[Revision, ...], di
                         f"purge entry {record.sequence} ({record.name!r}) rewrites table "
                         f"{table!r} of entry {swap.sequence}, which did not write it"
                     )
-                gone |= set(current.files) - set(swap.write.files)
+                for file in set(current.files) - set(swap.write.files):
+                    gone[file] = SwappedOut(record.sequence, swap.sequence, table)
                 # only the purged fields: what the entry recorded otherwise stays
                 writes.setdefault(swap.sequence, {})[table] = current.with_purged_fields(swap.write)
     if not writes:
@@ -271,6 +289,7 @@ def table_revisions(records: Sequence[Revision], table: str) -> list[Revision]:
     if not history:
         known = sorted({t for r in records if r.is_data for t in r.tables})
         raise UnknownTableError(
-            f"table {table!r} has no revisions in this dataset; known tables: {known or 'none'}"
+            f"table {table!r} has no revisions in this dataset; known tables: "
+            f"{', '.join(map(repr, known)) or 'none'}"
         )
     return history

@@ -16,21 +16,26 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..errors import CommitConflictError
+from ..errors import CommitConflictError, InvalidArgumentError, RetentionError
 from ..log.records import (
     COMPACTION,
     CompactedRange,
     Revision,
     TableWrite,
+    VacuumMark,
 )
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
+from ..read.execute.files import FileGate
 from ..read.execute.frames import Rows
 from ..read.execute.spark import SparkExecutor, merge_kind
+from ..read.plan.refs import find_revision
+from ..read.plan.requests import Snapshot, plan_state
 from ..read.plan.scans import MergePlan, plan_merge
 from ..read.plan.schema import to_struct_json
-from ..read.plan.selection import Selection, head_state
+from ..read.plan.selection import Selection, state_selection
 from ..storage.base import Storage
+from ..storage.footer import StoredFile
 from ..timeutil import now_utc
 from ..write.transaction import (
     append_entry,
@@ -40,6 +45,8 @@ from ..write.transaction import (
     write_observed,
 )
 from .defaults import DEFAULT_TARGET_FILE_BYTES
+from .integrity import write_findings
+from .vacuum import vacuum_entry
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +68,12 @@ class Compactor:
         storage: Storage,
         revision_log: RevisionLog,
         executor: SparkExecutor,
+        gate: FileGate,
     ):
         self.storage = storage
         self.log = revision_log
         self.executor = executor
+        self.gate = gate
 
     def run(
         self, tables: Sequence[str] | None, target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES
@@ -73,19 +82,30 @@ class Compactor:
         self.log.refresh()
         view = self.log.view()
         jobs = []
+        snapshot = Snapshot(self.storage.uri, view)
         for table in tables if tables is not None else view.tables():
-            selection = head_state(view, table)
-            plan = plan_merge(view, selection, f"{self.storage.uri}: compaction of {table!r}")
-            if plan.on_base:
-                jobs.append(_TableJob(table, selection, plan))
+            state = plan_state(snapshot, table)  # what a default read of the table reads
+            if state.rows.on_base:
+                jobs.append(_TableJob(table, state.selection, state.rows))
         if not jobs:
             return None
+        return self._commit(jobs, target_file_bytes)
+
+    def _commit(
+        self,
+        jobs: Sequence[_TableJob],
+        target_file_bytes: int,
+        rebuilds: Revision | None = None,
+    ) -> Revision | None:
+        """Write the state of each job into a new folder and commit it as one entry."""
         name = f"compaction-{uuid.uuid4().hex}"
         token = claim_folder(self.storage, name)
         try:
             writes = {job.table: self._write(name, job, target_file_bytes) for job in jobs}
             record = append_entry(
-                self.log, lambda v: self._entry(v, name, jobs, writes), f"compaction {name!r}"
+                self.log,
+                lambda v: self._entry(v, name, jobs, writes, rebuilds),
+                f"compaction {name!r}",
             )
         except BaseException as exc:
             release_folder(self.storage, name, token)
@@ -106,9 +126,68 @@ class Compactor:
         )
         return record
 
+    def rebuild(
+        self, ref: str | int, target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES
+    ) -> Revision:
+        """A new compaction entry holding the state the compaction ``ref`` (a name, a unique
+        prefix of one, or a sequence) holds, written again from its sources: the revisions
+        it holds, or an intact smaller compaction of them. Reads then use the new one (it
+        holds as many revisions and is newer); a vacuum past the retention horizon removes
+        the old one. RetentionError, committing nothing, when a vacuum removed a source.
+        """
+        self.log.refresh()
+        view = self.log.view()
+        damaged = find_revision(view.records, ref)
+        if damaged.kind != COMPACTION:
+            raise InvalidArgumentError(
+                f"{self.storage.uri}: {damaged.kind} {damaged.name!r} (sequence "
+                f"{damaged.sequence}) is not a compaction: only compactions are rebuilt"
+            )
+        if view.is_removed(damaged.sequence):
+            raise InvalidArgumentError(
+                f"{self.storage.uri}: compaction {damaged.name!r} was removed by vacuum "
+                f"{view.removed_by(damaged.sequence).name!r}: nothing reads it any more"
+            )
+        sources = self._without_damaged_compactions(view, damaged)
+        jobs = []
+        for table, covers in damaged.replaces.items():
+            selection = state_selection(
+                view.table_revisions(table), table, max_sequence=covers.through
+            )
+            what = (
+                f"{self.storage.uri}: the rebuild of compaction {damaged.name!r}, table {table!r}"
+            )
+            try:
+                plan = plan_merge(sources, selection, what)
+            except RetentionError as exc:
+                raise RetentionError(
+                    f"{exc}; it cannot be rebuilt: restore its files from a backup, or "
+                    f"commit a new major of table {table!r}"
+                ) from None
+            jobs.append(_TableJob(table, selection, plan))
+        record = self._commit(jobs, target_file_bytes, rebuilds=damaged)
+        assert record is not None  # a rebuild always commits
+        return record
+
+    def _without_damaged_compactions(self, view: LogView, damaged: Revision) -> LogView:
+        """The view as if a vacuum had removed the files of ``damaged`` and of every other
+        damaged compaction of its tables (``integrity``): what their damage amounts to.
+        Plans on it read the state from the intact compactions and the revisions."""
+        checked: dict[str, StoredFile] = {}
+        unreadable = {damaged.sequence} | {
+            c.sequence
+            for table in damaged.replaces
+            for c in view.compactions(table)
+            if not view.is_removed(c.sequence)
+            and write_findings(self.storage, c.record, table, checked)
+        }
+        mark = VacuumMark(tuple(sorted(unreadable)), view.head, None, 0.0)
+        return LogView([*view.logged, vacuum_entry(f"rebuild-{damaged.name}", view.head + 1, mark)])
+
     def _write(self, name: str, job: _TableJob, target_file_bytes: int) -> TableWrite:
         plan, table = job.plan, job.table
         rows = Rows(keep_deleted=True, with_sequence=True, with_hash=True)
+        self.gate.check(table, plan.files)
         df = self.executor.merge(plan, rows)
         in_bytes = sum(t.bytes for t in plan.tasks)
         in_rows = sum(t.rows for t in plan.tasks)
@@ -144,10 +223,12 @@ class Compactor:
         name: str,
         jobs: Sequence[_TableJob],
         writes: Mapping[str, TableWrite],
+        rebuilds: Revision | None = None,
     ) -> Revision | None:
         """The compaction entry at the current head, without the tables whose state another
-        compaction committed meanwhile. A compaction describes a fixed set of revisions:
-        later commits can make it unused, never wrong, so no other re-validation."""
+        compaction committed meanwhile (a rebuild replaces the one it rebuilds, whatever
+        else holds the state). A compaction describes a fixed set of revisions: later
+        commits can make it unused, never wrong, so no other re-validation."""
         covers = {}
         for job in jobs:
             merge = job.selection.merge
@@ -157,7 +238,8 @@ class Compactor:
                 revisions=len(merge),
                 timestamp=max(r.timestamp for r in merge),
             )
-            if not any(c.covers == covered for c in view.compactions(job.table)):
+            others = [c for c in view.compactions(job.table) if c.record is not rebuilds]
+            if rebuilds is not None or not any(c.covers == covered for c in others):
                 covers[job.table] = covered
         if not covers:
             return None
@@ -171,6 +253,7 @@ class Compactor:
             tables={t: writes[t] for t in covers},
             version=versions.pop() if len(versions) == 1 else None,
             data_change=False,
+            properties={"rebuilds": rebuilds.name} if rebuilds is not None else {},
             kind=COMPACTION,
             replaces=covers,
         )

@@ -19,20 +19,24 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructField, StructType
 
 from ..columns import DELETED
-from ..errors import CommitConflictError, IdColumnsError
+from ..errors import CommitConflictError, IdColumnsError, RetentionError, RevisionsError
 from ..log.records import PURGE, PurgedWrite, PurgeMark, Revision
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
-from ..read.execute.files import check_data_files
+from ..read.execute.files import FileGate
+from ..read.execute.spark import SparkExecutor
 from ..read.execute.spark_scan import file_key, recorded_schema, spark_file_key
+from ..read.plan.scans import plan_merge
+from ..read.plan.selection import state_selection
 from ..storage.base import Storage
 from ..timeutil import now_utc
 from ..write.transaction import append_entry, upkeep, write_observed
@@ -40,6 +44,7 @@ from ..write.transaction import append_entry, upkeep, write_observed
 log = logging.getLogger(__name__)
 
 _PATH = "_purge_file"
+_MAJOR = "_purge_major"
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,7 @@ class Purge:
         self.storage = storage
         self.log = revision_log
         self.spark = spark
+        self._executor = SparkExecutor(storage, lambda: spark, "auto")
 
     def run(self, table: str, ids: DataFrame, reason: str, *, dry_run: bool) -> Revision | None:
         """The purge entry (a dry run's is not committed); None, writing and committing
@@ -69,19 +75,33 @@ class Purge:
         ids = self._ids(ids, table, id_columns, history[-1].tables[table].schema_json)
         entries = self._live_entries(view, table)
         files = [(e.name, f) for e in entries for f in e.tables[table].files]
-        check_data_files(self.storage, table, files, set())
-        hits = self._scan(table, entries, ids, id_columns)
+        FileGate(self.storage).check(table, files)
+        try:
+            hits = self._scan(table, entries, ids, id_columns)
+        except RevisionsError:
+            raise
+        except Exception as exc:  # a missing file: MissingFileError naming it, not Spark's
+            failure = self._executor.read_failure(table, files, exc)
+            if failure is None:
+                raise
+            raise failure from exc
         if not hits and not dry_run:
             log.info("%s: purge of table %r: no live file holds the ids", self.storage.uri, table)
             return None  # an empty entry would claim an erasure that removed nothing
         entities = ids.count()
         name = f"purge-{uuid.uuid4().hex}"
         affected = [e for e in entries if e.sequence in hits]
+        offered = self._offered_removed(view, table, ids, id_columns, hits)
         if dry_run:
             swaps = tuple(self._counted(e, table, hits[e.sequence]) for e in affected)
         else:
             swaps = tuple(self._rewrite(name, e, table, hits[e.sequence], ids) for e in affected)
-        mark = PurgeMark(reason=reason, entities=entities, swaps={table: swaps} if swaps else {})
+        mark = PurgeMark(
+            reason=reason,
+            entities=entities,
+            swaps={table: swaps} if swaps else {},
+            offered_removed={table: offered} if offered else {},
+        )
         scanned_head = view.head
 
         def build(current: LogView) -> Revision:
@@ -173,6 +193,46 @@ class Purge:
             sequence, path = where[spark_file_key(row[_PATH])]
             hits.setdefault(sequence, []).append(_Hit(path, int(row["rows"]), int(row["tomb"])))
         return hits
+
+    def _offered_removed(
+        self,
+        view: LogView,
+        table: str,
+        ids: DataFrame,
+        id_columns: Sequence[str],
+        hits: Mapping[int, Sequence[_Hit]],
+    ) -> dict[int, int]:
+        """Per entry of ``table`` that recorded ``rows_offered``, how many of its offered
+        rows the purge takes (``PurgeMark.offered_removed``): a minor's are the rows
+        removed from its files; a carrying major's are the purged entities alive in its
+        state (carried and own rows), counted in one Spark job over the majors whose state
+        reads a file that holds them."""
+        history = view.table_revisions(table)
+        counts = {
+            r.sequence: sum(h.rows for h in hits[r.sequence])
+            for r in history
+            if not r.is_major and r.tables[table].rows_offered is not None and r.sequence in hits
+        }
+        states = []
+        for major in history:
+            if not major.is_major or major.tables[table].rows_offered is None:
+                continue
+            selection = state_selection(
+                history, table, as_of=major.timestamp, max_sequence=major.sequence
+            )
+            try:
+                plan = plan_merge(view, selection, f"the state of major {major.name!r}")
+            except RetentionError:
+                continue  # its state is gone: nothing left to count
+            if {t.sequence for t in plan.tasks} & set(hits):
+                alive = self._executor.merge(plan).select(*id_columns)
+                state = alive.join(ids, on=list(id_columns), how="left_semi")
+                states.append(state.select(F.lit(major.sequence).alias(_MAJOR)))
+        if states:
+            union = reduce(DataFrame.unionByName, states)
+            for row in union.groupBy(_MAJOR).count().collect():  # one row per major
+                counts[int(row[_MAJOR])] = int(row["count"])
+        return counts
 
     @staticmethod
     def _counted(entry: Revision, table: str, hits: Sequence[_Hit]) -> PurgedWrite:

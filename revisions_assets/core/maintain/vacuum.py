@@ -2,11 +2,21 @@
 marks them.
 
 ``Vacuum`` commits a ``vacuum`` entry marking the revisions no allowed read needs
-(``retention.removable``), then deletes their files, the folders of failed writers and
+(``retention.removable``) and recording everything it is about to delete
+(``DeletedFiles``), then deletes their files, the folders of failed writers and
 temporary files past a grace period, and the files purges at or before the retention
 horizon swapped out (``log.view``). A crash between the two leaves marked revisions whose
 files the next vacuum deletes. What is kept is decided by the pure rules of ``retention``;
-this module only lists and deletes files, and commits.
+this module only checks, lists and deletes files, and commits.
+
+It never makes damage worse: before deleting what something else stands for, it reads
+the footers of the files that stand for it (``integrity``): per table, the files a read
+at the retention horizon uses instead of the revisions it removes (the compaction that
+holds them, the major and the revisions read on it); per file a purge swapped out, the
+files that replaced it. A damaged one keeps everything it stands for, and the report says
+why (``findings``). It refuses to run on a log that lost its newest entries
+(``revision_log.lost_entries``, a consumer's position past the head): it would commit on
+top of them.
 """
 
 from __future__ import annotations
@@ -17,18 +27,26 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from ..errors import CorruptLogError, NoMajorRevisionError, RetentionError
 from ..log.consumers import consumer_position
+from ..log.health import REPAIR_HINT
 from ..log.layout import CLAIM_FILE, LOG_DIR, holds_log, is_temp_name
 from ..log.records import (
     VACUUM,
+    DeletedFiles,
     Revision,
     VacuumMark,
 )
-from ..log.revision_log import RevisionLog
+from ..log.revision_log import RevisionLog, lost_entries, lost_head_message
 from ..log.view import LogView
+from ..read.plan.scans import plan_merge
+from ..read.plan.selection import state_selection
 from ..storage.base import FileInfo, Storage
+from ..storage.footer import StoredFile
 from ..timeutil import now_utc
 from .defaults import DEFAULT_GRACE
+from .findings import Finding
+from .integrity import as_replaced, rebuilt, write_findings
 from .retention import Horizon, removable, retention_horizon
 
 log = logging.getLogger(__name__)
@@ -44,8 +62,12 @@ class VacuumReport:
     folders no log entry references (failed or killed writers); ``temporary_files``:
     leftovers of interrupted writes; ``folders``: every folder removed;
     ``files``/``bytes``: every file removed, ``paths`` their paths (sorted).
-    ``entry``: the vacuum entry committed (None on a dry run or when nothing new is
-    marked). ``horizon``: the retention horizon the revisions were judged by.
+    ``entry``: the vacuum entry committed (None on a dry run or when no revision and no
+    purged file goes); it records the same counts, folders and purged files.
+    ``horizon``: the retention horizon the revisions were judged by. ``kept``: names of
+    the entries it would have removed but keeps because a file that stands for them is
+    damaged, and ``findings`` that damage with its repair (``kept_files``: purged files
+    kept for the same reason).
     """
 
     dry_run: bool
@@ -59,6 +81,9 @@ class VacuumReport:
     bytes: int
     entry: Revision | None = None
     paths: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
+    kept_files: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +106,44 @@ class _Listing:
             elif len(parts) > 1 and parts[0] != LOG_DIR:
                 by_folder.setdefault(parts[0], []).append(info)
         return cls(by_folder, temporary)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What one vacuum deletes, judged against one view of the log."""
+
+    marked: list[Revision]  # newly removed by this vacuum's entry
+    gone: list[Revision]  # marked, and marked by an interrupted vacuum
+    files: list[FileInfo]  # of ``gone`` and purged, in ``folders`` or loose
+    folders: list[str]
+    purged: list[FileInfo]
+    orphans: list[str]
+    orphan_files: list[FileInfo]
+    temporary: list[FileInfo]
+    kept: list[Revision]  # would go, but a file that stands for them is damaged
+    kept_files: list[str]  # purged files whose replacements are damaged
+    findings: list[Finding]
+
+    @property
+    def every(self) -> list[FileInfo]:
+        return [*self.files, *self.orphan_files, *self.temporary]
+
+    def deleted(self, view: LogView, horizon: int) -> DeletedFiles:
+        """The audit record of this plan."""
+        folders = set(self.folders) | set(self.orphans)
+        loose = sorted(f.path for f in self.every if f.path.split("/", 1)[0] not in folders)
+        swapped = view.superseded(horizon)
+        purged: dict[int, list[str]] = {}
+        for info in sorted(self.every, key=lambda f: f.path):
+            if info.path in swapped:
+                purged.setdefault(swapped[info.path].purge, []).append(info.path)
+        return DeletedFiles(
+            files=len(self.every),
+            bytes=sum(f.size for f in self.every),
+            folders=tuple(sorted(folders)),
+            loose=tuple(loose),
+            purged={s: tuple(paths) for s, paths in purged.items()},
+        )
 
 
 def consumer_positions(
@@ -106,6 +169,7 @@ class Vacuum:
     def __init__(self, storage: Storage, revision_log: RevisionLog):
         self.storage = storage
         self.log = revision_log
+        self._checked: dict[str, StoredFile] = {}  # footers read, by path (immutable files)
 
     def run(
         self,
@@ -121,15 +185,18 @@ class Vacuum:
             from ..write.transaction import append_entry, upkeep
 
         records = self.log.refresh()
+        self._refuse_lost_head(records, consumer_positions)
         horizon = retention_horizon(records, now, retain)
+        listing = _Listing.of(self.storage)
+        cutoff = now - grace
 
-        def judge(view: LogView) -> list[Revision]:
-            return removable(
+        def plan(view: LogView) -> _Plan:
+            marked = removable(
                 view, horizon, keep_majors=keep_majors, consumer_positions=consumer_positions
             )
+            return self._plan(view, marked, horizon, listing, cutoff)
 
         view = self.log.view()
-        listing = _Listing.of(self.storage)
         log.info(
             "%s: vacuum%s: horizon %s, %d entries, %d folders listed",
             self.storage.uri,
@@ -139,67 +206,38 @@ class Vacuum:
             len(listing.by_folder),
         )
         entry = None
-        marked = judge(view)
-        if marked and not dry_run:
-            entry = append_entry(
-                self.log,
-                lambda v: self._entry(v, judge(v), horizon, retain),
-                "a vacuum entry",
-            )
-            view = self.log.view()
-            marked = [view.records[s - 1] for s in entry.vacuum.removed] if entry else []
-        marked_now = {r.sequence for r in marked}
-        leaving = set(view.removed) | marked_now
-        staying = {  # folders an entry that keeps its files uses
-            folder
-            for r in view.records
-            if r.sequence not in leaving
-            for folder in {r.name, *_folders_of(r)}
-        }
-        pending = [  # marked by an earlier vacuum that died before deleting everything
-            view.records[s - 1]
-            for s in sorted(view.removed)
-            if s not in marked_now and _stored([view.records[s - 1]], staying, listing)[0]
-        ]
-        gone = [*marked, *pending]
-        files, folders = _stored(gone, staying, listing)
-        superseded = view.superseded(horizon.sequence)  # swapped out by purges
-        purged = [
-            f
-            for folder in staying & set(listing.by_folder)
-            for f in listing.by_folder[folder]
-            if f.path in superseded
-        ]
-        files += purged
-        orphans = self._orphans(view, listing, now - grace)
-        left_inside = [  # e.g. a claim's temporary file in a committed revision's folder
-            f
-            for folder in staying & set(listing.by_folder)
-            for f in listing.by_folder[folder]
-            if is_temp_name(f.path.rsplit("/", 1)[-1])
-        ]
-        temporary = [f for f in [*listing.temporary, *left_inside] if _older(f, now - grace)]
-        orphan_files = [f for o in orphans for f in listing.by_folder[o]]
-        every = [*files, *orphan_files, *temporary]
+        current = plan(view)
+        if (current.marked or current.purged) and not dry_run:
+
+            def build(v: LogView) -> Revision | None:
+                nonlocal current  # what is deleted is judged against the view committed on
+                current = plan(v)
+                return self._entry(v, current, horizon, retain)
+
+            entry = append_entry(self.log, build, "a vacuum entry")
         report = VacuumReport(
             dry_run=dry_run,
             horizon=horizon,
-            revisions=tuple(r.name for r in gone),
-            purged_files=tuple(f.path for f in purged),
-            orphans=tuple(orphans),
-            temporary_files=tuple(f.path for f in temporary),
-            folders=tuple(sorted({*folders, *orphans})),
-            files=len(every),
-            bytes=sum(f.size for f in every),
+            revisions=tuple(r.name for r in current.gone),
+            purged_files=tuple(f.path for f in current.purged),
+            orphans=tuple(current.orphans),
+            temporary_files=tuple(f.path for f in current.temporary),
+            folders=tuple(sorted({*current.folders, *current.orphans})),
+            files=len(current.every),
+            bytes=sum(f.size for f in current.every),
             entry=entry,
-            paths=tuple(sorted(f.path for f in every)),
+            paths=tuple(sorted(f.path for f in current.every)),
+            kept=tuple(r.name for r in current.kept),
+            kept_files=tuple(current.kept_files),
+            findings=tuple(current.findings),
         )
         if not dry_run:
-            self._delete(files, folders, orphans, temporary)
+            self._delete(current)
             if entry is not None:
                 upkeep(self.log, entry)
         log.info(
-            "%s: vacuum%s: %d revisions, %d orphan folders, %d temporary files: %d files, %d bytes",
+            "%s: vacuum%s: %d revisions, %d orphan folders, %d temporary files: %d files, "
+            "%d bytes%s",
             self.storage.uri,
             " (dry run, nothing deleted)" if dry_run else "",
             len(report.revisions),
@@ -207,31 +245,135 @@ class Vacuum:
             len(report.temporary_files),
             report.files,
             report.bytes,
+            f"; kept {len(report.kept)} entries whose stand-ins are damaged" if report.kept else "",
         )
         return report
 
-    def _entry(
-        self, view: LogView, marked: Sequence[Revision], horizon: Horizon, retain: timedelta
-    ) -> Revision | None:
-        if not marked:
-            return None
-        now = now_utc()
-        return Revision(
-            name=f"vacuum-{uuid.uuid4().hex}",
-            timestamp=now,
-            is_major=False,
-            sequence=view.head + 1,
-            committed_at=now,
-            tables={},
-            data_change=False,
-            kind=VACUUM,
-            vacuum=VacuumMark(
-                removed=tuple(r.sequence for r in marked),
-                horizon_sequence=horizon.sequence,
-                horizon_timestamp=horizon.timestamp,
-                retain_seconds=retain.total_seconds(),
-            ),
+    def _refuse_lost_head(
+        self, records: Sequence[Revision], positions: Mapping[str, Sequence[int]]
+    ) -> None:
+        """Evidence of entries committed past the head: vacuum would commit on top of them
+        and might delete their folders as orphans."""
+        lost = lost_entries(self.storage, records)
+        if lost:
+            raise CorruptLogError(lost_head_message(self.storage.uri, len(records), lost))
+        for table, found in sorted(positions.items()):
+            ahead = [p for p in found if p > len(records)]
+            if ahead:
+                raise CorruptLogError(
+                    f"{self.storage.uri}: a consumer recorded position {max(ahead)} in table "
+                    f"{table!r}, past the log's last entry {len(records)}: the entries after "
+                    f"it were committed and are lost; restore them from a backup before a "
+                    f"vacuum; {REPAIR_HINT}"
+                )
+
+    def _plan(
+        self,
+        view: LogView,
+        marked: Sequence[Revision],
+        horizon: Horizon,
+        listing: _Listing,
+        cutoff: datetime,
+    ) -> _Plan:
+        """What to delete against ``view``: the files of ``marked`` and of entries an
+        interrupted vacuum marked, purged files, orphans and temporary files, less what a
+        damaged file stands for."""
+        marked_now = {r.sequence for r in marked}
+        staying = _staying(view, set(view.removed) | marked_now)
+        pending = [  # marked by an earlier vacuum that died before deleting everything
+            view.records[s - 1]
+            for s in sorted(view.removed)
+            if s not in marked_now and _stored([view.records[s - 1]], staying, listing)[0]
+        ]
+        damaged, findings = self._damaged_tables(view, [*marked, *pending], horizon)
+        kept = [r for r in marked if damaged & set(r.tables)]
+        if damaged:  # what a damaged file stands for stays, with its folders
+            marked = [r for r in marked if not damaged & set(r.tables)]
+            pending = [r for r in pending if not damaged & set(r.tables)]
+            staying = _staying(view, {*view.removed, *(r.sequence for r in marked)})
+        gone = [*marked, *pending]
+        files, folders = _stored(gone, staying, listing)
+        swapped = view.superseded(horizon.sequence)
+        purged, kept_files = [], []
+        for folder in sorted(staying & set(listing.by_folder)):
+            for info in listing.by_folder[folder]:
+                owner = swapped.get(info.path)
+                if owner is None:
+                    continue
+                problems = self._problems(view.records[owner.entry - 1], owner.table)
+                if problems:  # what replaced it is damaged: it may be the last good copy
+                    kept_files.append(info.path)
+                    findings += [f for f in problems if f not in findings]
+                else:
+                    purged.append(info)
+        files += purged
+        orphans = self._orphans(view, listing, cutoff)
+        left_inside = [  # e.g. a claim's temporary file in a committed revision's folder
+            f
+            for folder in staying & set(listing.by_folder)
+            for f in listing.by_folder[folder]
+            if is_temp_name(f.path.rsplit("/", 1)[-1])
+        ]
+        temporary = [f for f in [*listing.temporary, *left_inside] if _older(f, cutoff)]
+        return _Plan(
+            marked=marked,
+            gone=gone,
+            files=files,
+            folders=folders,
+            purged=purged,
+            orphans=orphans,
+            orphan_files=[f for o in orphans for f in listing.by_folder[o]],
+            temporary=temporary,
+            kept=kept,
+            kept_files=kept_files,
+            findings=findings,
         )
+
+    def _damaged_tables(
+        self, view: LogView, leaving: Sequence[Revision], horizon: Horizon
+    ) -> tuple[set[str], list[Finding]]:
+        """The tables of ``leaving`` whose stand-ins are damaged: the files a read at the
+        horizon uses instead of the revisions that go (its base compaction, its major and
+        the revisions read on them), each checked against the rows its entry records."""
+        damaged: set[str] = set()
+        findings: list[Finding] = []
+        replaced = rebuilt(view.records, view.removed)
+        for table in sorted({t for r in leaving for t in r.tables}):
+            try:
+                selection = state_selection(
+                    view.table_revisions(table), table, max_sequence=horizon.sequence
+                )
+                plan = plan_merge(view, selection, f"the read of table {table!r} at the horizon")
+            except NoMajorRevisionError:
+                continue  # no state at the horizon: nothing stands for anything
+            except RetentionError as exc:  # removed before: what is left is the last copy
+                damaged.add(table)
+                findings.append(Finding.of("state_removed", table, str(exc)))
+                continue
+            for task in plan.tasks:  # a rebuilt base is used until the horizon passes its rebuild
+                problems = self._problems(view.records[task.sequence - 1], table)
+                by = replaced.get(task.entry)
+                if problems:
+                    damaged.add(table)
+                    findings += problems if by is None else as_replaced(problems, by)
+        return damaged, findings
+
+    def _problems(self, record: Revision, table: str) -> list[Finding]:
+        return write_findings(self.storage, record, table, self._checked)
+
+    def _entry(
+        self, view: LogView, plan: _Plan, horizon: Horizon, retain: timedelta
+    ) -> Revision | None:
+        if not plan.marked and not plan.purged:
+            return None
+        mark = VacuumMark(
+            removed=tuple(r.sequence for r in plan.marked),
+            horizon_sequence=horizon.sequence,
+            horizon_timestamp=horizon.timestamp,
+            retain_seconds=retain.total_seconds(),
+            deleted=plan.deleted(view, horizon.sequence),
+        )
+        return vacuum_entry(f"vacuum-{uuid.uuid4().hex}", view.head + 1, mark)
 
     @staticmethod
     def _orphans(view: LogView, listing: _Listing, cutoff: datetime) -> list[str]:
@@ -251,22 +393,42 @@ class Vacuum:
                 out.append(folder)
         return out
 
-    def _delete(
-        self,
-        files: Sequence[FileInfo],
-        folders: Sequence[str],
-        orphans: Sequence[str],
-        temporary: Sequence[FileInfo],
-    ) -> None:
-        in_folders = set(folders)
-        loose = [f.path for f in files if f.path.split("/", 1)[0] not in in_folders]
+    def _delete(self, plan: _Plan) -> None:
+        in_folders = set(plan.folders)
+        loose = [f.path for f in plan.files if f.path.split("/", 1)[0] not in in_folders]
         if loose:
             self.storage.delete_files(loose)
-        for n, folder in enumerate([*folders, *orphans], start=1):
+        for n, folder in enumerate([*plan.folders, *plan.orphans], start=1):
             self.storage.delete_tree(folder)
             if n % 100 == 0:
                 log.info("%s: vacuum: %d folders deleted", self.storage.uri, n)
-        self.storage.delete_files([f.path for f in temporary])
+        self.storage.delete_files([f.path for f in plan.temporary])
+
+
+def vacuum_entry(name: str, sequence: int, mark: VacuumMark) -> Revision:
+    """A vacuum entry at ``sequence``, committed now."""
+    now = now_utc()
+    return Revision(
+        name=name,
+        timestamp=now,
+        is_major=False,
+        sequence=sequence,
+        committed_at=now,
+        tables={},
+        data_change=False,
+        kind=VACUUM,
+        vacuum=mark,
+    )
+
+
+def _staying(view: LogView, leaving: set[int]) -> set[str]:
+    """The folders an entry that keeps its files uses."""
+    return {
+        folder
+        for r in view.records
+        if r.sequence not in leaving
+        for folder in {r.name, *_folders_of(r)}
+    }
 
 
 def _stored(
@@ -295,4 +457,4 @@ def _older(info: FileInfo, cutoff: datetime) -> bool:
     return info.modified is not None and info.modified <= cutoff
 
 
-__all__ = ["DEFAULT_GRACE", "Vacuum", "VacuumReport"]
+__all__ = ["DEFAULT_GRACE", "Vacuum", "VacuumReport", "vacuum_entry"]

@@ -1,40 +1,44 @@
 """What is wrong with a dataset's storage, for an operator: ``verify`` only reads.
 
 Each ``Finding`` names its kind, how serious it is, the path (relative to the root), what
-is wrong and how to fix it. ``error``: reads or commits fail or are refused until it is
-repaired; ``warning``: harmless to reads and commits (leftovers that vacuum reclaims, a
-stale derived file that the next commit rewrites).
+is wrong and how to fix it (every kind is in ``findings.KINDS``). ``error``: reads or
+commits fail or are refused until it is repaired; ``warning``: harmless to reads and
+commits (leftovers that vacuum reclaims, a stale derived file that the next commit
+rewrites).
 
 Unlike opening a dataset, which stops at the first damage, ``verify`` reads every log
-entry and lists every file, so it is meant for operators (``revisions verify``), not
-for each run. It works on a dataset that cannot be opened.
+entry, lists every file and reads the footer of every referenced file (``integrity``),
+so it is meant for operators (``revisions verify``), not for each run. It works on a
+dataset that cannot be opened. Its advice never contradicts itself: while an entry is
+missing or damaged, a folder it may reference is that entry's, never an orphan to delete;
+``description.parquet`` listing entries past the log's end is a lost head, not staleness.
 
 ``deep_findings`` (``verify --deep``) also reads the data, with Spark: per table, one
 job over all its live data revisions (one scan: ``execute/spark_scan.revision_rows``)
 counts per revision the rows, tombstones, null ids and duplicated ids, and compares the
-counts with the log.
+counts with the log. It runs only when the other checks found no error
+(``deep_skipped`` says so otherwise).
 """
 
 from __future__ import annotations
 
-import io
 import json
 import os
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..errors import (
     CorruptLogError,
-    DatasetNotFoundError,
     NoMajorRevisionError,
     PathEscapeError,
     RetentionError,
+    RevisionsError,
     StorageError,
 )
+from ..log.consumers import recorded_positions
 from ..log.health import lost_log_evidence, parse_entry
 from ..log.layout import (
     DESCRIPTION,
@@ -45,186 +49,94 @@ from ..log.layout import (
     entry_sequence,
     holds_log,
     is_temp_name,
+    not_a_dataset,
 )
-from ..log.records import Revision
+from ..log.records import COMPACTION, MAJOR, MINOR, Revision, stored_dataset
+from ..log.revision_log import (
+    RevisionLog,
+    read_description,
+    read_parquet_bytes,
+    records_of_checkpoint,
+)
 from ..log.view import LogView
-from ..read.execute.files import PARQUET_MAGIC, not_parquet
 from ..read.plan.scans import ScanTask, plan_merge, scan_task
 from ..read.plan.schema import Schema, table_schema
 from ..read.plan.selection import carried_by, head_state
 from ..storage.backends import open_storage
 from ..storage.base import Storage
+from ..storage.footer import StoredFile
+from .findings import KINDS, Finding
+from .integrity import as_replaced, rebuilt, write_findings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-Severity = Literal["error", "warning"]
-
-#: every kind of finding, its severity and how an operator fixes it (the docs' recovery
-#: guide repeats these)
-KINDS: dict[str, tuple[Severity, str]] = {
-    "log_gap": (
-        "error",
-        "restore the missing entry from a backup (entries are immutable files); if it is lost "
-        "for good, move the entries after the gap out of _log/ (their revisions are dropped "
-        "and their folders become orphans), so that the log ends before the gap",
-    ),
-    "log_entry_corrupt": (
-        "error",
-        "restore the entry from a backup; a stray file that is not an entry can be deleted; "
-        "if the last entry is damaged beyond repair, move it out of _log/ (its revision is "
-        "dropped)",
-    ),
-    "log_missing": (
-        "error",
-        "restore _log/ from a backup; if no revision was ever committed here, delete the "
-        "revision folders and description.parquet",
-    ),
-    "missing_file": (
-        "error",
-        "restore the file from a backup; otherwise reads that include its revision raise "
-        "MissingFileError: commit a new major of the table so that default reads no longer "
-        "need it",
-    ),
-    "corrupt_file": (
-        "error",
-        "the file was replaced or truncated outside revisions-assets: restore it from a "
-        "backup; otherwise reads that include its revision raise CorruptFileError: commit a "
-        "new major of the table so that default reads no longer need it",
-    ),
-    "path_escape": (
-        "error",
-        "replace the symbolic link by the real folder or file inside the root, or remove it: "
-        "revisions-assets never follows links out of a dataset",
-    ),
-    "description_stale": (
-        "warning",
-        "harmless (the engine never reads description.parquet): the next commit, or the next "
-        "open with write access, rewrites it",
-    ),
-    "checkpoint_unreadable": (
-        "warning",
-        "harmless but opens read more entries: delete the damaged checkpoint and "
-        "_log/_last_checkpoint; a later commit writes a new checkpoint",
-    ),
-    "orphan_folder": (
-        "warning",
-        "a writer failed or was killed before its commit (or is committing right now): nothing "
-        "reads it; vacuum reclaims it after its grace period, or delete it once no writer runs",
-    ),
-    "null_id": (
-        "error",
-        "the revision holds rows with a null id, which no read can merge: commit a new major "
-        "of the table without them (or purge the entity) and vacuum the old revisions",
-    ),
-    "duplicate_id": (
-        "error",
-        "the revision holds an id twice, so reads return an arbitrary one of its rows: "
-        "commit a new major of the table with one row per id and vacuum the old revisions",
-    ),
-    "row_count_mismatch": (
-        "error",
-        "the revision's files hold another number of rows (or tombstones) than its log entry "
-        "records: a file was replaced or truncated outside revisions-assets; restore it from "
-        "a backup, or commit a new major of the table and vacuum the old revisions",
-    ),
-    "temp_file": (
-        "warning",
-        "a writer failed or died between writing a temporary file and renaming it: nothing "
-        "reads it; vacuum reclaims it, or delete it",
-    ),
-    "nested_dataset": (
-        "warning",
-        "a dataset of its own (it has a _log/) lies inside this dataset's root: nothing of "
-        "this dataset reads or removes it; move it out of the root",
-    ),
-    "state_removed": (
-        "error",
-        "the rows of those revisions are gone: recompute the table and commit it as a "
-        "complete major (a skip_unchanged major is written complete here; carry=True is "
-        "refused), so that default reads no longer need them",
-    ),
-    "carried_state_incomplete": (
-        "error",
-        "the entities only the missing revisions hold are absent from every read of the "
-        "major's state: recompute the table and commit it as a complete major (not "
-        "carry=True), then check what consumers read from it",
-    ),
-    "compaction_partial": (
-        "warning",
-        "harmless: reads use it for what it holds and read the carried revisions from their "
-        "own files; compact the table to write a complete compaction, and a vacuum past "
-        "the retention horizon removes this one",
-    ),
-    "purge_lost_rows": (
-        "error",
-        "reads after the purge lack rows of entities it was not asked to remove, or differ "
-        "from the rows before it: do not vacuum (the files the purge swapped out still hold "
-        "the state before it); report it, then commit the state before the purge, without "
-        "the purged entities, as a complete major",
-    ),
-}
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One problem of a dataset's storage."""
-
-    kind: str  # a key of KINDS
-    severity: Severity
-    path: str  # relative to the dataset root; "" for the root itself
-    message: str
-    fix: str
-
-    @classmethod
-    def of(cls, kind: str, path: str, message: str, severity: Severity | None = None) -> Finding:
-        default, fix = KINDS[kind]
-        return cls(kind, severity or default, path, message, fix)
-
 
 def verify(root: str | os.PathLike[str] | Storage, **storage_options: object) -> list[Finding]:
     """The findings for the dataset at ``root`` (errors first), without opening it: works
-    on a dataset whose log is too damaged to open. Only reads."""
-    return verify_storage(open_storage(root, **storage_options))
+    on a dataset whose log is too damaged to open. Only reads. ``storage_options`` also
+    open the upstreams whose positions the dataset records (``upstream_head_lost``)."""
+    return verify_storage(open_storage(root, **storage_options), storage_options)
 
 
-def verify_storage(storage: Storage) -> list[Finding]:
+def verify_storage(
+    storage: Storage, upstream_options: Mapping[str, object] | None = None
+) -> list[Finding]:
     """The findings of ``verify``; DatasetNotFoundError for a root that holds no dataset
     (no ``_log/`` and no sign of a lost one): its folders are no leftovers."""
     top = [n.rstrip("/") for n in storage.list_names("")]
     if LOG_DIR not in top and not lost_log_evidence(storage):
-        raise DatasetNotFoundError(f"{storage.uri} is not a revisioned dataset (no {LOG_DIR}/)")
+        raise not_a_dataset(storage)
     findings: list[Finding] = []
-    records, head = _check_log(storage, findings)
-    removed: set[int] = set()
+    scan = _check_log(storage, findings)
+    prefix = [r for r in scan.records if r.sequence <= scan.head]
+    later = [r for r in scan.records if r.sequence > scan.head]  # past a gap or a bad entry
+    records = list(prefix)
+    removed = {s for r in later if r.vacuum is not None for s in r.vacuum.removed}
     try:  # what entries reference now (purges swapped some files), and what vacuum removed
-        view = LogView(records)
-        records, removed = list(view.records), set(view.removed)
+        view = LogView(prefix)
+        records, removed = list(view.records), removed | set(view.removed)
         _check_states(view, findings)
     except CorruptLogError as exc:
         findings.append(Finding.of("log_entry_corrupt", LOG_DIR, str(exc)))
+    records += later
     files = storage.list_files("")
-    findings += file_findings(storage, records, removed, {f.path for f in files})
-    _check_description(storage, head, findings)
-    _check_leftovers(storage, records, [f.path for f in files], findings)
+    findings += file_findings(storage, records, removed)
+    described = _check_description(storage, scan, findings)
+    _check_leftovers(storage, records, [f.path for f in files], scan, described, findings)
+    _check_upstreams(storage.uri, records, upstream_options or {}, findings)
     order = {"error": 0, "warning": 1}
     return sorted(findings, key=lambda f: (order[f.severity], f.path, f.kind))
 
 
-def _checkpoint_sequence(storage: Storage, findings: list[Finding]) -> int:
-    """The sequence covered by the newest checkpoint, 0 when none is usable."""
+@dataclass(frozen=True)
+class _LogScan:
+    """What ``_check_log`` read: every readable entry (those a checkpoint holds included),
+    the head an open reaches, and the sequences whose entry is missing or unreadable
+    (``damaged``, ``last``: the newest entry file listed)."""
+
+    records: list[Revision]
+    head: int
+    damaged: frozenset[int]
+    last: int
+
+
+def _checkpoint(storage: Storage, findings: list[Finding]) -> list[Revision]:
+    """The entries of the newest checkpoint, none when it is not usable."""
     try:
         hint = storage.read(LAST_CHECKPOINT)
         if hint is None:
-            return 0
+            return []
         sequence = int(json.loads(hint)["sequence"])
         raw = storage.read(checkpoint_path(sequence))
         if raw is None:
             raise ValueError(f"{checkpoint_path(sequence)} is missing")
-        rows = pq.read_metadata(io.BytesIO(raw)).num_rows
-        if rows != sequence:
-            raise ValueError(f"{checkpoint_path(sequence)} holds {rows} entries, not {sequence}")
-        return sequence
+        records = records_of_checkpoint(read_parquet_bytes(raw), storage.uri)
+        if [r.sequence for r in records] != list(range(1, sequence + 1)):
+            raise ValueError(
+                f"{checkpoint_path(sequence)} holds {len(records)} entries, not {sequence}"
+            )
+        return records
     except (ValueError, KeyError, TypeError, pa.ArrowException, StorageError) as exc:
         findings.append(
             Finding.of(
@@ -233,20 +145,20 @@ def _checkpoint_sequence(storage: Storage, findings: list[Finding]) -> int:
                 f"the newest checkpoint cannot be used: {exc}; opens probe every entry instead",
             )
         )
-        return 0
+        return []
 
 
-def _check_log(storage: Storage, findings: list[Finding]) -> tuple[list[Revision], int]:
-    """Every entry parsed; gaps and bad entries reported. Returns the readable records and
-    the head an open reaches (the end of the gap-free, readable prefix)."""
-    checkpoint = _checkpoint_sequence(storage, findings)
+def _check_log(storage: Storage, findings: list[Finding]) -> _LogScan:
+    """Every entry parsed; gaps and bad entries reported."""
+    checkpointed = {r.sequence: r for r in _checkpoint(storage, findings)}
+    checkpoint = len(checkpointed)
     sequences = []
     for name in storage.list_names(LOG_DIR):
         sequence = entry_sequence(name.rstrip("/"))
         if sequence is None:
             continue
         sequences.append(sequence)
-    records: list[Revision] = []
+    parsed: dict[int, Revision] = {}
     bad: set[int] = set()
     for sequence in sorted(sequences):
         path = entry_path(sequence)
@@ -254,7 +166,7 @@ def _check_log(storage: Storage, findings: list[Finding]) -> tuple[list[Revision
             raw = storage.read(path)
             if raw is None:
                 raise StorageError(f"{path} is listed but cannot be read as a file")
-            records.append(parse_entry(raw, sequence, storage.uri))
+            parsed[sequence] = parse_entry(raw, sequence, storage.uri)
         except PathEscapeError as exc:
             bad.add(sequence)
             findings.append(Finding.of("path_escape", path, str(exc)))
@@ -262,16 +174,18 @@ def _check_log(storage: Storage, findings: list[Finding]) -> tuple[list[Revision
             bad.add(sequence)
             findings.append(Finding.of("log_entry_corrupt", path, str(exc)))
     previous = 0
+    missing: set[int] = set()
     for sequence in sorted(sequences):
         if sequence > previous + 1:
             first, last = previous + 1, sequence - 1
             covered = last <= checkpoint
-            missing = entry_path(first) if first == last else f"{entry_path(first)} … {last}"
+            missing |= set(range(first, last + 1))
+            gone = entry_path(first) if first == last else f"{entry_path(first)} … {last}"
             findings.append(
                 Finding.of(
                     "log_gap",
                     entry_path(first),
-                    f"log entries {missing} are missing while {entry_path(sequence)} exists"
+                    f"log entries {gone} are missing while {entry_path(sequence)} exists"
                     + (
                         f" (covered by checkpoint {checkpoint}: opens are not affected)"
                         if covered
@@ -284,51 +198,44 @@ def _check_log(storage: Storage, findings: list[Finding]) -> tuple[list[Revision
     lost = None if sequences else lost_log_evidence(storage)
     if lost:
         findings.append(Finding.of("log_missing", LOG_DIR, lost))
-    present = set(sequences) - bad
-    head = checkpoint
-    while head + 1 in present:
+    readable = {**checkpointed, **parsed}  # an entry a checkpoint holds opens from there
+    head = 0
+    while head + 1 in readable:
         head += 1
-    return records, head
+    damaged = frozenset(s for s in missing | bad if s not in checkpointed)
+    return _LogScan(
+        [readable[s] for s in sorted(readable)], head, damaged, max(sequences, default=0)
+    )
 
 
 def file_findings(
     storage: Storage,
     records: Sequence[Revision],
     removed: Collection[int],
-    listed: Collection[str],
+    checked: MutableMapping[str, StoredFile] | None = None,
 ) -> list[Finding]:
-    """Every file a not-removed entry references is inside the root, present and ends as a
-    Parquet file does (each distinct path checked once). ``listed``: the files a listing
-    found (others are looked up one by one)."""
+    """Every file a not-removed entry references is inside the root, present and a Parquet
+    file whose footer parses, and the files of each entry and table hold the rows the log
+    records (``integrity.write_findings``; each distinct path read once)."""
     findings: list[Finding] = []
-    checked: set[str] = set()
+    checked = {} if checked is None else checked
+    replaced = rebuilt(records, removed)  # damaged compactions no read uses any more
     for record in records:
         if record.sequence in removed:  # a vacuum removed their files on purpose
             continue
         for table, write in record.tables.items():
+            escaped = []
             for path in write.files:
-                if path in checked:
-                    continue
-                checked.add(path)
                 try:
                     storage.check_inside(path)
-                    if path in listed or storage.exists(path):
-                        tail = storage.read_tail(path, len(PARQUET_MAGIC))
-                        if tail is not None and tail != PARQUET_MAGIC:
-                            message = not_parquet(record.name, table, path)
-                            findings.append(Finding.of("corrupt_file", path, message))
-                        continue
                 except PathEscapeError as exc:
+                    escaped.append(path)
                     findings.append(Finding.of("path_escape", path, str(exc)))
-                    continue
-                findings.append(
-                    Finding.of(
-                        "missing_file",
-                        path,
-                        f"data file {path} of revision {record.name!r} (sequence "
-                        f"{record.sequence}), table {table!r}, is missing",
-                    )
-                )
+            if escaped:
+                continue
+            problems = write_findings(storage, record, table, checked)
+            by = replaced.get(record.name)
+            findings += problems if by is None else as_replaced(problems, by)
     return findings
 
 
@@ -378,25 +285,78 @@ def _check_states(view: LogView, findings: list[Finding]) -> None:
             findings.append(Finding.of("state_removed", state.major.name, str(exc)))
 
 
-def _check_description(storage: Storage, head: int, findings: list[Finding]) -> None:
-    raw = storage.read(DESCRIPTION)
-    if raw is None:
-        problem = f"is missing while the log has {head} revisions" if head else None
-    else:
-        try:
-            rows = pq.read_metadata(io.BytesIO(raw)).num_rows
-            problem = None if rows == head else f"lists {rows} revisions, the log has {head}"
-        except (pa.ArrowException, ValueError, OSError) as exc:
-            problem = f"is not readable Parquet ({exc})"
-    if problem:
-        findings.append(Finding.of("description_stale", DESCRIPTION, f"{DESCRIPTION} {problem}"))
+def _check_description(storage: Storage, scan: _LogScan, findings: list[Finding]) -> dict[int, str]:
+    """description.parquet against the log: entries it lists after the log's last one
+    were committed and lost (``log_head_lost``); a missing, damaged or lagging one is
+    stale. Returns the names it gives the entries the log lacks or cannot read, when it
+    agrees with every entry the log can read (else it names nothing)."""
+    stored = read_description(storage)
+    rows = stored.to_pylist() if stored is not None else []
+    names = {row["sequence"]: row["name"] for row in rows}
+    agrees = [row["sequence"] for row in rows] == list(range(1, len(rows) + 1)) and all(
+        names[r.sequence] == r.name for r in scan.records if r.sequence in names
+    )
+    lost = [row for row in rows if row["sequence"] > scan.last] if agrees else []
+    for row in lost:
+        path = entry_path(row["sequence"])
+        message = (
+            f"{DESCRIPTION} lists entry {row['sequence']} ({row['kind']} {row['name']!r}"
+            + (f" of {', '.join(row['tables'])}" if row["tables"] else "")
+            + f") after the log's last entry {scan.last}: it was committed (the description "
+            f"is rewritten only after a commit) and {path} is lost" + _folder_evidence(storage, row)
+        )
+        findings.append(Finding.of("log_head_lost", path, message))
+    if not lost:
+        head = scan.head
+        if stored is None:
+            raw = storage.read(DESCRIPTION)
+            problem = (
+                (f"is missing while the log has {head} revisions" if head else None)
+                if raw is None
+                else "is not readable Parquet of this version"
+            )
+        else:
+            problem = (
+                None if len(rows) == head else f"lists {len(rows)} revisions, the log has {head}"
+            )
+        if problem:
+            message = f"{DESCRIPTION} {problem}"
+            findings.append(Finding.of("description_stale", DESCRIPTION, message))
+    named = scan.damaged | {row["sequence"] for row in lost}
+    return {s: names[s] for s in named if s in names} if agrees else {}
+
+
+def _folder_evidence(storage: Storage, row: Mapping[str, Any]) -> str:
+    """What the folder of a lost entry holds against what description.parquet recorded."""
+    if row["kind"] not in (MAJOR, MINOR, COMPACTION):
+        return ""
+    folder = row["name"]
+    data = [f for f in storage.list_files(folder) if f.path.endswith(".parquet")]
+    held = (
+        f"{len(data)} data file{'s' if len(data) != 1 else ''} ({sum(f.size for f in data)} bytes)"
+    )
+    recorded = f"{row['files']} ({row['bytes']} bytes)"
+    if not data:
+        return f"; its folder {folder!r} holds no data file (it recorded {recorded})"
+    if (len(data), sum(f.size for f in data)) == (row["files"], row["bytes"]):
+        return f"; its folder {folder!r} holds its data: {held}, as it recorded"
+    return f"; its folder {folder!r} holds {held}, it recorded {recorded}"
 
 
 def _check_leftovers(
-    storage: Storage, records: list[Revision], paths: Iterable[str], findings: list[Finding]
+    storage: Storage,
+    records: list[Revision],
+    paths: Iterable[str],
+    scan: _LogScan,
+    described: Mapping[int, str],
+    findings: list[Finding],
 ) -> None:
+    """Temporary files, nested datasets, and folders no readable entry references: those
+    of a missing or damaged entry (named by description.parquet, or any while one is
+    unnamed) are kept for the repair; the others are orphans."""
     used = {r.name for r in records}
     used |= {f.split("/", 1)[0] for r in records for w in r.tables.values() for f in w.files}
+    unnamed = sorted(s for s in scan.damaged if s not in described)
     paths = list(paths)
     for path in paths:
         if is_temp_name(path.rsplit("/", 1)[-1]):
@@ -410,16 +370,64 @@ def _check_leftovers(
         except PathEscapeError as exc:
             findings.append(Finding.of("path_escape", folder, str(exc)))
             continue
-        if name.endswith("/") and folder[0] not in "_." and folder not in used:
-            if holds_log(folder, paths):
-                message = f"folder {folder!r} holds a dataset of its own"
-                findings.append(Finding.of("nested_dataset", folder, message))
-                continue
+        if not name.endswith("/") or folder[0] in "_." or folder in used:
+            continue
+        if holds_log(folder, paths):
+            message = f"folder {folder!r} holds a dataset of its own"
+            findings.append(Finding.of("nested_dataset", folder, message))
+            continue
+        owner = next(
+            (s for s, n in sorted(described.items()) if folder == n or folder.startswith(f"{n}-")),
+            None,
+        )
+        if owner is not None:
+            message = (
+                f"folder {folder!r} holds the data of log entry {owner} ({described[owner]!r} "
+                f"in {DESCRIPTION}), which is missing or damaged"
+            )
+        elif unnamed:
+            message = (
+                f"folder {folder!r} belongs to no readable entry and may hold the data of log "
+                f"entries {unnamed}, which are missing or damaged ({DESCRIPTION} does not name "
+                "them)"
+            )
+        else:
+            message = f"folder {folder!r} belongs to no committed revision"
+            findings.append(Finding.of("orphan_folder", folder, message))
+            continue
+        findings.append(Finding.of("folder_of_damaged_entry", folder, message))
+
+
+def _check_upstreams(
+    root: str,
+    records: Sequence[Revision],
+    options: Mapping[str, object],
+    findings: list[Finding],
+) -> None:
+    """A position this dataset recorded past its upstream's head proves the upstream lost
+    entries (``upstream_head_lost``). Upstreams that cannot be read are `lag`'s to report."""
+    positions: dict[tuple[str, str], int] = {}
+    for (_own, dataset, table), position in recorded_positions(records).items():
+        positions[dataset, table] = max(positions.get((dataset, table), 0), position)
+    heads: dict[str, int | None] = {}
+    for (dataset, table), position in sorted(positions.items()):
+        if dataset not in heads:
+            try:
+                s3 = "://" in dataset and not dataset.startswith("file://")
+                log = RevisionLog(open_storage(dataset, **(options if s3 else {}))).refresh()
+                heads[dataset] = log[-1].sequence if log else None
+            except RevisionsError:
+                heads[dataset] = None
+        head = heads[dataset]
+        if head is not None and position > head:
+            shown = stored_dataset(root, dataset)
             findings.append(
                 Finding.of(
-                    "orphan_folder",
-                    folder,
-                    f"folder {folder!r} belongs to no committed revision",
+                    "upstream_head_lost",
+                    "",
+                    f"this dataset recorded position {position} in {shown}#{table}, whose log "
+                    f"ends at sequence {head}: the upstream lost the entries after {head} "
+                    "that this dataset consumed",
                 )
             )
 
@@ -478,6 +486,29 @@ def revision_counts(
         )
         found.append(RevisionCounts(task, *values))
     return found
+
+
+#: the checks ``verify --deep`` adds, as its ``deep_checks_skipped`` finding names them
+DEEP_CHECKS = (
+    "rows, tombstones, null and duplicated ids of every live revision against its log entry",
+    "what each purge removed (purge_lost_rows)",
+)
+
+
+def deep_skipped(findings: Sequence[Finding]) -> Finding | None:
+    """The finding that says the deep checks did not run, when ``findings`` (those of
+    ``verify_storage``) hold an error: data a damaged log or file stands for cannot be
+    read whole. None when they may run."""
+    errors = sorted({f.kind for f in findings if f.severity == "error"})
+    if not errors:
+        return None
+    count = sum(f.severity == "error" for f in findings)
+    return Finding.of(
+        "deep_checks_skipped",
+        "",
+        f"the deep checks did not run ({'; '.join(DEEP_CHECKS)}): the other checks found "
+        f"{count} error{'s' if count != 1 else ''} ({', '.join(errors)})",
+    )
 
 
 def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[Finding]:
@@ -593,3 +624,18 @@ def purge_findings(spark: SparkSession, storage: Storage, view: LogView) -> list
                     )
                 )
     return findings
+
+
+__all__ = [
+    "DEEP_CHECKS",
+    "KINDS",
+    "Finding",
+    "RevisionCounts",
+    "deep_findings",
+    "deep_skipped",
+    "file_findings",
+    "purge_findings",
+    "revision_counts",
+    "verify",
+    "verify_storage",
+]

@@ -1,51 +1,67 @@
 """The reads both handles offer, written once: ``RevisionedDataset`` (Spark) and
-``DatasetReader`` (Polars) differ only in their executor and in how a result is handed over.
+``DatasetReader`` (Polars) differ only in their executor, their file gate and how a scan
+is converted.
 
-Each read takes one snapshot of the log when it starts, plans on it (``read/plan/``) and
-runs the plan on the handle's executor (``read/execute/``).
+Every read is a scan (``read/scan.py``): one ``ReadRequest`` bound to one snapshot of the
+log, planned once (``read/plan/``) and run on the handle's executor (``read/execute/``).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from ..arguments import check_text
-from ..columns import REVISION_COLUMNS
+from ..deprecation import deprecated
+from ..errors import UnsupportedConversionError
+from ..log.consumers import consumer_position
 from ..log.records import Revision
+from ..log.view import LogView
 from ..timeutil import TimeLike
-from .execute.changes import read_changes
-from .execute.frames import Executor, Rows, lazy
-from .execute.history import read_history
-from .plan.refs import Position, find_revision
-from .plan.requests import Snapshot, plan_changes, plan_history, plan_state, project
-from .plan.scans import current_schema
-from .plan.schema import Schema, names
+from .execute.files import FileGate
+from .execute.frames import Executor
+from .plan.as_of_join import plan_as_of_join
+from .plan.refs import Position
+from .plan.requests import ReadRequest
+from .plan.scans import head_plan
+from .plan.schema import Schema
+from .plan.spans import EVENT, KnownAt, warn_known_at_none
 from .results import ChangeSet, TableInfo
+from .scan import DatasetSnapshot, Scan
 
 Frame = TypeVar("Frame")
 SchemaT = TypeVar("SchemaT")
 
 
 class DatasetReads(ABC, Generic[Frame, SchemaT]):
-    """Reads of one dataset: revisions, tables, state, changes and history.
+    """Reads of one dataset: snapshots, scans, and the reads made of them.
 
-    A subclass gives the root, the executor, a fresh snapshot of the log, its engine's
-    schema type, how a filter applies, and how lazy frames become its results.
+    A subclass gives the root, the executor, the file gate, a view of the log (caught up or
+    not), its engine's schema and filter types, how lazy frames become its results, and
+    the conversions of a scan it offers (the others raise ``UnsupportedConversionError``).
     """
 
     root: str
     _executor: Executor[Any]
+    _gate: FileGate
+    #: the handle that offers what this one does not (named in errors)
+    _other_handle: str
+    #: the frame type ``scan()`` returned before it returned a ``Scan`` (its methods are
+    #: forwarded to ``to_polars()`` with a DeprecationWarning), or None
+    _frame_type: type | None = None
 
     @abstractmethod
-    def snapshot(self) -> Snapshot:
-        """One frozen view of the log, caught up with commits by others: what a read plans
-        from (each read takes one when it starts)."""
+    def _log_view(self, refresh: bool) -> LogView:
+        """The log as this handle holds it, first caught up with storage if ``refresh``."""
 
     @abstractmethod
     def _schema(self, schema: Schema) -> SchemaT:
         """A read schema in the engine's types."""
+
+    @abstractmethod
+    def _check_filter(self, condition: Any, call: str) -> None:
+        """Refuse a filter that is not the engine's expression type."""
 
     @abstractmethod
     def _filtered(self, frame: Any, condition: Any) -> Any:
@@ -56,36 +72,70 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
         """The results of a read from its executor's frames (``what`` names the read in
         errors)."""
 
+    @abstractmethod
+    def _log_frame(self) -> Any:
+        """The log as a frame, one row per entry (``inspect.log()``)."""
+
     # -- the log --------------------------------------------------------------------------
+
+    def snapshot(self, *, refresh: bool = True) -> DatasetSnapshot[Frame, SchemaT]:
+        """One frozen state of the log: what reads plan from (``DatasetSnapshot``). Its
+        scans and lists all see the same revisions, however many commits land meanwhile.
+
+        ``refresh=False``: the log as this handle last read it (when it opened, or at its
+        last read), without reading storage; by default it first catches up with commits
+        by others."""
+        return DatasetSnapshot(self, self._log_view(refresh))
 
     def revisions(self, table: str | None = None) -> list[Revision]:
         """Every log entry as committed (maintenance entries included), or the data
         revisions of a table as reads see them (a purge's swaps applied)."""
-        check_text(table, "table", optional=True)
-        view = self.snapshot().view
-        return list(view.logged) if table is None else view.table_revisions(table)
+        return self.snapshot().revisions(table)
 
     def revision(self, ref: Position, *, table: str | None = None) -> Revision:
         """An entry by name (or a unique prefix of one) or sequence, or a data revision by
         ``HEAD`` or ``HEAD~n``: n data revisions back among those of ``table``, as reads
         count them (without a table: among the data revisions of every table). Maintenance
         entries are never counted."""
-        check_text(table, "table", optional=True)
-        return find_revision(self.snapshot().view.logged, ref, table)
+        return self.snapshot().revision(ref, table=table)
 
     def tables(self) -> dict[str, TableInfo[SchemaT]]:
         """Every table with its id columns and its current schema (latest major + additions)."""
-        view = self.snapshot().view
-        return {
-            name: TableInfo(
-                name,
-                tuple(view.table_revisions(name)[-1].tables[name].id_columns),
-                self._schema(current_schema(view, name)),
-            )
-            for name in view.tables()
-        }
+        return self.snapshot().tables()
+
+    @property
+    def inspect(self) -> DatasetInspection:
+        """What the log says about the dataset, as tables and counts: ``log()``,
+        ``revisions_on_base(table)``, ``upstream_position(...)``."""
+        return DatasetInspection(self)
 
     # -- reads ----------------------------------------------------------------------------
+
+    def scan(
+        self,
+        table: str,
+        *,
+        as_of: TimeLike | None = None,
+        at: Position = None,
+        known_at: TimeLike | None = None,
+        columns: Sequence[str] | None = None,
+        filter: Any = None,
+        with_revision: bool = False,
+    ) -> Scan[Frame]:
+        """A read of ``table`` on a fresh snapshot of the log, not run yet (``Scan``): the
+        options are ``read``'s; its builders (``select``, ``filter``, ``changes``,
+        ``history``, ...) return new scans, its conversions (``to_polars``,
+        ``to_spark``, ``to_arrow``, ``to_batches``, ``to_pandas``, ``count``,
+        ``plan_files``, ``download``) run it."""
+        return self.snapshot().scan(
+            table,
+            as_of=as_of,
+            at=at,
+            known_at=known_at,
+            columns=columns,
+            filter=filter,
+            with_revision=with_revision,
+        )
 
     def read(
         self,
@@ -103,30 +153,22 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
         position (``at``: ``HEAD~n``, a revision name or a sequence), by the rules of
         docs/concepts/read-semantics.md.
 
-        ``columns``: the value columns to return (the id columns always come first; only
-        those are read from the files). ``filter``: a condition on the merged state, on
-        any column (a Spark Column or SQL text on Spark, a Polars expression in
+        ``columns``: the columns to return (the id columns always come first; only those
+        are read from the files). ``filter``: a condition on the merged state, on any
+        column (a Spark Column or SQL text on Spark, a Polars expression in
         ``DatasetReader``): it never brings back an older row of an entity whose newest
-        row it drops.
+        row it drops. ``scan(...)`` with the same options, run.
         """
-        projected = columns if filter is None else None
-        plan = plan_state(
-            self.snapshot(),
+        scan = self.scan(
             table,
             as_of=as_of,
             at=at,
             known_at=known_at,
-            columns=projected,
+            columns=columns,
+            filter=filter,
             with_revision=with_revision,
         )
-        frame = self._executor.merge(plan.rows, Rows(with_revision=with_revision))
-        if filter is not None:
-            frame = self._filtered(frame, filter)
-            if columns is not None:
-                wanted = names(project(plan.rows, columns, "read").schema)
-                system = REVISION_COLUMNS if with_revision else ()
-                frame = lazy(frame).select(*wanted, *system).to_native()
-        return self._results([frame], plan.rows.what)[0]
+        return scan.read()
 
     def changes(
         self,
@@ -150,32 +192,24 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
         only the entities whose row hash differs from the state before the window
         (tombstones and null hashes always count): a rewrite of the same values is no
         change. A reset carries ``changed`` either way (see ``ChangeSet``). ``columns``:
-        only changes of these value columns count, for ``only_changed`` and ``changed``
-        (their hash is computed at read time, old rows included); rows keep every column.
+        only changes of these columns count, for ``only_changed`` and ``changed`` (their
+        hash is computed at read time, old rows included; an id column counts for
+        nothing); rows keep every column. ``scan(table).changes(...)``, run.
         """
-        plan = plan_changes(
-            self.snapshot(),
+        request = ReadRequest(
             table,
+            "changes",
+            at=at,
+            known_at=known_at,
+            columns=columns,
+            with_revision=with_revision,
             since=since,
             until=until,
             since_sequence=since_sequence,
             until_sequence=until_sequence,
-            at=at,
-            known_at=known_at,
-            with_revision=with_revision,
             only_changed=only_changed,
-            columns=columns,
         )
-        df, changed = read_changes(self._executor, plan, with_revision=with_revision)
-        results = self._results([df] if changed is None else [df, changed], plan.what)
-        return ChangeSet(
-            df=results[0],
-            is_reset=plan.is_reset,
-            revisions=plan.window,
-            since_sequence=plan.since_sequence,
-            until_sequence=plan.until_sequence,
-            changed=results[1] if changed is not None else None,
-        )
+        return Scan(self.snapshot(), request).to_changes()
 
     def history(
         self,
@@ -192,10 +226,104 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
         ``is_current``, ``is_deleted`` and ``_revision``; one row per version of an entity.
         ``until``: the history as known at that logical time (like ``read(as_of=until)``);
         ``since``: only the versions still valid after it; ``known_at``: as the revisions
-        committed by then told it; ``columns``: the history of these value columns only (a
-        version opens where one of them changes).
+        committed by then told it; ``columns``: the history of these columns only (a
+        version opens where one of them changes). ``scan(table).history(...)``, run.
         """
-        plan = plan_history(
-            self.snapshot(), table, since=since, until=until, known_at=known_at, columns=columns
+        request = ReadRequest(
+            table, "history", known_at=known_at, columns=columns, since=since, until=until
         )
-        return self._results([read_history(self._executor, plan)], plan.what)[0]
+        return Scan(self.snapshot(), request).read()
+
+    def as_of_join(
+        self,
+        events_df: Any,
+        table: str,
+        *,
+        event_time: str,
+        on: Sequence[str] | Mapping[str, str],
+        known_at: KnownAt = EVENT,
+        columns: Sequence[str] | None = None,
+    ) -> Any:
+        """A point-in-time join: each row of ``events_df`` with the row of ``table`` as of
+        its ``event_time``, as known at ``known_at`` (``read/plan/as_of_join.py``), then the
+        table's value columns and ``_revision`` (the revision that wrote the row); nulls
+        where the entity did not exist then or was deleted. Every event row is kept.
+
+        ``known_at``: ``"event"`` (the default: what was committed by each event's own
+        time, so corrections made later never leak into a training set),
+        ``"all_committed"`` (every revision committed so far, corrections included) or an
+        aware time. ``on``: the event columns matching the id columns (a list of shared
+        names, or ``{event column: id column}``). ``columns``: only these value columns.
+        ``events_df``: a Spark DataFrame on Spark; a Polars DataFrame or LazyFrame (a lazy
+        one gives a lazy result), or a pandas DataFrame, in ``DatasetReader``.
+        """
+        if known_at is None:
+            warn_known_at_none(stacklevel=2)
+        plan = plan_as_of_join(self.snapshot(), table, known_at=known_at, columns=columns)
+        self._gate.check(table, plan.files)
+        frame = self._executor.as_of_join(plan, events_df, event_time=event_time, on=on)
+        return self._joined(frame, events_df, plan.what)
+
+    def _joined(self, frame: Any, events_df: Any, what: str) -> Any:
+        """The result of a point-in-time join, as the handle's other reads hand theirs over."""
+        return self._results([frame], what)[0]
+
+    @deprecated("ds.log()", "ds.inspect.log()")
+    def log(self) -> Any:
+        """Deprecated: ``inspect.log()``."""
+        return self.inspect.log()
+
+    # -- the conversions of a scan (``read/scan.py``): each handle overrides what it offers
+
+    def _unsupported(self, conversion: str) -> UnsupportedConversionError:
+        return UnsupportedConversionError(
+            f"{conversion}() is not offered by {type(self).__name__} (reading {self.root}): "
+            f"open {self._other_handle}(root) and call scan(...).{conversion}() there"
+        )
+
+    def _to_polars(self, scan: Scan[Frame]) -> Any:
+        raise self._unsupported("to_polars")
+
+    def _to_spark(self, scan: Scan[Frame]) -> Any:
+        raise self._unsupported("to_spark")
+
+    def _to_batches(self, scan: Scan[Frame], batch_size: int | None) -> Any:
+        raise self._unsupported("to_batches")
+
+    def _download(self, scan: Scan[Frame]) -> Any:
+        raise self._unsupported("download")
+
+    @abstractmethod
+    def _to_arrow(self, scan: Scan[Frame]) -> Any: ...
+
+    @abstractmethod
+    def _count(self, scan: Scan[Frame]) -> int: ...
+
+
+class DatasetInspection:
+    """What the log says about a dataset (``ds.inspect``), read on a fresh snapshot."""
+
+    def __init__(self, reads: DatasetReads[Any, Any]):
+        self._reads = reads
+
+    def log(self) -> Any:
+        """One row per log entry, in sequence order: the columns of the storage layout's
+        description log, the ``kind`` of each entry and whether a vacuum removed its files
+        (``vacuumed``, ``vacuumed_by``). A pandas DataFrame on ``RevisionedDataset``, a
+        Polars DataFrame on ``DatasetReader``."""
+        return self._reads._log_frame()
+
+    def revisions_on_base(self, table: str) -> int:
+        """How many revisions a default read of ``table`` merges on top of its base (the
+        governing major, or the compaction it uses): what ``compact_after`` bounds."""
+        check_text(table, "table")
+        return head_plan(self._reads.snapshot().view, table).on_base
+
+    def upstream_position(self, dataset: str, table: str, consumer_table: str | None = None) -> int:
+        """The last upstream sequence this dataset recorded as consumed from ``table`` of
+        ``dataset`` (0 if none); ``consumer_table``: as recorded by that table's commits."""
+        check_text(dataset, "dataset")
+        check_text(table, "table")
+        check_text(consumer_table, "consumer_table", optional=True)
+        records = self._reads.snapshot().view.logged
+        return consumer_position(records, dataset, table, consumer_table)

@@ -90,10 +90,11 @@ def commit_run(ds: RevisionedDataset, s: RunSlice, rows: DataFrame) -> Committed
 
 def compaction_after(ds: RevisionedDataset, s: RunSlice) -> Revision | None:
     """The compaction of the slice's table after the run's commit: the one the dataset's
-    ``compact_after`` policy made, or, when the run forces one, ``ds.compact(table)``."""
-    done = [c for c in ds.last_compactions if s.table in c.tables]
+    ``compact_after`` policy made, or, when the run forces one,
+    ``ds.maintenance.compact(table)``."""
+    done = [c for c in ds.maintenance.last_compactions if s.table in c.tables]
     if not done and s.force_compaction and s.table in ds.tables():
-        done = [c for c in [ds.compact(s.table)] if c is not None]
+        done = [c for c in [ds.maintenance.compact(s.table)] if c is not None]
     return done[-1] if done else None
 
 

@@ -33,11 +33,11 @@ from ..log.records import UpstreamPosition
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
 from ..read.execute.changes import state_hashes
+from ..read.execute.files import FileGate
 from ..read.execute.spark import SparkExecutor, state_schemas
-from ..read.plan.requests import state_before
-from ..read.plan.scans import plan_merge
+from ..read.plan.requests import Snapshot, StatePlan, plan_state
+from ..read.plan.scans import MergePlan
 from ..read.plan.schema import value_columns
-from ..read.plan.selection import state_selection
 from ..timeutil import TimeLike, to_utc
 from ..uris import describe
 from .file_size import rows_per_file
@@ -53,18 +53,21 @@ from .validation import check_compatible, check_name, data_schema
 
 
 class CommitPlanner:
-    """Plans the commits of one dataset handle: its log, its executor (for the states a
-    carrying major or a skip-unchanged minor compares with), and its id columns."""
+    """Plans the commits of one dataset handle: its log, its executor and file gate (for the
+    states a carrying major or a skip-unchanged minor compares with, read as any state
+    read is: ``read/plan/requests.py``), and its id columns."""
 
     def __init__(
         self,
         revision_log: RevisionLog,
         executor: SparkExecutor,
+        gate: FileGate,
         declared: Mapping[str, tuple[str, ...]] | None,
         default_ids: tuple[str, ...] | None,
     ):
         self._log = revision_log
         self._executor = executor
+        self._gate = gate
         self._declared = declared
         self._default_ids = default_ids
 
@@ -144,7 +147,6 @@ class CommitPlanner:
         ``required`` (``carry=True``) raises where a complete major would be written."""
         view = self._log.view()
         table = staged.table
-        what = f"state of table {table!r} carried by a major"
         if table not in view.tables():
             if required:
                 raise NoMajorRevisionError(
@@ -152,44 +154,42 @@ class CommitPlanner:
                     "major first"
                 )
             return
-        history = view.table_revisions(table)
         try:
-            selection = state_selection(history, table, timestamp)
-            plan_merge(view, selection, what)
+            state = self._state(view, table, timestamp)
             if required and DELETED in df.columns:
                 complete_for_tombstones(view, staged)
             # the carried rows must read as rows of the new state: it keeps every column
             _major, current = state_schemas(view, table)
             check_compatible(table, major=current, current=current, new=staged.schema)
-            carries = tuple(r.sequence for r in selection.merge)
+            carries = tuple(r.sequence for r in state.selection.merge)
             check_carried(view, table, timestamp, carries, self._log.head)
         except (NoMajorRevisionError, RetentionError, SchemaMismatchError):
             if required:
                 raise
             return  # nothing to carry: the major is written complete
-        replaced = None
-        if skip or not required:
-            replaced = self._hashes(view, table, timestamp, what)
-            if replaced is None and not required:
-                return  # a complete offer needs the state to compare with
         staged.carries = carries
         staged.compared_with = self._log.head
         staged.complete_offer = not required
-        staged.replaced = replaced
+        staged.replaced = self._hashes(state.rows) if skip or not required else None
 
     def replaced_hashes(self, table: str, timestamp: datetime) -> DataFrame | None:
         """The (ids, ``_row_hash``) of the rows a minor stamped ``timestamp`` replaces: the
-        state as of its timestamp (the rows its own would follow in key order)."""
-        what = f"state of table {table!r} before a skip-unchanged minor"
-        return self._hashes(self._log.view(), table, timestamp, what)
+        state as of its timestamp (the rows its own would follow in key order); None when
+        there is none (no major by then, or its files are gone)."""
+        try:
+            plan = self._state(self._log.view(), table, timestamp).rows
+        except (NoMajorRevisionError, RetentionError):
+            return None
+        return self._hashes(plan)
 
-    def _hashes(
-        self, view: LogView, table: str, timestamp: datetime, what: str
-    ) -> DataFrame | None:
-        """The (ids, ``_row_hash``) of the state as of ``timestamp``; None when there is none
-        (no major by then, or its files are gone)."""
-        plan = state_before(view, table, timestamp, None, None, f"{self._log.storage.uri}: {what}")
-        return state_hashes(self._executor, plan) if plan is not None else None
+    def _state(self, view: LogView, table: str, timestamp: datetime) -> StatePlan:
+        """The plan of the state of ``table`` as of ``timestamp``, as a state read plans it."""
+        return plan_state(Snapshot(self._log.storage.uri, view), table, as_of=timestamp)
+
+    def _hashes(self, plan: MergePlan) -> DataFrame:
+        """The (ids, ``_row_hash``) of the state ``plan`` reads, its files gated first."""
+        self._gate.check(plan.table, plan.files)
+        return state_hashes(self._executor, plan)
 
 
 def _field_versions(

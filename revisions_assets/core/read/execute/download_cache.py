@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ...errors import MissingFileError, NotCachedError
+from ...errors import NotCachedError
 from ...log.layout import LAST_CHECKPOINT, LOG_DIR, LOG_MARKER, checkpoint_path, is_temp_name
 from ...log.records import Revision
 from ...log.revision_log import checkpoint_table
@@ -51,7 +51,8 @@ class DownloadCache:
         return self.folder.joinpath(*rel.split("/"))
 
     def local(self, files: Sequence[str], owner: Callable[[str], str]) -> list[str]:
-        """The local paths of ``files``, fetching those not cached yet."""
+        """The local paths of ``files``, fetching those not cached yet (a file the source
+        lacks stays absent: the file gate, ``execute/files.py``, names it)."""
         missing = [f for f in dict.fromkeys(files) if not self.path(f).is_file()]
         if missing:
             if self.source is None:
@@ -61,21 +62,17 @@ class DownloadCache:
                     + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
                     + "; open the reader online (offline=False) or download() it first"
                 )
-            self._fetch(missing, owner)
+            self._fetch(missing)
         return [str(self.path(f)) for f in files]
 
-    def _fetch(self, files: Sequence[str], owner: Callable[[str], str]) -> None:
+    def _fetch(self, files: Sequence[str]) -> None:
         source = self.source
         assert source is not None
 
         def fetch(rel: str) -> int:
             data = source.read(rel)
             if data is None:
-                raise MissingFileError(
-                    f"{source.uri}: data file {rel} of revision {owner(rel)!r} is missing: the "
-                    "dataset is damaged; run `revisions verify` and see 'Recovering a damaged "
-                    "dataset' in the docs"
-                )
+                return 0
             _write_atomically(self.path(rel), data)
             return len(data)
 

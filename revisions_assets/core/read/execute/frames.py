@@ -20,6 +20,7 @@ from typing import Any, Generic, TypeVar
 import narwhals as nw
 
 from ...columns import DELETED, REVISION_COLUMNS, ROW_HASH, SOURCE_SEQUENCE
+from ..plan.as_of_join import AsOfJoinPlan
 from ..plan.scans import MergePlan, ScanTask
 from ..plan.schema import Schema, names
 
@@ -59,11 +60,6 @@ class SpanScan:
     #: a compaction whose rows stand for tasks: the sequence that wrote a row -> its indexes
     base: ScanTask | None = None
     base_orders: tuple[tuple[int, tuple[int, ...]], ...] = ()
-
-    @property
-    def files(self) -> list[tuple[str, str]]:
-        tasks = [*self.tasks, *([self.base] if self.base else [])]
-        return [(t.entry, f) for t in tasks for f in t.files]
 
 
 def system_columns(rows: Rows) -> list[str]:
@@ -123,6 +119,11 @@ class Executor(ABC, Generic[Frame]):
         """Every row of every task of ``scan`` with ``SPAN_ORDER`` (its task's ``order``),
         and the rows of ``scan.base`` once per index its writer maps to, each with the
         values of ``scan.values`` at its index."""
+
+    @abstractmethod
+    def as_of_join(self, plan: AsOfJoinPlan, events: Any, *, event_time: str, on: object) -> Frame:
+        """Every row of ``events`` (the engine's frame) with the row of ``plan``'s table as
+        of its ``event_time``, as the plan knows it (``read/plan/as_of_join.py``)."""
 
 
 def lazy(native: Any) -> nw.LazyFrame:

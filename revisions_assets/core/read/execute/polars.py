@@ -35,9 +35,11 @@ from typing import Any
 import polars as pl
 
 from ...columns import DELETED, REVISION_COLUMNS, ROW_HASH, SOURCE_SEQUENCE
+from ..plan.as_of_join import AsOfJoinPlan
 from ..plan.scans import MergePlan, ScanTask
 from ..plan.schema import Schema, agrees
 from .frames import SPAN_ORDER, Executor, Rows, SpanScan
+from .polars_as_of_join import polars_as_of_join
 
 #: turns the log's relative file paths into local paths (fetching them into a cache first)
 LocalFiles = Callable[[Sequence[str]], list[str]]
@@ -334,6 +336,11 @@ class PolarsExecutor(Executor[pl.LazyFrame]):
         if DELETED in frame.collect_schema():
             hashed = pl.when(~pl.col(DELETED)).then(hashed)
         return frame.with_columns(hashed.alias(ROW_HASH))
+
+    def as_of_join(
+        self, plan: AsOfJoinPlan, events: Any, *, event_time: str, on: object
+    ) -> pl.LazyFrame:
+        return polars_as_of_join(self, plan, events, event_time=event_time, on=on)
 
     def span_rows(self, scan: SpanScan) -> pl.LazyFrame:
         scanner = Scanner(self.local, scan.schema, {})

@@ -25,16 +25,18 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructType, TimestampType
 
 from ...columns import DELETED, ROW_HASH, SOURCE_SEQUENCE
-from ...errors import MissingFileError, RevisionsError, StorageError
+from ...errors import RevisionsError, StorageError
 from ...hashing import row_hash
 from ...log.view import LogView
 from ...spark_errors import storage_cause
 from ...sqltext import quoted
 from ...storage.base import Storage
 from ...timeutil import to_micros
+from ..plan.as_of_join import AsOfJoinPlan
 from ..plan.scans import MergePlan, current_schema, major_schema
 from ..plan.schema import Schema
-from .files import check_data_files
+from .as_of_join import spark_as_of_join
+from .files import missing_file_error
 from .frames import SMALL_ROWS, SPAN_ORDER, STATE, Executor, Rows, SpanScan
 from .spark_scan import (
     ORDER,
@@ -141,7 +143,8 @@ def latest_frame(
 
 class SparkExecutor(Executor[DataFrame]):
     """Runs plans on Spark: the session (asked for only when a read runs), where the files
-    are, the merge strategy, and the data files already found to be Parquet."""
+    are, and the merge strategy. The files of a plan have passed the file gate
+    (``execute/files.py``) first."""
 
     def __init__(
         self, storage: Storage, spark: Callable[[], SparkSession], strategy: MergeStrategy
@@ -149,8 +152,6 @@ class SparkExecutor(Executor[DataFrame]):
         self.storage = storage
         self._spark = spark
         self.strategy = strategy
-        #: data files whose last bytes were found to be Parquet (``execute/files.py``)
-        self.checked: set[str] = set()
 
     @property
     def spark(self) -> SparkSession:
@@ -158,7 +159,6 @@ class SparkExecutor(Executor[DataFrame]):
 
     def merge(self, plan: MergePlan, rows: Rows = STATE) -> DataFrame:
         """The rows of ``plan`` as one Spark plan; a storage failure names the files."""
-        check_data_files(self.storage, plan.table, plan.files, self.checked)
         try:
             return super().merge(plan, rows)
         except RevisionsError:
@@ -169,10 +169,18 @@ class SparkExecutor(Executor[DataFrame]):
                 raise
             raise failure from exc
 
+    def as_of_join(
+        self, plan: AsOfJoinPlan, events: DataFrame, *, event_time: str, on: object
+    ) -> DataFrame:
+        return spark_as_of_join(
+            self.spark, self.storage, plan, events, event_time=event_time, on=on
+        )
+
     def read_failure(
         self, table: str, files: Sequence[tuple[str, str]], exc: BaseException
     ) -> StorageError | None:
-        """A storage failure of a read, naming the missing data files when files are gone."""
+        """A storage failure of a read, naming the missing data files when files are gone
+        (removed after the file gate passed them)."""
         cause = storage_cause(exc)
         if cause is None:
             return None
@@ -180,12 +188,7 @@ class SparkExecutor(Executor[DataFrame]):
         if not missing:
             return StorageError(f"read table {table!r} of {self.storage.uri}: {cause}")
         name, path = missing[0]
-        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        return MissingFileError(
-            f"{self.storage.uri}: data file {path} of revision {name!r}, table {table!r}, is "
-            f"missing{more}: the dataset is damaged; run ds.verify() and see 'Recovering a "
-            "damaged dataset' in the docs"
-        )
+        return missing_file_error(self.storage.uri, name, table, path, len(missing) - 1)
 
     def latest(self, plan: MergePlan, rows: Rows) -> DataFrame:
         return latest_frame(self.spark, self.storage, plan, rows, self.strategy)
@@ -221,7 +224,6 @@ class SparkExecutor(Executor[DataFrame]):
         return F.broadcast(frame)
 
     def span_rows(self, scan: SpanScan) -> DataFrame:
-        check_data_files(self.storage, scan.table, scan.files, self.checked)
         types = {"timestamp": TimestampType(), "string": StringType()}
         rows = revision_rows(
             self.spark, self.storage, scan.schema, scan.tasks, scan.base, scan.base_orders

@@ -1,9 +1,11 @@
 """What a read asks for, checked and planned: pure functions of one log snapshot.
 
 Every read of both engines — ``RevisionedDataset`` (Spark) and ``DatasetReader`` (Polars)
-— goes through these functions: they refuse the same inputs with the same errors, select
-the same revisions, and return one frozen plan that an executor (``read/execute/``) runs.
-A read takes one ``Snapshot`` of the log when it starts; nothing below refreshes it.
+— is a ``ReadRequest``, checked once when it is built, planned by ``plan_read`` on one
+snapshot of the log into one frozen plan that an executor (``read/execute/``) runs: the
+same inputs refused with the same errors, the same revisions selected. The scan value
+(``read/scan.py``) binds a request to a snapshot; the commit path and compaction plan the
+states they read the same way. Nothing below a snapshot refreshes the log.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any, Literal, Protocol
 
 from ...arguments import check_bool, check_sequence_number, check_text
 from ...errors import InvalidArgumentError, NoMajorRevisionError, RetentionError
 from ...log.records import Revision
 from ...log.view import Compaction, LogView
-from ...timeutil import TimeLike, to_utc
+from ...timeutil import to_utc
 from .refs import Position, resolve_position
 from .scans import (
     MergePlan,
@@ -38,21 +41,191 @@ from .selection import (
 from .spans import LiveSpan, live_spans
 
 
+class LogSnapshot(Protocol):
+    """What a plan reads: one frozen view of a dataset's log and the dataset's root (how
+    errors name it). ``Snapshot`` here, and the public ``DatasetSnapshot`` of the handles."""
+
+    @property
+    def root(self) -> str: ...
+
+    @property
+    def view(self) -> LogView: ...
+
+
 @dataclass(frozen=True)
 class Snapshot:
-    """One frozen view of a dataset's log, taken when a read starts, and the dataset's root
-    (how errors name it)."""
+    """One frozen view of a dataset's log, taken when a read starts, and the dataset's root."""
 
     root: str
     view: LogView
 
-    @property
-    def records(self) -> tuple[Revision, ...]:
-        return self.view.records
+
+#: the kinds of read: a state, the changes in a window, the SCD2 history
+ReadKind = Literal["state", "changes", "history"]
+_KIND_NAMES = {"state": "a state read", "changes": "a change read", "history": "a history"}
+#: how each kind is called in messages
+_CALLS: dict[str, str] = {"state": "read", "changes": "changes", "history": "history"}
+#: the options of each kind, and what to do instead of an option that does not apply
+_APPLIES: dict[str, frozenset[str]] = {
+    "state": frozenset({"as_of", "at", "known_at", "columns", "filters", "with_revision"}),
+    "changes": frozenset(
+        {
+            "at",
+            "known_at",
+            "columns",
+            "with_revision",
+            "since",
+            "until",
+            "since_sequence",
+            "until_sequence",
+            "only_changed",
+        }
+    ),
+    "history": frozenset({"known_at", "columns", "filters", "since", "until"}),
+}
+_INSTEAD = {
+    ("changes", "as_of"): "a change read's window is since/until",
+    ("changes", "filters"): "filter the frames of its ChangeSet",
+    ("history", "as_of"): "until gives the history as known at a logical time",
+    ("history", "at"): "known_at gives the history as known at a commit time",
+    ("history", "with_revision"): "every row of a history carries _revision",
+}
+#: what to do instead of an option of another kind of read, by kind
+_OTHER_KIND = {
+    "state": "it belongs to a change read or a history: scan(...).changes(...), .history(...)",
+    "changes": "it belongs to a state read or a history",
+    "history": "it belongs to a change read: scan(...).changes(...)",
+}
+_OPTION_NAMES = {"filters": "filter"}
+
+
+@dataclass(frozen=True, eq=False)
+class ReadRequest:
+    """What one read asks for, checked when built: a state (``kind="state"``), the changes
+    in a window (``"changes"``) or the SCD2 history (``"history"``) of ``table``. (Not
+    compared by value: its filters are engine expressions, whose ``==`` builds a filter.)
+
+    Times may be given as datetimes or ISO strings with an offset: once built they are aware
+    UTC datetimes; ``columns`` a tuple; ``filters`` the
+    conditions on the rows, in the handle's expression type (the handle checks it). An
+    option that does not apply to the kind is refused, naming what to use instead.
+    """
+
+    table: str
+    kind: ReadKind = "state"
+    as_of: datetime | None = None
+    at: Position = None
+    known_at: datetime | None = None
+    columns: Sequence[str] | None = None
+    filters: tuple[Any, ...] = ()
+    with_revision: bool = False
+    since: datetime | None = None
+    until: datetime | None = None
+    since_sequence: int | None = None
+    until_sequence: int | None = None
+    only_changed: bool = False
+
+    def __post_init__(self) -> None:
+        check_text(self.table, "table")
+        call = _CALLS[self.kind]
+        check_bool(self.with_revision, "with_revision")
+        check_bool(self.only_changed, "only_changed")
+        check_sequence_number(self.since_sequence, "since_sequence", optional=True)
+        check_sequence_number(self.until_sequence, "until_sequence", optional=True)
+        given = {
+            "as_of": self.as_of is not None,
+            "at": self.at is not None,
+            "known_at": self.known_at is not None,
+            "columns": self.columns is not None,
+            "filters": bool(self.filters),
+            "with_revision": self.with_revision,
+            "since": self.since is not None,
+            "until": self.until is not None,
+            "since_sequence": self.since_sequence is not None,
+            "until_sequence": self.until_sequence is not None,
+            "only_changed": self.only_changed,
+        }
+        for option, present in given.items():
+            if present and option not in _APPLIES[self.kind]:
+                instead = _INSTEAD.get((self.kind, option), _OTHER_KIND[self.kind])
+                raise InvalidArgumentError(
+                    f"{call}(): {_OPTION_NAMES.get(option, option)} does not apply to "
+                    f"{_KIND_NAMES[self.kind]} of table {self.table!r}: {instead}"
+                )
+        by_sequence = given["since_sequence"] or given["until_sequence"]
+        if by_sequence and (given["since"] or given["until"] or given["at"] or given["known_at"]):
+            raise InvalidArgumentError(
+                "changes(): give either since/until/at/known_at (times, a pinned position) or "
+                f"since_sequence/until_sequence, not both (got since={self.since!r}, "
+                f"until={self.until!r}, at={self.at!r}, known_at={self.known_at!r}, "
+                f"since_sequence={self.since_sequence}, until_sequence={self.until_sequence})"
+            )
+        for option in ("as_of", "since", "until", "known_at"):
+            value = getattr(self, option)
+            if value is not None:
+                object.__setattr__(self, option, to_utc(value, option))
+        if (
+            self.kind == "changes"
+            and self.since is not None
+            and self.until is not None
+            and self.since > self.until
+        ):
+            raise InvalidArgumentError(
+                f"changes(): since {self.since.isoformat()} is after until "
+                f"{self.until.isoformat()}; the window is (since, until]: swap them"
+            )
+        if None not in (self.since_sequence, self.until_sequence) and (
+            self.since_sequence > self.until_sequence
+        ):
+            raise InvalidArgumentError(
+                f"changes(): since_sequence {self.since_sequence} is after until_sequence "
+                f"{self.until_sequence}; swap them"
+            )
+        if self.columns is not None:
+            object.__setattr__(self, "columns", _column_names(self.columns, call))
+        object.__setattr__(self, "filters", tuple(self.filters))
 
     @property
-    def head(self) -> int:
-        return self.view.head
+    def call(self) -> str:
+        """How the read is called in messages: ``read``, ``changes`` or ``history``."""
+        return _CALLS[self.kind]
+
+
+def _column_names(columns: Any, call: str) -> tuple[str, ...]:
+    """``columns`` as a tuple of names: a list (or tuple) of strings, nothing else."""
+    if (
+        isinstance(columns, str)
+        or not isinstance(columns, Sequence)
+        or not all(isinstance(c, str) for c in columns)
+    ):
+        raise InvalidArgumentError(
+            f"{call}(): columns must be a list of column names, got {columns!r}"
+        )
+    return tuple(columns)
+
+
+def plan_read(snapshot: LogSnapshot, request: ReadRequest) -> StatePlan | ChangePlan | HistoryPlan:
+    """The plan of ``request`` on ``snapshot``: what every read runs."""
+    if request.kind == "changes":
+        return _plan_changes(snapshot, request)
+    if request.kind == "history":
+        return _plan_history(snapshot, request)
+    return _plan_state(snapshot, request)
+
+
+def plan_state(snapshot: LogSnapshot, table: str, **options: Any) -> StatePlan:
+    """The plan of a state read of ``table`` (``ReadRequest``'s options)."""
+    return _plan_state(snapshot, ReadRequest(table, **options))
+
+
+def plan_changes(snapshot: LogSnapshot, table: str, **options: Any) -> ChangePlan:
+    """The plan of a change read of ``table`` (``ReadRequest``'s options)."""
+    return _plan_changes(snapshot, ReadRequest(table, "changes", **options))
+
+
+def plan_history(snapshot: LogSnapshot, table: str, **options: Any) -> HistoryPlan:
+    """The plan of the SCD2 history of ``table`` (``ReadRequest``'s options)."""
+    return _plan_history(snapshot, ReadRequest(table, "history", **options))
 
 
 # -- state reads ------------------------------------------------------------------------------
@@ -60,37 +233,39 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class StatePlan:
-    """A state read: its selection and the merge that reads it."""
+    """A state read: its selection and the merge that reads it. ``select``: the columns to
+    return after the filters, when a filter may name a column the read does not return
+    (the merge then reads every column); None: the merge's columns."""
 
     selection: Selection
     rows: MergePlan
+    select: tuple[str, ...] | None = None
+
+    @property
+    def what(self) -> str:
+        return self.rows.what
+
+    @property
+    def files(self) -> list[tuple[str, str]]:
+        return self.rows.files
 
 
-def plan_state(
-    snapshot: Snapshot,
-    table: str,
-    *,
-    as_of: TimeLike | None = None,
-    at: Position = None,
-    known_at: TimeLike | None = None,
-    columns: Sequence[str] | None = None,
-    with_revision: bool = False,
-) -> StatePlan:
-    """The state of ``table`` as of a time, as known at a commit time and/or pinned at a
+def _plan_state(snapshot: LogSnapshot, request: ReadRequest) -> StatePlan:
+    """The state of a table as of a time, as known at a commit time and/or pinned at a
     position (docs/concepts/read-semantics.md); ``columns``: only these value columns."""
-    check_text(table, "table")
-    check_bool(with_revision, "with_revision")
-    as_of_utc = to_utc(as_of, "as_of") if as_of is not None else None
-    known_utc = to_utc(known_at, "known_at") if known_at is not None else None
-    pinned = resolve_position(snapshot.records, table, at)
+    table, as_of, known_at = request.table, request.as_of, request.known_at
+    pinned = resolve_position(snapshot.view.records, table, request.at)
     history = snapshot.view.table_revisions(table)
-    selection = state_selection(history, table, as_of_utc, pinned, known_utc)
+    selection = state_selection(history, table, as_of, pinned, known_at)
     what = f"read of table {table!r}"
-    what += f" as of {as_of_utc.isoformat()}" if as_of_utc is not None else ""
-    what += f" as known at {known_utc.isoformat()}" if known_utc is not None else ""
-    what += f" at sequence {pinned}" if at is not None else ""
+    what += f" as of {as_of.isoformat()}" if as_of is not None else ""
+    what += f" as known at {known_at.isoformat()}" if known_at is not None else ""
+    what += f" at sequence {pinned}" if request.at is not None else ""
     rows = plan_merge(snapshot.view, selection, f"{snapshot.root}: {what}")
-    return StatePlan(selection, project(rows, columns, "read"))
+    projected_rows = project(rows, request.columns, "read")
+    if request.filters and request.columns is not None:
+        return StatePlan(selection, rows, tuple(names(projected_rows.schema)))
+    return StatePlan(selection, projected_rows)
 
 
 def project(plan: MergePlan, columns: Sequence[str] | None, call: str) -> MergePlan:
@@ -105,14 +280,7 @@ def projected(
 ) -> Schema:
     """The id columns and ``columns`` of ``schema``, checked: the ids come first, then the
     columns in the order given."""
-    if (
-        isinstance(columns, str)
-        or not isinstance(columns, Sequence)
-        or not all(isinstance(c, str) for c in columns)
-    ):
-        raise InvalidArgumentError(
-            f"{call}(): columns must be a list of column names, got {columns!r}"
-        )
+    columns = _column_names(columns, call)
     by_name = {f.name: f for f in schema}
     unknown = [c for c in columns if c not in by_name]
     if unknown:
@@ -155,82 +323,65 @@ class ChangePlan:
     what: str
     id_columns: tuple[str, ...]
     schema: Schema
-    is_reset: bool
-    window: tuple[Revision, ...]
+    selection: Selection
     since_sequence: int | None
-    until_sequence: int
     rows: MergePlan | None
     before: MergePlan | None
     on_top: ChangedOnTop | None
     columns: tuple[str, ...] | None
     window_rows: int
 
+    @property
+    def is_reset(self) -> bool:
+        return self.selection.is_reset
 
-def plan_changes(
-    snapshot: Snapshot,
-    table: str,
-    *,
-    since: TimeLike | None = None,
-    until: TimeLike | None = None,
-    since_sequence: int | None = None,
-    until_sequence: int | None = None,
-    at: Position = None,
-    known_at: TimeLike | None = None,
-    with_revision: bool = False,
-    only_changed: bool = False,
-    columns: Sequence[str] | None = None,
-) -> ChangePlan:
+    @property
+    def window(self) -> tuple[Revision, ...]:
+        """The revisions whose entities the read reports."""
+        return self.selection.window
+
+    @property
+    def until_sequence(self) -> int:
+        """The head the read is pinned to (a consumer's next position)."""
+        return self.selection.head_sequence
+
+    @property
+    def files(self) -> list[tuple[str, str]]:
+        """Every data file the read scans, with the entry that wrote it."""
+        plans = [self.rows, self.before, self.on_top.rows if self.on_top else None]
+        return list(dict.fromkeys(f for p in plans if p is not None for f in p.files))
+
+
+def _plan_changes(snapshot: LogSnapshot, request: ReadRequest) -> ChangePlan:
     """Changes in (since, until], or since a sequence up to a pinned head
     (docs/concepts/read-semantics.md)."""
-    check_text(table, "table")
-    check_bool(with_revision, "with_revision")
-    check_bool(only_changed, "only_changed")
-    since_sequence = check_sequence_number(since_sequence, "since_sequence", optional=True)
-    until_sequence = check_sequence_number(until_sequence, "until_sequence", optional=True)
-    by_sequence = since_sequence is not None or until_sequence is not None
-    if by_sequence and (
-        since is not None or until is not None or at is not None or known_at is not None
-    ):
-        raise InvalidArgumentError(
-            "changes(): give either since/until/at/known_at (times, a pinned position) or "
-            f"since_sequence/until_sequence, not both (got since={since!r}, until={until!r}, "
-            f"at={at!r}, known_at={known_at!r}, since_sequence={since_sequence}, "
-            f"until_sequence={until_sequence})"
-        )
-    since_utc = to_utc(since, "since") if since is not None else None
-    until_utc = to_utc(until, "until") if until is not None else None
-    known_utc = to_utc(known_at, "known_at") if known_at is not None else None
-    if since_utc is not None and until_utc is not None and since_utc > until_utc:
-        raise InvalidArgumentError(
-            f"changes(): since {since_utc.isoformat()} is after until "
-            f"{until_utc.isoformat()}; the window is (since, until]: swap them"
-        )
-    if None not in (since_sequence, until_sequence) and since_sequence > until_sequence:
-        raise InvalidArgumentError(
-            f"changes(): since_sequence {since_sequence} is after until_sequence "
-            f"{until_sequence}; swap them"
-        )
-    records, view = snapshot.records, snapshot.view
+    table, since, until, known_at = request.table, request.since, request.until, request.known_at
+    since_sequence, until_sequence = request.since_sequence, request.until_sequence
+    view = snapshot.view
+    records = view.records
     history = view.table_revisions(table)
-    if by_sequence:
-        head = until_sequence if until_sequence is not None else snapshot.head
+    before: tuple[datetime | None, int | None]
+    if since_sequence is not None or until_sequence is not None:
+        head = until_sequence if until_sequence is not None else view.head
         head = resolve_position(records, table, head)
         selection = changes_by_sequence(history, table, since_sequence, head)
         what = f"changes of table {table!r} since sequence {since_sequence}"
-        before: tuple[datetime | None, int | None] = (None, since_sequence)
+        before = (None, since_sequence)
+        by_sequence = True
     else:
-        at_sequence = resolve_position(records, table, at)
-        selection = changes_by_time(history, table, since_utc, until_utc, at_sequence, known_utc)
+        at_sequence = resolve_position(records, table, request.at)
+        selection = changes_by_time(history, table, since, until, at_sequence, known_at)
         what = f"changes of table {table!r} since "
-        what += since_utc.isoformat() if since_utc else "the start"
-        what += f" until {until_utc.isoformat()}" if until_utc is not None else ""
-        what += f" as known at {known_utc.isoformat()}" if known_utc is not None else ""
-        before = (since_utc, at_sequence) if since_utc is not None else (None, None)
+        what += since.isoformat() if since else "the start"
+        what += f" until {until.isoformat()}" if until is not None else ""
+        what += f" as known at {known_at.isoformat()}" if known_at is not None else ""
+        before = (since, at_sequence) if since is not None else (None, None)
+        by_sequence = False
     what = f"{snapshot.root}: {what}"
     ids = tuple(history[-1].tables[table].id_columns)
     schema = table_schema(selection.merge, table)
-    hashed = _hashed_columns(table, columns, value_columns(schema, ids))
-    start = _start_state(view, selection.table, before, known_utc, what)
+    hashed = _hashed_columns(table, request.columns, ids, value_columns(schema, ids))
+    start = _start_state(view, selection.table, before, known_at, what)
     rows = on_top = None
     compare = start
     if selection.window:
@@ -239,7 +390,7 @@ def plan_changes(
             on_top = _changed_on_top(view, selection, start, hashed, rows.schema, what)
             if on_top is not None and not on_top.compare:
                 compare = None
-        elif not only_changed or (
+        elif not request.only_changed or (
             by_sequence and hashed is None and _holds_only_real_changes(history, selection)
         ):
             compare = None
@@ -248,10 +399,8 @@ def plan_changes(
         what=what,
         id_columns=ids,
         schema=rows.schema if rows is not None else schema,
-        is_reset=selection.is_reset,
-        window=selection.window,
+        selection=selection,
         since_sequence=since_sequence,
-        until_sequence=selection.head_sequence,
         rows=rows,
         before=compare,
         on_top=on_top,
@@ -261,22 +410,19 @@ def plan_changes(
 
 
 def _hashed_columns(
-    table: str, columns: Sequence[str] | None, values: Sequence[str]
+    table: str, columns: Sequence[str] | None, ids: Sequence[str], values: Sequence[str]
 ) -> tuple[str, ...] | None:
-    """``columns`` checked against the table's value columns."""
+    """The value columns among ``columns``, checked against the table's columns: an id
+    column is accepted and counts for nothing (an entity's ids never change)."""
     if columns is None:
         return None
-    if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
-        raise InvalidArgumentError(
-            f"changes(): columns must be a list of column names, got {columns!r}"
-        )
-    unknown = [c for c in columns if c not in values]
+    unknown = [c for c in columns if c not in values and c not in ids]
     if unknown:
         raise InvalidArgumentError(
-            f"changes(): columns {unknown} are not value columns of table {table!r}; "
-            f"its value columns are {list(values)}"
+            f"changes(): columns {unknown} are not columns of table {table!r}; its columns "
+            f"are {[*ids, *values]}"
         )
-    return tuple(columns)
+    return tuple(c for c in columns if c not in ids)
 
 
 def _start_state(
@@ -415,30 +561,20 @@ class _HistoryStart:
     at: datetime
 
 
-def plan_history(
-    snapshot: Snapshot,
-    table: str,
-    *,
-    since: TimeLike | None = None,
-    until: TimeLike | None = None,
-    known_at: TimeLike | None = None,
-    columns: Sequence[str] | None = None,
-) -> HistoryPlan:
-    """The SCD2 history of ``table`` (as known at ``known_at``: from the revisions committed
+def _plan_history(snapshot: LogSnapshot, request: ReadRequest) -> HistoryPlan:
+    """The SCD2 history of a table (as known at ``known_at``: from the revisions committed
     by then).
 
     Without a revision removed by a vacuum, from every live span's files. Else from the
     earliest time K whose later states the retained files hold (``_history_start``);
     RetentionError when K is after ``since`` (or there is no ``since``), naming K.
     """
-    check_text(table, "table")
+    table, since_utc, until_utc = request.table, request.since, request.until
+    columns, known_utc = request.columns, request.known_at
     view = snapshot.view
     history = view.table_revisions(table)
-    until_utc = to_utc(until, "until") if until is not None else None
-    since_utc = to_utc(since, "since") if since is not None else None
     compactions = [c for c in view.compactions(table) if not view.is_removed(c.sequence)]
-    if known_at is not None:
-        known_utc = to_utc(known_at, "known_at")
+    if known_utc is not None:
         history = [r for r in history if r.committed_at <= known_utc]
         compactions = [c for c in compactions if c.known_by(history, known_utc)]
     spans = live_spans(history, table, until_utc)
@@ -532,7 +668,7 @@ def _earliest_start(
         ]
         if None not in ends:
             stamps = [] if compaction is None else [compaction.covers.timestamp]
-            options.append(max([*ends, *stamps]))  # type: ignore[type-var]
+            options.append(max([*ends, *stamps]))
     return min(options, default=None)
 
 

@@ -12,6 +12,7 @@ row's span at the entity's next row.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -23,9 +24,13 @@ from ...timeutil import TimeLike, to_micros, to_utc
 from ...uris import describe
 from .selection import carried_by
 
-#: ``known_at="event"`` of a point-in-time join: what was known at each event's own time
+#: ``known_at="event"`` of a point-in-time join (the default): what was known at each
+#: event's own time, so a correction committed after the event never leaks into its row
 EVENT = "event"
-KnownAt = TimeLike | Literal["event"] | None
+#: ``known_at="all_committed"``: every revision committed so far, corrections made after the
+#: events included (what a training set must not see, unless asked for)
+ALL_COMMITTED = "all_committed"
+KnownAt = TimeLike | Literal["event", "all_committed"] | None
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,10 @@ def live_spans(
             else:
                 upcoming = ordered[i]
                 carrying = []  # a complete major voids everything before it
-    governing = {r.timestamp: r for r in ordered if r.is_major}  # later keys overwrite
+    majors_at: dict[datetime, list[Revision]] = {}  # the majors of each timestamp, by key
+    for r in ordered:
+        if r.is_major:
+            majors_at.setdefault(r.timestamp, []).append(r)
     spans = []
     seen_major = False
     for revision, voider in zip(ordered, next_major, strict=True):
@@ -95,10 +103,24 @@ def live_spans(
         if not seen_major or (voider is not None and voider.timestamp <= revision.timestamp):
             continue
         end = voider.timestamp if voider is not None else None
-        ended_by = governing[end] if end is not None else None
+        ended_by = deleting_major(majors_at[end], voider, table) if voider is not None else None
         spans.append(LiveSpan(revision, revision.timestamp, end, ended_by))
     carrying = [(r, r.timestamp) for r in ordered if carried_by(r, table)]
     return tuple(carried_pieces(spans, carrying, table))
+
+
+def deleting_major(majors: Sequence[Revision], voider: Revision, table: str) -> Revision:
+    """The major a revision's rows are deleted by when ``voider`` voids it: of ``majors``
+    (those stamped at the voider's time, in key order), the one that governs then, unless
+    it carries the state of the major before it, whose absence of the entity it only keeps
+    (docs/guides/versions.md: a carried deletion keeps its revision), and so on back to
+    the voider."""
+    n = len(majors) - 1
+    while n > 0 and majors[n - 1].key >= voider.key:
+        if majors[n - 1].sequence not in carried_by(majors[n], table):
+            break
+        n -= 1
+    return majors[n]
 
 
 _S = TypeVar("_S")
@@ -219,11 +241,28 @@ def visible_spans(
 
 
 def check_known_at(known_at: object) -> datetime | str | None:
-    """None, ``"event"`` or an aware point in time (naive ones are refused)."""
-    if known_at is None or known_at == EVENT:
-        return known_at  # type: ignore[return-value]
+    """``"event"``, an aware point in time (naive ones are refused), or everything committed
+    (``"all_committed"``, or None, its old spelling): returned as None, no limit."""
+    if known_at is None or known_at == ALL_COMMITTED:
+        return None
+    if known_at == EVENT:
+        return EVENT
     if isinstance(known_at, str | datetime):
         return to_utc(known_at, "known_at")
     raise ArgumentTypeError(
-        f"known_at must be None, 'event' or an aware datetime/ISO string, got {describe(known_at)}"
+        f"known_at must be 'event', 'all_committed' or an aware datetime/ISO string, got "
+        f"{describe(known_at)}"
+    )
+
+
+def warn_known_at_none(stacklevel: int) -> None:
+    """``known_at=None`` on a point-in-time join: still everything committed for this release,
+    with a warning naming the explicit spelling (it is refused from the next release)."""
+    warnings.warn(
+        "known_at=None means every revision committed so far, corrections made after the "
+        "events included; pass known_at='all_committed' to keep that, or leave known_at out "
+        "for what was known at each event's time (the default). known_at=None will be "
+        "refused in the next release",
+        FutureWarning,
+        stacklevel=stacklevel + 1,
     )

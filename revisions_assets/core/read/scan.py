@@ -1,0 +1,449 @@
+"""The scan: one read, asked for once and bound to one snapshot of the log.
+
+``ds.scan(table, ...)`` on either handle — or ``ds.snapshot().scan(...)``, for several
+reads of one state of the log — returns a ``Scan``: a ``ReadRequest`` (what the read asks
+for, checked when built) bound to one ``DatasetSnapshot``. Its builders (``select``,
+``filter``, ``changes``, ``history``, ...) return new scans; nothing reads data until a
+conversion runs it (``to_polars``, ``to_arrow``, ``to_batches``, ``to_pandas``,
+``to_spark``, ``count``, ``to_changes``). ``plan_files`` lists the files it scans and
+``download`` fetches them into a reader's cache. A scan plans once, on first use
+(``read/plan/requests.py``), and passes its files through the file gate
+(``execute/files.py``) before an executor scans them.
+
+Every read of both handles is a scan: ``read``, ``changes``, ``history``, the reader's
+``batches`` and ``download``; the CLI takes one snapshot per command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+from datetime import datetime
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from ..arguments import check_text
+from ..columns import REVISION_COLUMNS
+from ..deprecation import warn_deprecated
+from ..errors import InvalidArgumentError
+from ..log.records import Revision
+from ..log.view import LogView
+from ..timeutil import TimeLike
+from .execute.changes import read_changes
+from .execute.files import FileGate
+from .execute.frames import Executor, Rows, lazy
+from .execute.history import read_history
+from .plan.refs import Position, find_revision
+from .plan.requests import ChangePlan, HistoryPlan, ReadRequest, StatePlan, plan_read
+from .plan.scans import current_schema
+from .plan.schema import Schema
+from .results import ChangeSet, TableInfo
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+Frame = TypeVar("Frame")
+SchemaT = TypeVar("SchemaT")
+
+
+class ScanSource(Protocol[Frame, SchemaT]):
+    """What a scan needs from its handle (``read/facade.py``'s ``DatasetReads``): where the
+    dataset is, its executor and file gate, its engine's types, and the conversions it
+    offers."""
+
+    root: str
+    _executor: Executor[Any]
+    _gate: FileGate
+    _frame_type: type | None
+
+    def _schema(self, schema: Schema) -> SchemaT: ...
+    def _check_filter(self, condition: Any, call: str) -> None: ...
+    def _filtered(self, frame: Any, condition: Any) -> Any: ...
+    def _results(self, frames: Sequence[Any], what: str) -> list[Any]: ...
+    def _to_polars(self, scan: Scan[Frame]) -> Any: ...
+    def _to_spark(self, scan: Scan[Frame]) -> Any: ...
+    def _to_arrow(self, scan: Scan[Frame]) -> Any: ...
+    def _to_batches(self, scan: Scan[Frame], batch_size: int | None) -> Any: ...
+    def _count(self, scan: Scan[Frame]) -> int: ...
+    def _download(self, scan: Scan[Frame]) -> Any: ...
+
+
+@dataclass(frozen=True)
+class PlannedFiles:
+    """The data files of one log entry that a read scans (``Scan.plan_files()``).
+
+    ``paths`` are relative to the dataset root. ``rows`` (tombstones included),
+    ``tombstones`` and ``bytes`` are what the log records for the whole write: the log
+    records them per write, not per file. ``is_compaction``: the files of a compaction,
+    whose rows stand for the revisions it replaces.
+    """
+
+    table: str
+    revision: str
+    sequence: int
+    timestamp: datetime
+    paths: tuple[str, ...]
+    rows: int
+    tombstones: int
+    bytes: int
+    is_compaction: bool
+
+
+class DatasetSnapshot(Generic[Frame, SchemaT]):
+    """One frozen state of a dataset's log: what reads plan from.
+
+    ``ds.snapshot()`` catches up with the log (commits by others included) and freezes
+    it: its ``revisions``, ``tables`` and every ``scan`` see the same revisions, however
+    many commits land meanwhile. Each read of a handle takes one of its own.
+    """
+
+    def __init__(self, reads: ScanSource[Frame, SchemaT], view: LogView):
+        self._reads = reads
+        self._view = view
+
+    def __repr__(self) -> str:
+        return f"DatasetSnapshot({self.root!r}, head_sequence={self.head_sequence})"
+
+    @property
+    def dataset(self) -> ScanSource[Frame, SchemaT]:
+        """The handle this snapshot was taken from: a ``RevisionedDataset`` or a
+        ``DatasetReader``."""
+        return self._reads
+
+    @property
+    def root(self) -> str:
+        """The dataset's root."""
+        return self._reads.root
+
+    @property
+    def head_sequence(self) -> int:
+        """The sequence of the newest log entry this snapshot holds (0: an empty log)."""
+        return self._view.head
+
+    @property
+    def view(self) -> LogView:
+        """The log with its maintenance entries applied (for the engine's own layers)."""
+        return self._view
+
+    def revisions(self, table: str | None = None) -> list[Revision]:
+        """Every log entry as committed (maintenance entries included), or the data
+        revisions of a table as reads see them (a purge's swaps applied)."""
+        check_text(table, "table", optional=True)
+        view = self._view
+        return list(view.logged) if table is None else view.table_revisions(table)
+
+    def revision(self, ref: Position, *, table: str | None = None) -> Revision:
+        """An entry by name (or a unique prefix of one) or sequence, or a data revision by
+        ``HEAD`` or ``HEAD~n``: n data revisions back among those of ``table``, as reads
+        count them (without a table: among the data revisions of every table). Maintenance
+        entries are never counted."""
+        check_text(table, "table", optional=True)
+        return find_revision(self._view.logged, ref, table)
+
+    def tables(self) -> dict[str, TableInfo[SchemaT]]:
+        """Every table with its id columns and its current schema (latest major +
+        additions), in the handle's schema type."""
+        view = self._view
+        return {
+            name: TableInfo(
+                name,
+                tuple(view.table_revisions(name)[-1].tables[name].id_columns),
+                self._reads._schema(current_schema(view, name)),
+            )
+            for name in view.tables()
+        }
+
+    def scan(
+        self,
+        table: str,
+        *,
+        as_of: TimeLike | None = None,
+        at: Position = None,
+        known_at: TimeLike | None = None,
+        columns: Sequence[str] | None = None,
+        filter: Any = None,
+        with_revision: bool = False,
+    ) -> Scan[Frame]:
+        """A read of the state of ``table`` on this snapshot (``Scan``; the options are
+        ``read``'s)."""
+        request = ReadRequest(
+            table,
+            as_of=as_of,
+            at=at,
+            known_at=known_at,
+            columns=columns,
+            filters=() if filter is None else (filter,),
+            with_revision=with_revision,
+        )
+        return Scan(self, request)
+
+
+@dataclass(frozen=True, eq=False)
+class Scan(Generic[Frame]):
+    """One read: what it asks for (``request``), bound to one ``snapshot`` of the log.
+
+    A state read (``ds.scan(table, as_of=..., at=..., known_at=..., columns=...,
+    filter=..., with_revision=...)``) by default; ``changes(...)`` and ``history(...)``
+    make it a change read or the SCD2 history, by the rules of
+    docs/concepts/read-semantics.md. Builders return new scans; the conversions run the
+    read. What each handle offers:
+
+    | conversion | ``DatasetReader`` | ``RevisionedDataset`` |
+    |---|---|---|
+    | ``read()`` | a Polars ``DataFrame`` | a lazy Spark ``DataFrame`` |
+    | ``to_polars()`` | a lazy ``LazyFrame`` | — |
+    | ``to_spark()`` | — | a lazy Spark ``DataFrame`` |
+    | ``to_arrow()``, ``to_pandas()``, ``count()`` | yes | yes (collected to the driver) |
+    | ``to_batches()`` | a ``RecordBatchReader`` | — |
+    | ``to_changes()`` | a ``ChangeSet`` of DataFrames | of Spark DataFrames |
+    | ``plan_files()`` | yes | yes |
+    | ``download()`` | into its cache | — |
+
+    A conversion a handle does not offer raises ``UnsupportedConversionError`` naming the
+    handle that does. The rows of a change read are its ``ChangeSet.df``.
+    """
+
+    snapshot: DatasetSnapshot[Frame, Any]
+    request: ReadRequest
+
+    def __post_init__(self) -> None:
+        for condition in self.request.filters:
+            self.snapshot._reads._check_filter(condition, self.request.call)
+
+    def __repr__(self) -> str:
+        given = [
+            f"{f.name}={getattr(self.request, f.name)!r}"
+            for f in fields(self.request)
+            if f.name != "table" and getattr(self.request, f.name) != f.default
+        ]
+        options = "".join(f", {g}" for g in given)
+        return (
+            f"Scan({self.snapshot.root!r}, {self.request.table!r}{options}, "
+            f"head_sequence={self.snapshot.head_sequence})"
+        )
+
+    # -- builders: each returns a new scan on the same snapshot ---------------------------
+
+    def update(self, **options: Any) -> Scan[Frame]:
+        """This scan with some options of its ``ReadRequest`` replaced (checked again)."""
+        return Scan(self.snapshot, replace(self.request, **options))
+
+    def select(self, *columns: str) -> Scan[Frame]:
+        """Only these columns (the id columns always come first; only these are read from
+        the files). A list of names is taken too."""
+        if len(columns) == 1 and isinstance(columns[0], list | tuple):
+            columns = tuple(columns[0])
+        frame_type = self.snapshot._reads._frame_type
+        if frame_type is not None and not all(isinstance(c, str) for c in columns):
+            return self._deprecated_frame_call("select", columns)
+        return self.update(columns=columns)
+
+    def filter(self, *conditions: Any) -> Scan[Frame]:
+        """Only the rows that meet every condition (a Polars expression on
+        ``DatasetReader``, a Spark Column or SQL text on Spark), on the merged state: a
+        condition on the id columns prunes the files' rows before the merge, one on
+        another column never brings back an older row of an entity whose newest row it
+        drops."""
+        return self.update(filters=(*self.request.filters, *conditions))
+
+    def as_of(self, when: TimeLike | None) -> Scan[Frame]:
+        """The state as of a logical time."""
+        return self.update(as_of=when)
+
+    def known_at(self, when: TimeLike | None) -> Scan[Frame]:
+        """As known at a commit time: only the revisions committed by then."""
+        return self.update(known_at=when)
+
+    def at(self, position: Position) -> Scan[Frame]:
+        """Pinned at ``HEAD~n``, a revision name or a sequence."""
+        return self.update(at=position)
+
+    def with_revision(self, flag: bool = True) -> Scan[Frame]:
+        """With the name, timestamp and sequence of the revision that wrote each row."""
+        return self.update(with_revision=flag)
+
+    def changes(
+        self,
+        *,
+        since: TimeLike | None = None,
+        until: TimeLike | None = None,
+        since_sequence: int | None = None,
+        until_sequence: int | None = None,
+        only_changed: bool = False,
+    ) -> Scan[Frame]:
+        """The changes in (since, until], or since a sequence up to a pinned head, of this
+        scan's table (``changes()`` of the handles; ``at``, ``known_at``, ``columns`` and
+        ``with_revision`` carry over)."""
+        return self.update(
+            kind="changes",
+            since=since,
+            until=until,
+            since_sequence=since_sequence,
+            until_sequence=until_sequence,
+            only_changed=only_changed,
+        )
+
+    def history(
+        self, *, since: TimeLike | None = None, until: TimeLike | None = None
+    ) -> Scan[Frame]:
+        """The SCD2 history of this scan's table (``history()`` of the handles;
+        ``known_at``, ``columns`` and the filters carry over)."""
+        return self.update(kind="history", since=since, until=until)
+
+    # -- what it reads --------------------------------------------------------------------
+
+    @cached_property
+    def _plan(self) -> StatePlan | ChangePlan | HistoryPlan:
+        return plan_read(self.snapshot, self.request)
+
+    def plan_files(self) -> list[PlannedFiles]:
+        """The files the read scans, one entry per log entry that wrote them, oldest
+        first (a change read's state before included)."""
+        plan = self._plan
+        if isinstance(plan, HistoryPlan):
+            tasks = [*plan.tasks, *([plan.base] if plan.base else [])]
+        else:
+            merges = (
+                [plan.rows, plan.before, plan.on_top.rows if plan.on_top else None]
+                if isinstance(plan, ChangePlan)
+                else [plan.rows]
+            )
+            tasks = [t for m in merges if m is not None for t in (*m.tasks, *(m.only_ids_of or ()))]
+        unique = {(t.sequence, t.is_compaction): t for t in tasks}
+        return [
+            PlannedFiles(
+                table=self.request.table,
+                revision=t.entry,
+                sequence=t.sequence,
+                timestamp=t.timestamp,
+                paths=t.files,
+                rows=t.rows,
+                tombstones=t.tombstones,
+                bytes=t.bytes,
+                is_compaction=t.is_compaction,
+            )
+            for t in sorted(unique.values(), key=lambda t: (t.sequence, t.is_compaction))
+        ]
+
+    # -- conversions ----------------------------------------------------------------------
+
+    def read(self) -> Frame:
+        """The rows as the handle's reads return them: a Polars DataFrame
+        (``DatasetReader``), a lazy Spark DataFrame (``RevisionedDataset``). ``ds.read(...)``
+        is ``ds.scan(...).read()``, ``ds.history(...)`` ``ds.scan(...).history(...).read()``."""
+        return self.snapshot._reads._results([self._frames()[0]], self._plan.what)[0]
+
+    def to_polars(self) -> pl.LazyFrame:
+        """The rows as a Polars ``LazyFrame`` (``DatasetReader``): a ``select`` on it
+        reads only those columns, a filter on the id columns reaches the Parquet scans;
+        collect it, stream it (``collect(engine="streaming")``, ``sink_parquet``) or join
+        it. Its files are fetched and checked now."""
+        return self.snapshot._reads._to_polars(self)
+
+    def to_spark(self) -> DataFrame:
+        """The rows as a lazy Spark ``DataFrame`` (``RevisionedDataset``)."""
+        return self.snapshot._reads._to_spark(self)
+
+    def to_arrow(self) -> pa.Table:
+        """The rows as an Arrow table, in this process (collected to the driver on Spark)."""
+        return self.snapshot._reads._to_arrow(self)
+
+    def to_batches(self, batch_size: int | None = None) -> pa.RecordBatchReader:
+        """The rows as a stream of Arrow record batches of about ``batch_size`` rows
+        (``DatasetReader``), in bounded memory: for results larger than memory, or for
+        DuckDB (``duckdb.sql("select ... from batches")``)."""
+        return self.snapshot._reads._to_batches(self, batch_size)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The rows as a pandas DataFrame (through ``to_arrow()``: instants in UTC)."""
+        return self.to_arrow().to_pandas()
+
+    def count(self) -> int:
+        """How many rows the read returns (a state read without filters reads only the id
+        columns)."""
+        plain = self.request.kind == "state" and not self.request.filters
+        return self.snapshot._reads._count(self.update(columns=()) if plain else self)
+
+    def to_changes(self) -> ChangeSet[Frame]:
+        """The ``ChangeSet`` of a change read (``changes(...)``): its frames in the
+        handle's type (collected on ``DatasetReader``, lazy on Spark)."""
+        plan = self._plan
+        if not isinstance(plan, ChangePlan):
+            raise InvalidArgumentError(
+                f"to_changes() converts a change read; this is a {self.request.call}() of "
+                f"table {self.request.table!r}: call scan(...).changes(since=...) first"
+            )
+        df, changed = self._frames()
+        results = self.snapshot._reads._results(
+            [df] if changed is None else [df, changed], plan.what
+        )
+        return ChangeSet(
+            df=results[0],
+            is_reset=plan.is_reset,
+            revisions=plan.window,
+            since_sequence=plan.since_sequence,
+            until_sequence=plan.until_sequence,
+            changed=results[1] if changed is not None else None,
+        )
+
+    def download(self) -> list[Path]:
+        """Fetch into the reader's cache the files the read needs, and only those; their
+        local paths (a read then needs no download; ``DatasetReader`` with a
+        ``cache_dir``)."""
+        return self.snapshot._reads._download(self)
+
+    # -- what the handles run -------------------------------------------------------------
+
+    def _frames(self) -> tuple[Any, Any | None]:
+        """(the rows, a reset's ``changed`` or None) as the executor's lazy frames, after
+        the file gate passed every file of the plan."""
+        reads, request, plan = self.snapshot._reads, self.request, self._plan
+        reads._gate.check(request.table, plan.files)
+        executor = reads._executor
+        if isinstance(plan, ChangePlan):
+            return read_changes(executor, plan, with_revision=request.with_revision)
+        if isinstance(plan, HistoryPlan):
+            frame = read_history(executor, plan)
+        else:
+            frame = executor.merge(plan.rows, Rows(with_revision=request.with_revision))
+        for condition in request.filters:
+            frame = reads._filtered(frame, condition)
+        if isinstance(plan, StatePlan) and plan.select is not None:
+            system = REVISION_COLUMNS if request.with_revision else ()
+            frame = lazy(frame).select(*plan.select, *system).to_native()
+        return frame, None
+
+    def _deprecated_frame_call(self, name: str, args: Sequence[Any]) -> Any:
+        """A ``LazyFrame`` method called on the scan ``DatasetReader.scan()`` returns: the
+        frame's, with a DeprecationWarning naming the call to make instead."""
+        warn_deprecated(
+            f"LazyFrame.{name}() on DatasetReader.scan() (a Scan now)",
+            f"scan(...).to_polars().{name}(...)",
+            stacklevel=4,
+        )
+        return getattr(self.to_polars(), name)(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        """A ``LazyFrame`` attribute of ``to_polars()``, deprecated (``DatasetReader.scan()``
+        returned a LazyFrame before it returned a scan)."""
+        snapshot = self.__dict__.get("snapshot")
+        frame_type = None if snapshot is None else snapshot._reads._frame_type
+        if name.startswith("_") or frame_type is None or not hasattr(frame_type, name):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        warn_deprecated(
+            f"LazyFrame.{name} on DatasetReader.scan() (a Scan now)",
+            f"scan(...).to_polars().{name}",
+            stacklevel=3,
+        )
+        return getattr(self.to_polars(), name)
+
+
+def planned(scan: Scan[Any]) -> StatePlan | ChangePlan | HistoryPlan:
+    """The frozen plan of ``scan`` (made once, on first use): for the engine's own layers,
+    such as the headings of the command line."""
+    return scan._plan

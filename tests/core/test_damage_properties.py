@@ -1,0 +1,200 @@
+"""Property test: no maintenance command turns repairable damage into loss.
+
+A random history is built as in test_properties.py (majors, minors, carrying majors,
+compactions, vacuums and purges over two tables, through its ``commit_one`` and
+``maintain``). Then one file is damaged as storage and people damage them: a data file a
+live entry references, or a log entry, is truncated, deleted or overwritten with garbage,
+or the newest log entry is lost. Every maintenance command runs on the damaged copy —
+vacuum (retention 0, no grace), compact, purge, verify --deep — each refusing (a
+``RevisionsError``) or doing what it does. Then the damaged file is restored from its copy:
+every read (latest, at every position, as of every time, changes since every position, the
+SCD2 history, all through ``DatasetReader``) must equal the read before the damage, less
+the entities a purge removed, or be refused with RetentionError where a vacuum's horizon no
+longer covers it; and ``verify`` finds no error.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from harness.dates import instant
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from revisions_assets import DatasetReader, RevisionedDataset
+from revisions_assets.core.errors import RetentionError, RevisionsError
+from revisions_assets.core.log.layout import entry_path
+from revisions_assets.core.maintain.verify import verify
+
+from .model import Model
+from .test_properties import (
+    MAINTENANCE,
+    TABLES,
+    Engine,
+    commit_one,
+    engine_frame,
+    ids,
+    maintain,
+    revision_specs,
+)
+
+DAMAGE = st.sampled_from(["truncate", "delete", "garbage", "lose the newest entry"])
+
+Outcome = tuple  # ("rows", frozenset of row tuples) or ("refused", error class name)
+
+
+#: the columns a state or history read is compared on (the row and who wrote it)
+ROW = ("id", "v", "_revision")
+
+
+def outcome(read, columns, **where) -> Outcome:
+    """The rows of one read (a ChangeSet's ``df``), or the error that refused it."""
+    try:
+        frame = read(**where)
+        return ("rows", frozenset(getattr(frame, "df", frame).select(*columns).rows()))
+    except RevisionsError as exc:
+        return ("refused", type(exc).__name__)
+
+
+def every_read(root: str) -> dict[tuple, Outcome]:
+    """Each read of each table through ``DatasetReader``, keyed by what it asks."""
+    reader = DatasetReader(root)
+    data = [r for r in reader.revisions() if r.is_data]
+    reads: dict[tuple, Outcome] = {}
+    for table in TABLES:
+        if not any(table in r.tables for r in data):
+            continue
+        state = {"table": table, "with_revision": True}
+        reads["latest", table, None] = outcome(reader.read, ROW, **state)
+        for r in data:
+            reads["at", table, r.sequence] = outcome(reader.read, ROW, at=r.sequence, **state)
+            reads["as_of", table, r.timestamp] = outcome(
+                reader.read, ROW, as_of=r.timestamp, **state
+            )
+            reads["changes", table, r.sequence] = outcome(
+                reader.changes, ("id", "v", "_deleted"), table=table, since_sequence=r.sequence
+            )
+        reads["history", table, None] = outcome(
+            reader.history, ("id", "v", "valid_from", "_revision"), table=table
+        )
+    return reads
+
+
+def damage_targets(root: Path, ds: RevisionedDataset) -> list[str]:
+    """The files whose damage a maintenance command could make worse: the data files live
+    entries reference, and the log entries."""
+    view = ds.snapshot().view
+    live = sorted(view.live_files())
+    return live + [entry_path(s) for s in range(1, view.head + 1)]
+
+
+def maintain_damaged(
+    spark, root: str, now: datetime, purged: set[int], table: str
+) -> tuple[tuple[int, datetime | None], object]:
+    """Every maintenance command on the damaged copy, each on a fresh handle: vacuum (no
+    grace, its horizon the newest commit at or before ``now``), compact, purge, verify
+    --deep. Returns the horizon of the vacuum entry committed ((0, None) if none) and the
+    purge entry (None if none was committed)."""
+    horizon, purge_entry = (0, None), None
+    for command in ("vacuum", "compact", "purge", "verify"):
+        try:
+            ds = RevisionedDataset(root, spark=spark, compact_after=None)
+            if command == "vacuum":
+                report = ds.vacuum(retain=timedelta(0), grace=timedelta(0), now=now)
+                if report.entry is not None:
+                    horizon = (report.horizon.sequence, report.horizon.timestamp)
+                event(f"damaged: vacuum kept {min(len(report.kept), 2)}+ entries")
+            elif command == "compact":
+                ds.compact()
+            elif command == "purge":
+                ids_df = engine_frame(spark, dict.fromkeys(purged, 0)).select("id")
+                purge_entry = ds.purge(table, ids_df, reason="damage test")
+            else:
+                kinds = {f.kind for f in ds.verify(deep=True)}
+                assert not kinds & {"null_id", "duplicate_id", "purge_lost_rows"}
+            event(f"damaged: {command} ran")
+        except RevisionsError as exc:
+            event(f"damaged: {command} refused ({type(exc).__name__})")
+    return horizon, purge_entry
+
+
+def without(result: Outcome, purged: set[int]) -> Outcome:
+    kind, value = result
+    return (kind, frozenset(r for r in value if r[0] not in purged)) if kind == "rows" else result
+
+
+def covered(key: tuple, horizon: tuple[int, object]) -> bool:
+    """Whether a read is one a vacuum at ``horizon`` keeps working."""
+    sequence, stamp = horizon
+    kind, _table, where = key
+    if kind in ("at", "changes"):
+        return where >= sequence
+    if kind == "as_of":
+        return stamp is None or where >= stamp
+    return kind == "latest" or sequence == 0
+
+
+@settings(
+    max_examples=4,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    first=revision_specs(kind=st.sampled_from(["major"]), allow_empty=False),
+    rest=st.lists(revision_specs(), min_size=1, max_size=3),
+    damage=DAMAGE,
+    target=st.integers(min_value=0, max_value=1000),
+    purged=st.sets(ids, min_size=1, max_size=2),
+    data=st.data(),
+)
+def test_no_maintenance_turns_damage_into_loss(spark, first, rest, damage, target, purged, data):
+    with tempfile.TemporaryDirectory() as tmp:
+        root = f"{tmp}/ds"
+        ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
+        engine, model = Engine(ds), Model()
+        for n, (kind, step, tables) in enumerate([first, *rest]):
+            commit_one(spark, engine, model, f"rev{n}", instant(step + n), kind, tables)
+            maintain(spark, engine, model, data, data.draw(MAINTENANCE, label="maintenance"))
+        if not ds.revisions():
+            return
+        before = every_read(root)
+        records = ds.revisions()
+        head = len(records)
+        # the damaged copy's vacuum: its horizon mostly near the head, as maintain() draws it
+        at = data.draw(st.integers(min_value=max(head - 2, 1), max_value=head), label="horizon")
+        now = records[at - 1].committed_at
+        targets = damage_targets(Path(root), ds)
+        path = (
+            entry_path(head)
+            if damage == "lose the newest entry"
+            else targets[target % len(targets)]
+        )
+        stored = Path(root, path)
+        intact = stored.read_bytes()
+        if damage == "truncate":
+            stored.write_bytes(intact[: len(intact) // 2])
+        elif damage == "garbage":
+            stored.write_bytes(bytes((b * 7 + 13) % 256 for b in intact))
+        else:
+            stored.unlink()
+        event(f"damage: {damage} {'a log entry' if path.startswith('_log') else 'a data file'}")
+
+        table = data.draw(st.sampled_from(TABLES), label="purge table")
+        horizon, purge_entry = maintain_damaged(spark, root, now, purged, table)
+        # restored from its copy (into its folder again, if a vacuum removed its entry)
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        stored.write_bytes(intact)
+
+        after = every_read(root)
+        gone = purged if purge_entry is not None else set()
+        for key, was in before.items():
+            now = after.get(key)
+            want = without(was, gone) if key[1] == table else was
+            if now == ("refused", RetentionError.__name__) and not covered(key, horizon):
+                continue
+            assert now == want, f"{key}: {damage} of {path}, then maintenance: {now} != {want}"
+        errors = [f for f in verify(root) if f.severity == "error"]
+        assert not errors, f"{damage} of {path} left {errors}"
+        assert DatasetReader(root).head_sequence >= head
