@@ -92,18 +92,34 @@ def test_the_trap_stays_closed_when_rows_are_ranked(spark, tmp_path):
 
 
 def test_projections_and_id_filters_reach_the_parquet_scans(dataset):
+    """A scan's projection and id filter reach every Parquet scan of the merge, on both
+    handles and on a snapshot's scans: each revision's rows and the ids of the later
+    revisions read only the columns asked for, and skip the row groups whose min/max ids
+    exclude the filter's."""
     reader = DatasetReader(dataset.root)
-    plan = reader.scan("t").select("w").filter(pl.col("id").is_in([1, 2])).to_polars().explain()
-    # every scan of the merge: each revision's rows and the ids of the later revisions
-    scans = plan.split("Parquet SCAN")[1:]
-    assert len(scans) >= 4, plan
-    for scan in scans:
-        assert '"v"' not in scan, plan  # v is never read
-        assert "is_in" in scan, plan  # the id filter reaches the scan
+    for scan in (
+        reader.scan("t").select("w").filter(pl.col("id").is_in([1, 2])),
+        reader.snapshot().scan("t", columns=["w"], filter=pl.col("id").is_in([1, 2])),
+    ):
+        plan = scan.to_polars().explain()
+        scans = plan.split("Parquet SCAN")[1:]
+        assert len(scans) >= 4, plan
+        for part in scans:
+            assert "PROJECT" in part and '"v"' not in part, plan  # v is never read
+            assert "is_in" in part, plan  # the id filter reaches the scan
+        assert rows(scan.read()) == [(1, "a"), (2, "B")]
     assert rows(reader.read("t", columns=["w"], filter=pl.col("id") <= 2)) == [(1, "a"), (2, "B")]
-    # Spark reads only the projected columns too
-    spark_plan = dataset.read("t", columns=["w"])._jdf.queryExecution().executedPlan().toString()
-    assert "ReadSchema: struct<id:bigint,w:string" in spark_plan, spark_plan
+    for scan in (
+        dataset.scan("t").select("w").filter(F.col("id").isin(1, 2)),
+        dataset.snapshot().scan("t", columns=["w"], filter="id in (1, 2)"),
+    ):
+        spark_plan = scan.to_spark()._jdf.queryExecution().executedPlan().toString()
+        spark_scans = [line for line in spark_plan.splitlines() if "FileScan parquet" in line]
+        assert len(spark_scans) >= 2, spark_plan
+        for line in spark_scans:
+            assert "PushedFilters: [In(id, [1,2])]" in line, spark_plan
+            assert "ReadSchema: struct<id:bigint,w:string>" in line, spark_plan
+        assert spark_rows(scan.to_spark()) == [(1, "a"), (2, "B")]
 
 
 def test_batches_stream_the_state_and_duckdb_reads_them(dataset):
