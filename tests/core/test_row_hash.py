@@ -18,13 +18,15 @@ from revisions_assets import RevisionedDataset, UpstreamPosition
 from revisions_assets.core.columns import ROW_HASH
 from revisions_assets.core.errors import CarriedStateError, InvalidArgumentError, InvalidNameError
 from revisions_assets.core.hashing import row_hash
+from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.read.execute import changes
 from revisions_assets.core.read.plan.schema import value_columns
 from revisions_assets.core.sqltext import quoted
+from revisions_assets.core.storage.backends import open_storage
 from revisions_assets.core.write import file_size, transaction
 from revisions_assets.core.write.commit import CommitPlanner
 
-from .helpers import by_id, frame
+from .helpers import by_id, frame, stage_revision
 from .model import Model, ModelNoMajorError, unchanged_skipped, value_changes
 
 SCHEMA = "id long, v long, w string"
@@ -220,6 +222,36 @@ def test_files_are_sorted_by_id_in_row_groups(spark, root, monkeypatch):
                 for g in range(metadata.num_row_groups)
             ]
             assert all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:], strict=False)), ranges
+
+
+def test_a_compaction_rewrites_an_old_base_into_the_layout(spark, root, monkeypatch):
+    """A major an earlier release wrote (its rows unsorted, in one row group) with nothing on
+    top: a compaction rewrites it sorted by the ids in row groups of ``ROW_GROUP_ROWS``;
+    reads take the new files and return the same rows, and a second compaction finds
+    nothing to do."""
+    monkeypatch.setattr(transaction, "ROW_GROUP_ROWS", 16)
+    monkeypatch.setattr(file_size, "ROW_GROUP_ROWS", 16)
+    log = RevisionLog(open_storage(root))
+    stage_revision(log, root, "old", day(0), True, {(i * 37 % 100,): {"v": i} for i in range(100)})
+    (old,) = pq.read_metadata(os.path.join(root, "old/t/part-00000.parquet")).to_dict()[
+        "row_groups"
+    ]
+    assert old["num_rows"] == 100  # one row group: what earlier releases wrote
+    ds = RevisionedDataset(root, spark, compact_after=None)
+    before = sorted(tuple(r) for r in ds.read("t").collect())
+    assert ds.inspect.revisions_on_base("t") == 0
+    compaction = ds.maintenance.compact("t")
+    assert compaction is not None and compaction.replaces["t"].revisions == 1
+    ids, sizes = [], []
+    for path in compaction.tables["t"].files:
+        local = os.path.join(root, path)
+        ids += pq.read_table(local, columns=["id"])["id"].to_pylist()
+        metadata = pq.read_metadata(local)
+        sizes += [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
+    assert ids == sorted(ids) and sorted(ids) == list(range(100)) and max(sizes) <= 16
+    assert [f.is_compaction for f in ds.scan("t").plan_files()] == [True]
+    assert sorted(tuple(r) for r in ds.read("t").collect()) == before
+    assert ds.maintenance.compact("t") is None
 
 
 def test_row_hash_is_a_reserved_column(spark, root):
