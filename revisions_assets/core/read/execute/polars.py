@@ -194,8 +194,8 @@ class Scanner:
         of the id columns per task, stacked, so that the same revision's ids feed every
         join that needs them from one shared scan. Never the rows' scan narrowed (Polars
         would share one scan between both and hold the revision's rows until the rows'
-        side of the merge reads them), and without a schema given: with one, the same
-        merge peaks at about twice the memory (docs/benchmarks)."""
+        side of the merge reads them). The files agree with the read schema here, so the ids
+        are scanned as the files record them, without a schema given."""
         if not all(agrees(t.schema, self.schema) for t in tasks):
             return self.stacked(tasks).select(ids)
         parts = [
@@ -227,8 +227,8 @@ def _streamed(
     stacked on the later ones' survivors. The split halves the rows the log counts, so a
     large task (the base, a large minor) sits near the top: its rows are probed once, its
     ids are built into few joins, and no task's ids more than about log2(len(tasks))
-    times; every join is built on ids (docs/benchmarks: a chain of one join per task
-    builds the ids of a late large minor into every join)."""
+    times; every join is built on ids (a chain of one join per task would build the ids
+    of a late large minor into every join before it)."""
     if len(tasks) == 1:
         return _rows_of(scan, tasks[0], annotate)
     split = _halving(tasks)
