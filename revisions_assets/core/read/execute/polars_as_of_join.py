@@ -2,14 +2,17 @@
 (``read/plan/as_of_join.py`` says what it means; ``as_of_join.py`` runs the same plan on
 Spark), in this process, no JVM.
 
-The later spans' rows (the minors, few) are read through the executor's ``span_rows``, each
-row's span cut at the start of the entity's next later row (a window over those rows only),
-so each entity's spans are disjoint; an as-of join on the ids (``join_asof``, backward on
-the span's start) then finds the one row that can hold each event, kept when the event
-falls before its end. The first revision's rows (the major, most of the table) need no
-window: a hash join on the ids gives them to the events no later row took. The result keeps
-the events' order. Nothing is collected but, when a vacuum removed a span's files, the
-range of the event times.
+The first revision's rows (the major, most of the table) need no window: a hash join on the
+ids gives them to the events no later row holds. Only the rows of the entities the events
+name are kept (a semi-join, streamed through the scan), so the join's build side grows with
+the events, not with the table. The later spans' rows (the minors, few) are read through the
+executor's ``span_rows``, each row's span cut at the start of the entity's next later row (a
+window over those rows only), so each entity's spans are disjoint; an as-of join on the ids
+(``join_asof``, backward on the span's start) of the events of the entities they hold then
+finds the one row that can hold each event, kept when the event falls before its end, and
+joined back by the event's index. Every join keeps the events' order, so nothing is sorted
+but the events the minors can hold. Nothing is collected but, when a vacuum removed a span's
+files, the range of the event times.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ _KEY_PREFIX = "__key_"
 _FIRST_PREFIX = "__first_"
 _FIRST_FOUND = "__first_found"
 _ROW = "__event_row"
+_SPAN_ROW = "__span_row"
 
 
 def event_frame(events: object) -> pl.LazyFrame:
@@ -102,9 +106,24 @@ def polars_as_of_join(
 
     when = pl.col(_EVENT_US)
     later = reads.later
-    joined = marked
     if later:
-        marked = marked.with_row_index(_ROW)  # the events' order, restored at the end
+        marked = marked.with_row_index(_ROW)  # joins a later row back to its event
+    # the first revision wins only where no later row holds the event, and no later start
+    # cuts it: a plain hash join on the ids, whose build side holds the first revision's
+    # rows of the entities the events name, not the whole major
+    first = reads.first
+    named = marked.select(keys).unique()
+    base = rows((first,), _FIRST_PREFIX).join(named, on=keys, how="semi")
+    joined = marked.join(
+        base.with_columns(pl.lit(True).alias(_FIRST_FOUND)),
+        on=keys,
+        how="left",
+        maintain_order="left",
+    )
+    found = pl.col(_FIRST_FOUND).fill_null(False) & (when >= first.start_us)
+    if first.end_us is not None:
+        found = found & (when < first.end_us)
+    if later:
         # each row wins from its span's start until its span ends or the entity's next
         # later row starts (a later span never ends before an earlier one's): disjoint
         # spans per entity, so the row with the latest start at or before the event is
@@ -121,32 +140,34 @@ def polars_as_of_join(
             .with_columns(start.alias(_START), end.alias(_END))
             .with_columns(pl.min_horizontal(_END, cut).alias(_END))
             .filter(pl.col(_END).is_null() | (pl.col(_START) < pl.col(_END)))
-            .sort(_START)
+            .with_row_index(_SPAN_ROW)
         )
-        joined = marked.sort(_EVENT_US).join_asof(
-            spans,
-            left_on=_EVENT_US,
-            right_on=_START,
-            by=keys,
-            strategy="backward",
-            check_sortedness=False,  # both sides are sorted here
+        # the events a later row holds (few), found among the events of the entities the
+        # later rows name, on the spans' bounds alone; then the rows' values
+        held = (
+            marked.select(_ROW, _EVENT_US, *keys)
+            .join(spans.select(keys).unique(), on=keys, how="semi")
+            .sort(_EVENT_US)
+            .join_asof(
+                spans.select(_SPAN_ROW, *keys, _START, _END).sort(_START),
+                left_on=_EVENT_US,
+                right_on=_START,
+                by=keys,
+                strategy="backward",
+                check_sortedness=False,  # both sides are sorted here
+            )
+            .filter(pl.col(_START).is_not_null() & (pl.col(_END).is_null() | (when < pl.col(_END))))
+            .select(_ROW, _SPAN_ROW)
+            .join(spans.drop(*keys, _START, _END), on=_SPAN_ROW, how="inner")
+            .drop(_SPAN_ROW)
         )
-        held = pl.col(_START).is_not_null() & (pl.col(_END).is_null() | (when < pl.col(_END)))
-
-    # the first revision wins only where no later row holds the event, and no later start
-    # cuts it: a plain hash join on the ids
-    first = reads.first
-    base = rows((first,), _FIRST_PREFIX).with_columns(pl.lit(True).alias(_FIRST_FOUND))
-    joined = joined.join(base, on=keys, how="left", maintain_order="left")
-    found = pl.col(_FIRST_FOUND).fill_null(False) & (when >= first.start_us)
-    if first.end_us is not None:
-        found = found & (when < first.end_us)
+        joined = joined.join(held, on=_ROW, how="left", maintain_order="left")
 
     def pick(column: pl.Expr, first_value: pl.Expr) -> pl.Expr:
         """The later row's value where one holds the event, else the first revision's."""
         if not later:
             return pl.when(found).then(first_value)
-        return pl.when(held).then(column).when(found).then(first_value)
+        return pl.when(pl.col(SPAN_ORDER).is_not_null()).then(column).when(found).then(first_value)
 
     names = dict(enumerate(s.revision.name for s in later))
     name = pick(
@@ -161,6 +182,4 @@ def polars_as_of_join(
         deleted = pick(pl.col(DELETED), pl.col(_FIRST_PREFIX + DELETED)).fill_null(False)
         added = [pl.when(~deleted).then(c) for c in added]
         added = [c.alias(n) for c, n in zip(added, [*values, REVISION], strict=True)]
-    if later:
-        joined = joined.sort(_ROW)
     return joined.select(*columns.names(), *added)
