@@ -224,6 +224,23 @@ def test_files_are_sorted_by_id_in_row_groups(spark, root, monkeypatch):
             assert all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:], strict=False)), ranges
 
 
+def test_a_column_of_distinct_values_is_written_without_a_dictionary(spark, root):
+    """A column chunk's dictionary is capped at ``DICTIONARY_PAGE_BYTES``: 5,000 distinct
+    doubles (40 KB) in a row group of 15,000 rows are written plain (Parquet's default 1 MiB
+    would hold them, filling a dictionary in every row group); a column of three values keeps
+    its dictionary."""
+    ds = RevisionedDataset(root, spark, id_columns=["id"])
+    rows = spark.range(15_000).select(
+        "id", (F.col("id") % 5_000 * 1.5).alias("x"), (F.col("id") % 3).cast("string").alias("c")
+    )
+    written = ds.commit({"t": rows.coalesce(1)}, day(0), True).tables["t"]
+    metadata = pq.read_metadata(os.path.join(root, written.files[0]))
+    names = [metadata.schema.column(i).name for i in range(metadata.num_columns)]
+    chunks = {name: metadata.row_group(0).column(i) for i, name in enumerate(names)}
+    assert 5_000 * 8 > file_size.DICTIONARY_PAGE_BYTES
+    assert not chunks["x"].has_dictionary_page and chunks["c"].has_dictionary_page
+
+
 def test_a_compaction_rewrites_an_old_base_into_the_layout(spark, root, monkeypatch):
     """A major an earlier release wrote (its rows unsorted, in one row group) with nothing on
     top: a compaction rewrites it sorted by the ids in row groups of ``ROW_GROUP_ROWS``;

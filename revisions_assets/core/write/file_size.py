@@ -30,6 +30,12 @@ ROW_GROUP_ROWS = 16_384
 #: and at most about this many bytes (as the writer buffers them, before compression), so
 #: that wide rows stream in bounded memory too
 ROW_GROUP_BYTES = 8 * 2**20
+#: a column chunk's dictionary, at most: a dictionary pays off when it holds far fewer values
+#: than the row group has rows (32 KiB: 4,096 doubles, a quarter of a row group). Parquet's
+#: default (1 MiB) lets a column of distinct values fill a dictionary in every row group and
+#: then rewrite it plain, which made a write of small row groups more than 2x slower
+#: (docs/benchmarks/index.md, "Row groups")
+DICTIONARY_PAGE_BYTES = 32 * 2**10
 
 
 #: the newest writes of a table whose bytes per row size a file, beside its latest major's

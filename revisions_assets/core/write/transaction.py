@@ -57,7 +57,7 @@ from ..read.plan.schema import value_columns
 from ..spark_errors import spark_storage_errors
 from ..storage.base import Storage
 from ..timeutil import now_utc
-from .file_size import FIRST_FILE_ROWS, ROW_GROUP_BYTES, ROW_GROUP_ROWS
+from .file_size import DICTIONARY_PAGE_BYTES, FIRST_FILE_ROWS, ROW_GROUP_BYTES, ROW_GROUP_ROWS
 from .rules import check_carried, check_major_after_vacuum
 from .validation import check_compatible
 
@@ -525,6 +525,7 @@ def write_observed(
         observed.write.mode("error")  # a fresh folder; Spark Connect knows only "error"
         .option("parquet.block.row.count.limit", ROW_GROUP_ROWS)
         .option("parquet.block.size", ROW_GROUP_BYTES)
+        .option("parquet.dictionary.page.size", DICTIONARY_PAGE_BYTES)
     )
     if max_records_per_file:
         writer = writer.option("maxRecordsPerFile", max_records_per_file)
