@@ -26,7 +26,7 @@ from revisions_assets.core.read.execute import polars as polars_executor
 from revisions_assets.core.read.execute import spark as spark_executor
 from revisions_assets.core.read.execute.changes import read_changes
 from revisions_assets.core.read.execute.frames import Rows
-from revisions_assets.core.read.execute.spark_scan import ORDER, _Scanner
+from revisions_assets.core.read.execute.spark_scan import ORDER, Scanner
 from revisions_assets.core.read.plan.requests import plan_changes, plan_state
 from revisions_assets.core.read.plan.scans import MergePlan
 
@@ -46,7 +46,7 @@ def narwhals_merge(base: nw.LazyFrame, newer: nw.LazyFrame, ids: list[str], orde
 
 
 def spark_narwhals(ctx: Context, ds, plan: MergePlan) -> Callable[[], None]:
-    scan = _Scanner(ctx.spark, ds.storage, plan.schema, spark_executor._about(plan))
+    scan = Scanner(ctx.spark, ds.storage, plan.schema, spark_executor._about(plan))
     ids = list(plan.id_columns)
 
     def run() -> None:
@@ -63,7 +63,7 @@ def spark_narwhals(ctx: Context, ds, plan: MergePlan) -> Callable[[], None]:
 
 def polars_narwhals(reader: DatasetReader, plan: MergePlan) -> Callable[[], None]:
     order = {r.sequence: n for n, r in enumerate(plan.merge)}
-    scan = polars_executor._Scanner(reader._local, plan.schema, order)
+    scan = polars_executor.Scanner(reader._local, plan.schema, order)
     ids = list(plan.id_columns)
 
     def run() -> None:

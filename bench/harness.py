@@ -49,6 +49,8 @@ class Config:
     history_sizes: tuple[int, ...] = (10, 1_000)
     memory_scales: tuple[int, ...] = (1, 4)
     reader_minors: int = 10  # scenario 12: the minors on the major the reader merges
+    #: scenario 12 probes the reader's memory and an id lookup at N and at this multiple of N
+    reader_scale: int = 4
     pipes_revisions: int = 1_000  # scenario 14: the log a Pipes run reads its slice from
     driver_memory: str = "4g"
     #: the memory probe's master: local-cluster keeps the executor JVM apart from the driver's
@@ -74,6 +76,7 @@ class Config:
             history_sizes=(10, 30),
             memory_scales=(1,),  # one fresh-process probe: the smoke checks the structure
             reader_minors=3,
+            reader_scale=1,  # the probes at N stand for both: no second dataset
             pipes_revisions=40,
             driver_memory="1g",
             memory_master="local[1]",

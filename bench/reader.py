@@ -5,16 +5,19 @@ and against delta-rs.
   N/10 rows after 3 minors, through ``DatasetReader(root).read`` vs a Spark session's
   ``ds.read(...).toPandas()`` (the JVM start included: what a notebook or a script pays).
 * In process, the latest state of N x 11 columns after k = 10 minors
-  (``Config.reader_minors``): ``reader.read`` vs
-  ``ds.read().toArrow()`` on the run's ``local[2]`` session; and the reader's peak memory
-  (a fresh process: peak RSS above its RSS after imports) against the result's Arrow size.
+  (``Config.reader_minors``): ``reader.read`` vs ``ds.read().toArrow()`` on the run's
+  ``local[2]`` session.
 * Against raw Polars over the same files: ``read()`` of a major alone (k = 0) vs
-  ``pl.scan_parquet(files).filter(~_deleted)``; ``read()`` after 10 minors vs the cheapest
+  ``pl.scan_parquet(files).filter(~_deleted)``; ``read()`` after k minors vs the cheapest
   correct merge written here (the minors' rows, the last per id, plus the base's rows of the
   other ids, tombstones dropped); ``scan().filter(ids in 1%).select(1 column)`` vs a full
   ``read()``.
-* Peak memory (fresh processes, RSS above imports over the state's Arrow size):
-  ``scan().sink_parquet()``, ``batches()`` drained, eager ``read()``.
+* Peak memory (fresh processes, RSS above imports over the state's Arrow size) after k
+  minors of 1% and one of 30% (a minor whose ids the merge holds):
+  ``scan().to_polars().sink_parquet()`` and ``batches()`` drained at N and 4N
+  (``Config.reader_scale``), the sink's peak at 4N over its peak at N, eager ``read()`` at N.
+* At 4N: a lookup of 10 ids (``scan().filter(id in 10 ids)``) against a full ``read()``:
+  the row groups the id filter skips.
 * Against delta-rs: the state after 4 upserts of p·N, through ``DatasetReader`` vs the same
   rows as a Delta table read by ``polars.read_delta``.
 * ``revisions show`` of the fresh-process dataset, as a user types it.
@@ -75,7 +78,9 @@ print(json.dumps({{"base": base, "peak": peak}}))
 """
 #: what each memory probe does in its fresh process, after the RSS baseline
 EAGER = "df = reader.read({table!r})"
-SINK = "reader.scan({table!r}).sink_parquet({path!r})"
+#: the share of the ids the large minor of the memory probes rewrites
+LARGE_MINOR = 0.30
+SINK = "reader.scan({table!r}).to_polars().sink_parquet({path!r})"
 BATCHES = "for _ in reader.batches({table!r}):\n    pass"
 
 
@@ -168,8 +173,7 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
         ("ds.read().toArrow()", lambda: big.read(TABLE).toArrow()),
     )
     state = reader.read(TABLE)
-    schema, arrow_mib = state.schema, state.to_arrow().nbytes / 2**20
-    columns = state.columns
+    schema, columns = state.schema, state.columns
     del state
 
     # against raw Polars over the same files: k = 0, then k minors
@@ -202,7 +206,7 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
     one_column = columns[1]
 
     def pruned() -> pl.DataFrame:
-        return reader.scan(TABLE).filter(pl.col(ID).is_in(some_ids)).select(one_column).collect()
+        return reader.scan(TABLE).filter(pl.col(ID).is_in(some_ids)).select(one_column).read()
 
     assert pruned().height == len(some_ids)
     sc_pruned, sc_full = measure_pair(
@@ -211,11 +215,36 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
         ("read() (full)", lambda: reader.read(TABLE)),
     )
 
-    # peak memory, each in a fresh process
-    sink_path = str(ctx.folder("s12", "sink") / "state.parquet")
-    sink_above, _ = peak_above_imports(big.root, SINK.format(table=TABLE, path=sink_path))
-    batches_above, _ = peak_above_imports(big.root, BATCHES.format(table=TABLE))
+    # peak memory, each in a fresh process, after a minor of 30% on top (at N and at xN)
+    x = cfg.reader_scale
+    commit(big, updates(spark, cfg.n, LARGE_MINOR, k + 1), is_major=False)
+    scaled = big
+    if x != 1:
+        scaled = dataset(ctx, f"s12_x{x}", x * cfg.n, k)
+        commit(scaled, updates(spark, x * cfg.n, LARGE_MINOR, k + 1), is_major=False)
+    memory = {}
+    for factor, ds in {1: big, x: scaled}.items():
+        sink_path = str(ctx.folder("s12", f"sink_x{factor}") / "state.parquet")
+        memory[factor] = {
+            "arrow": DatasetReader(ds.root).read(TABLE).to_arrow().nbytes / 2**20,
+            "sink": peak_above_imports(ds.root, SINK.format(table=TABLE, path=sink_path))[0],
+            "batches": peak_above_imports(ds.root, BATCHES.format(table=TABLE))[0],
+        }
     above, rss_base = peak_above_imports(big.root, EAGER.format(table=TABLE))
+
+    # at xN: a lookup of 10 ids spread over the range against a full read
+    reader_x = DatasetReader(scaled.root)
+    ten = list(range(0, x * cfg.n, max(1, x * cfg.n // 10)))[:10]
+
+    def lookup() -> pl.DataFrame:
+        return reader_x.scan(TABLE).filter(pl.col(ID).is_in(ten)).read()
+
+    assert lookup().height == len(ten)
+    looked_up, read_all = measure_pair(
+        ctx,
+        ("scan().filter(10 ids)", lookup),
+        ("read() (full)", lambda: reader_x.read(TABLE)),
+    )
 
     # delta-rs: the same rows after 4 upserts, ours through the reader
     source = str(ctx.folder("s12", "source"))
@@ -307,35 +336,61 @@ def reading_without_a_jvm(ctx: Context) -> Outcome:
             0.15,
             cpu_ratio=cpu_ratio(sc_pruned, sc_full),
         ),
+        *[
+            Row(
+                f"12 reader: peak memory, {kind}",
+                f"N={factor * cfg.n:,} x 11, after {k} minors of {cfg.p:.0%} and one of "
+                f"{LARGE_MINOR:.0%}",
+                [
+                    f"{memory[factor][key]:.0f} MiB above imports",
+                    f"Arrow state {memory[factor]['arrow']:.0f} MiB",
+                ],
+                ratio(memory[factor][key], memory[factor]["arrow"]),
+                "peak RSS / Arrow size",
+                "<= 0.5",
+                0.5,
+                note=f"fresh process: {what}",
+            )
+            for factor in dict.fromkeys((1, x))
+            for key, kind, what in (
+                ("sink", "sink_parquet", "scan(table).to_polars().sink_parquet(path)"),
+                ("batches", "batches", "batches(table) drained"),
+            )
+        ],
         Row(
-            "12 reader: peak memory, sink_parquet",
-            common + f", after {k} minors",
-            [f"{sink_above:.0f} MiB above imports", f"Arrow state {arrow_mib:.0f} MiB"],
-            ratio(sink_above, arrow_mib),
-            "peak RSS / Arrow size",
-            "<= 0.5",
-            0.5,
-            note="fresh process: scan(table).sink_parquet(path)",
-        ),
-        Row(
-            "12 reader: peak memory, batches",
-            common + f", after {k} minors",
-            [f"{batches_above:.0f} MiB above imports", f"Arrow state {arrow_mib:.0f} MiB"],
-            ratio(batches_above, arrow_mib),
-            "peak RSS / Arrow size",
-            "<= 0.5",
-            0.5,
-            note="fresh process: batches(table) drained",
+            f"12 reader: sink peak, {x}N / N",
+            f"N={cfg.n:,} and {x * cfg.n:,} x 11, after {k} minors of {cfg.p:.0%} and one of "
+            f"{LARGE_MINOR:.0%}",
+            [f"{memory[f]['sink']:.0f} MiB at {f}N" for f in dict.fromkeys((1, x))],
+            ratio(memory[x]["sink"], memory[1]["sink"]),
+            f"sink peak at {x}N / at N",
+            "<= 1.5",
+            1.5,
+            note="the merge holds the ids of the minors, a row group in flight per file",
         ),
         Row(
             "12 reader: peak memory, eager read",
-            common + f", after {k} minors",
-            [f"{above:.0f} MiB above imports", f"Arrow state {arrow_mib:.0f} MiB"],
-            ratio(above, arrow_mib),
+            f"N={cfg.n:,} x 11, after {k} minors of {cfg.p:.0%} and one of {LARGE_MINOR:.0%}",
+            [f"{above:.0f} MiB above imports", f"Arrow state {memory[1]['arrow']:.0f} MiB"],
+            ratio(above, memory[1]["arrow"]),
             "peak RSS / Arrow size",
             "<= 2.0",
             2.0,
-            note=f"fresh process, under the bench's load; RSS after imports {rss_base:.0f} MiB",
+            note=f"fresh process; RSS after imports {rss_base:.0f} MiB",
+        ),
+        Row(
+            "12 reader: lookup of 10 ids",
+            f"N={x * cfg.n:,} x 11, after {k} minors of {cfg.p:.0%} and one of {LARGE_MINOR:.0%}",
+            [
+                f"10 ids {fmt_seconds(looked_up.median)}",
+                f"full read {fmt_seconds(read_all.median)}",
+            ],
+            ratio(looked_up.median, read_all.median),
+            "scan().filter(id in 10 ids) / read()",
+            "<= 0.05",
+            0.05,
+            note="files sorted by id: the filter skips row groups by their min/max",
+            cpu_ratio=cpu_ratio(looked_up, read_all),
         ),
         Row(
             "12 reader vs delta-rs",

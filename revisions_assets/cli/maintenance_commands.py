@@ -22,6 +22,7 @@ from ..core.maintain.defaults import DEFAULT_GRACE, DEFAULT_TARGET_FILE_BYTES, M
 from ..core.read.plan.refs import find_revision
 from ..core.read.plan.scans import head_plan
 from ..core.timeutil import now_utc
+from ..core.write.file_size import compaction_needed
 from .common import (
     DURATION,
     EXIT_FINDINGS,
@@ -181,12 +182,14 @@ def compact_command(
     as_json: bool,
     endpoint_url: str | None,
 ) -> None:
-    """Write the state of each table past its base as one compaction entry (Spark).
+    """Write the state of each table past its base as one compaction entry (Spark); a table
+    whose base an earlier release wrote (one row group per file) is rewritten in the
+    current layout too.
 
-    The root, --table and whether any table has revisions on its base are checked from
-    the log first: nothing to do ends before Spark starts. --rebuild REF writes the state
-    a damaged compaction holds again, as a new compaction that reads use instead (verify
-    reports such a compaction as compaction_damaged).
+    The root, --table and whether any table has revisions on its base (or an old base's
+    footers) are checked first: nothing to do ends before Spark starts. --rebuild REF
+    writes the state a damaged compaction holds again, as a new compaction that reads use
+    instead (verify reports such a compaction as compaction_damaged).
     """
     ds = open_writable(root, endpoint_url)
     view = LogView(ds.revisions())
@@ -202,7 +205,8 @@ def compact_command(
             )
     else:
         tables = [table] if table is not None else view.tables()
-        due = [t for t in tables if head_plan(view, t).on_base]  # UnknownTableError for --table
+        # UnknownTableError for --table; a base alone in an earlier release's layout is due
+        due = [t for t in tables if compaction_needed(ds.storage, head_plan(view, t))]
     out = Output(as_json)
     record = None
     if due:
@@ -215,7 +219,10 @@ def compact_command(
     if as_json:
         out.rows(rows)
     elif record is None:
-        out.note(f"{ds.root}: nothing to compact (every table reads from its base)")
+        out.note(
+            f"{ds.root}: nothing to compact (every table reads from its base, in the current "
+            "file layout)"
+        )
     else:
         rebuilt = record.properties.get("rebuilds")
         out.note(

@@ -421,8 +421,10 @@ class DatasetMaintenance:
 
         It holds the state a default read returns now, in files of about
         ``target_file_bytes``; reads that include every revision it replaces use it as
-        their base and return the same rows. None, committing nothing, when no table has
-        anything on top of its base. Concurrent commits are neither lost nor blocked: the
+        their base and return the same rows, in the engine's file layout (sorted by the
+        ids, row groups of 16,384 rows). None, committing nothing, when no table has
+        anything on top of its base and every base is in that layout (a base an earlier
+        release wrote is rewritten). Concurrent commits are neither lost nor blocked: the
         entry is appended like any revision. Raises CommitConflictError, committing
         nothing, when a concurrent vacuum removed files it was reading.
         ``rebuild``: the name (or sequence) of a damaged compaction to write again from

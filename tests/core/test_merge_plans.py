@@ -7,6 +7,7 @@ import random
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from pyspark.sql import functions as F
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.read.execute import spark_scan as merge
@@ -131,6 +132,25 @@ def test_change_reads_give_the_model_changes(spark, history, strategy):
     assert changes.is_reset is expected.is_reset is False
     assert want and any(gone for *_, gone in want)  # rows and deletions in the window
     assert got == want
+
+
+@pytest.mark.parametrize("strategy", ["window", "broadcast"])
+def test_an_id_filter_reaches_every_parquet_scan(spark, history, strategy):
+    """A filter on the ids of a read is pushed into every Parquet scan of the merge (the
+    base, the newer revisions, the ids a broadcast anti-join is built on), where Parquet
+    skips the row groups whose min/max ids exclude it; the state is the model's."""
+    root, model = history
+    df = RevisionedDataset(root, spark=spark, merge_strategy=strategy).read("t")
+    picked = df.where((F.col("k1") == 3) & F.col("k2").isin(3, 10, 17, 24, 31))
+    plan = picked._jdf.queryExecution().executedPlan().toString()
+    scans = [line for line in plan.splitlines() if "FileScan parquet" in line]
+    assert scans and all("PushedFilters: [" in s and "EqualTo(k1,3)" in s for s in scans), plan
+    want = sorted(
+        k + (row["value"],)
+        for k, (row, _) in model.state("t").rows.items()
+        if k[0] == 3 and k[1] in (3, 10, 17, 24, 31)
+    )
+    assert want and sorted(tuple(r) for r in picked.collect()) == want
 
 
 def test_auto_uses_the_logged_row_counts(spark, history):

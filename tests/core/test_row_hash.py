@@ -18,13 +18,15 @@ from revisions_assets import RevisionedDataset, UpstreamPosition
 from revisions_assets.core.columns import ROW_HASH
 from revisions_assets.core.errors import CarriedStateError, InvalidArgumentError, InvalidNameError
 from revisions_assets.core.hashing import row_hash
+from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.read.execute import changes
 from revisions_assets.core.read.plan.schema import value_columns
 from revisions_assets.core.sqltext import quoted
+from revisions_assets.core.storage.backends import open_storage
 from revisions_assets.core.write import file_size, transaction
 from revisions_assets.core.write.commit import CommitPlanner
 
-from .helpers import by_id, frame
+from .helpers import by_id, frame, stage_revision
 from .model import Model, ModelNoMajorError, unchanged_skipped, value_changes
 
 SCHEMA = "id long, v long, w string"
@@ -137,14 +139,14 @@ def test_skip_compares_with_the_state_as_of_the_minor(spark, root):
 
 
 def test_a_small_offer_is_compared_with_the_state_of_its_ids_only(spark, monkeypatch):
-    """Up to SMALL_WINDOW_ROWS offered rows, the state is narrowed to their ids before the
+    """Up to SMALL_ROWS offered rows, the state is narrowed to their ids before the
     anti-join (its hashes are not shuffled whole); both plans keep the same rows."""
     state = frame(spark, [(i, i, "s") for i in range(1, 7)], SCHEMA)
     state = state.withColumn(ROW_HASH, row_hash(state.schema, value_columns(state.schema, ["id"])))
     offer = frame(spark, [(2, 2, "s"), (3, 30, "s"), (9, 9, "s")], SCHEMA)
     offer = offer.withColumn(ROW_HASH, row_hash(offer.schema, value_columns(offer.schema, ["id"])))
     narrowed = transaction.skip_unchanged(offer, state, ["id"], offered=3)
-    monkeypatch.setattr(transaction, "SMALL_WINDOW_ROWS", 2)
+    monkeypatch.setattr(transaction, "SMALL_ROWS", 2)
     whole = transaction.skip_unchanged(offer, state, ["id"], offered=3)
     plans = [df._jdf.queryExecution().optimizedPlan().toString() for df in (narrowed, whole)]
     assert ["LeftSemi" in p for p in plans] == [True, False]
@@ -186,6 +188,89 @@ def test_files_are_sized_by_rows(spark, root, monkeypatch):
         assert max(files) <= 10 and sum(files) == rows and len(files) >= rows // 10
 
 
+def test_files_are_sorted_by_id_in_row_groups(spark, root, monkeypatch):
+    """Every file a commit or a compaction writes is sorted by its ids and cut into row
+    groups of at most ``ROW_GROUP_ROWS`` rows, so their min/max id ranges follow one
+    another: an id filter skips the row groups whose range lacks the id."""
+    monkeypatch.setattr(transaction, "ROW_GROUP_ROWS", 16)
+    ds = RevisionedDataset(root, spark, id_columns=["k", "id"], compact_after=None)
+    # rows out of a shuffle, in no order; two id columns: sorted by k, then id
+    rows = spark.range(200).select(
+        (F.col("id") % 3).alias("k"), (F.col("id") * 7919 % 200).alias("id"), F.lit(1).alias("v")
+    )
+    ds.commit({"t": rows.repartition(3)}, day(0), True)
+    ds.commit(
+        {"t": rows.where("id % 5 = 0").withColumn("v", F.lit(2)).repartition(2)}, day(1), False
+    )
+    compaction = ds.maintenance.compact("t")
+    entries = [*ds.revisions("t"), compaction]
+    files = [os.path.join(root, f) for entry in entries for f in entry.tables["t"].files]
+    assert len(files) >= 3
+    for path in files:
+        metadata = pq.read_metadata(path)
+        keys = pq.read_table(path, columns=["k", "id"]).to_pylist()
+        pairs = [(r["k"], r["id"]) for r in keys]
+        assert pairs == sorted(pairs), path
+        sizes = [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
+        assert max(sizes) <= 16 and sum(sizes) == len(pairs), (path, sizes)
+        if len(pairs) > 16:  # row groups in key order: the first column's ranges follow on
+            ranges = [
+                (
+                    metadata.row_group(g).column(0).statistics.min,
+                    metadata.row_group(g).column(0).statistics.max,
+                )
+                for g in range(metadata.num_row_groups)
+            ]
+            assert all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:], strict=False)), ranges
+
+
+def test_a_column_of_distinct_values_is_written_without_a_dictionary(spark, root):
+    """A column chunk's dictionary is capped at ``DICTIONARY_PAGE_BYTES``: 5,000 distinct
+    doubles (40 KB) in a row group of 15,000 rows are written plain (Parquet's default 1 MiB
+    would hold them, filling a dictionary in every row group); a column of three values keeps
+    its dictionary."""
+    ds = RevisionedDataset(root, spark, id_columns=["id"])
+    rows = spark.range(15_000).select(
+        "id", (F.col("id") % 5_000 * 1.5).alias("x"), (F.col("id") % 3).cast("string").alias("c")
+    )
+    written = ds.commit({"t": rows.coalesce(1)}, day(0), True).tables["t"]
+    metadata = pq.read_metadata(os.path.join(root, written.files[0]))
+    names = [metadata.schema.column(i).name for i in range(metadata.num_columns)]
+    chunks = {name: metadata.row_group(0).column(i) for i, name in enumerate(names)}
+    assert 5_000 * 8 > file_size.DICTIONARY_PAGE_BYTES
+    assert not chunks["x"].has_dictionary_page and chunks["c"].has_dictionary_page
+
+
+def test_a_compaction_rewrites_an_old_base_into_the_layout(spark, root, monkeypatch):
+    """A major an earlier release wrote (its rows unsorted, in one row group) with nothing on
+    top: a compaction rewrites it sorted by the ids in row groups of ``ROW_GROUP_ROWS``;
+    reads take the new files and return the same rows, and a second compaction finds
+    nothing to do."""
+    monkeypatch.setattr(transaction, "ROW_GROUP_ROWS", 16)
+    monkeypatch.setattr(file_size, "ROW_GROUP_ROWS", 16)
+    log = RevisionLog(open_storage(root))
+    stage_revision(log, root, "old", day(0), True, {(i * 37 % 100,): {"v": i} for i in range(100)})
+    (old,) = pq.read_metadata(os.path.join(root, "old/t/part-00000.parquet")).to_dict()[
+        "row_groups"
+    ]
+    assert old["num_rows"] == 100  # one row group: what earlier releases wrote
+    ds = RevisionedDataset(root, spark, compact_after=None)
+    before = sorted(tuple(r) for r in ds.read("t").collect())
+    assert ds.inspect.revisions_on_base("t") == 0
+    compaction = ds.maintenance.compact("t")
+    assert compaction is not None and compaction.replaces["t"].revisions == 1
+    ids, sizes = [], []
+    for path in compaction.tables["t"].files:
+        local = os.path.join(root, path)
+        ids += pq.read_table(local, columns=["id"])["id"].to_pylist()
+        metadata = pq.read_metadata(local)
+        sizes += [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
+    assert ids == sorted(ids) and sorted(ids) == list(range(100)) and max(sizes) <= 16
+    assert [f.is_compaction for f in ds.scan("t").plan_files()] == [True]
+    assert sorted(tuple(r) for r in ds.read("t").collect()) == before
+    assert ds.maintenance.compact("t") is None
+
+
 def test_row_hash_is_a_reserved_column(spark, root):
     ds = RevisionedDataset(root, spark, id_columns=["id"])
     df = frame(spark, [(1, 1, "a")], SCHEMA).withColumn(ROW_HASH, F.lit(3).cast("long"))
@@ -199,9 +284,9 @@ def test_row_hash_is_a_reserved_column(spark, root):
 @pytest.mark.parametrize("window_max", [None, 0], ids=["narrowed", "shuffled"])
 def test_change_reads_report_real_changes(spark, root, monkeypatch, window_max):
     """Both plans of the hash join: the state before narrowed to a small window's ids (a
-    broadcast), and the plain join a window above SMALL_WINDOW_ROWS rows gets."""
+    broadcast), and the plain join a window above SMALL_ROWS rows gets."""
     if window_max is not None:
-        monkeypatch.setattr(changes, "SMALL_WINDOW_ROWS", window_max)
+        monkeypatch.setattr(changes, "SMALL_ROWS", window_max)
     ds = RevisionedDataset(root, spark, id_columns=["id"])
     ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 2, "b"), (3, 3, "c")], SCHEMA)}, day(0), True)
     ds.commit({"t": frame(spark, [(1, 9, "a"), (2, 2, "b")], SCHEMA)}, day(1), False)  # 2 same

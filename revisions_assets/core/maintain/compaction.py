@@ -1,8 +1,11 @@
 """Compaction: the state of a table's default read, written as one log entry.
 
 ``Compactor`` writes, per table, the state of the default read at the head (tombstones
-kept, every row tagged with the sequence of the revision that wrote it) into a few files,
-and commits a ``compaction`` entry recording which revisions it holds. Reads that contain
+kept, every row tagged with the sequence of the revision that wrote it) into a few files
+in the engine's layout (sorted by the ids, row groups sized for streaming:
+``write/file_size.py``), and commits a ``compaction`` entry recording which revisions it
+holds. A table is compacted when revisions lie on its base, or when its base's files were
+written before that layout (an earlier release's major or compaction alone). Reads that contain
 all of those revisions use it as their base (``read/plan/scans.py``). This module only
 runs Spark jobs and commits; what a compaction may serve is decided by the pure rules of
 ``read/plan/``.
@@ -37,6 +40,7 @@ from ..read.plan.selection import Selection, state_selection
 from ..storage.base import Storage
 from ..storage.footer import StoredFile
 from ..timeutil import now_utc
+from ..write.file_size import compaction_needed
 from ..write.transaction import (
     append_entry,
     claim_folder,
@@ -85,7 +89,7 @@ class Compactor:
         snapshot = Snapshot(self.storage.uri, view)
         for table in tables if tables is not None else view.tables():
             state = plan_state(snapshot, table)  # what a default read of the table reads
-            if state.rows.on_base:
+            if compaction_needed(self.storage, state.rows):
                 jobs.append(_TableJob(table, state.selection, state.rows))
         if not jobs:
             return None
@@ -199,6 +203,7 @@ class Compactor:
             df,
             self.storage.spark_uri(prefix),
             max_records_per_file=max(1, math.ceil(in_rows / files)),
+            sort_by=plan.id_columns,
         )
         written = [
             f

@@ -250,7 +250,9 @@ class Purge:
         stored = self.spark.read.parquet(*source)
         kept = stored.join(ids, on=list(old.id_columns), how="left_anti").select(*stored.columns)
         prefix = f"{name}-{entry.sequence}/{table}"
-        write_observed(kept.coalesce(len(source)), self.storage.spark_uri(prefix))
+        write_observed(
+            kept.coalesce(len(source)), self.storage.spark_uri(prefix), sort_by=old.id_columns
+        )
         written = [
             f
             for f in self.storage.list_files(prefix)

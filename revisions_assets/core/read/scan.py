@@ -246,7 +246,9 @@ class Scan(Generic[Frame]):
     def filter(self, *conditions: Any) -> Scan[Frame]:
         """Only the rows that meet every condition (a Polars expression on
         ``DatasetReader``, a Spark Column or SQL text on Spark), on the merged state: a
-        condition on the id columns prunes the files' rows before the merge, one on
+        condition on the id columns reaches every Parquet scan of the merge, where the
+        files' row groups whose min/max ids exclude it are skipped (files are sorted by
+        the ids), so a lookup of a few ids reads a few row groups per revision; one on
         another column never brings back an older row of an entity whose newest row it
         drops."""
         return self.update(filters=(*self.request.filters, *conditions))
@@ -342,7 +344,9 @@ class Scan(Generic[Frame]):
         """The rows as a Polars ``LazyFrame`` (``DatasetReader``): a ``select`` on it
         reads only those columns, a filter on the id columns reaches the Parquet scans;
         collect it, stream it (``collect(engine="streaming")``, ``sink_parquet``) or join
-        it. Its files are fetched and checked now."""
+        it. The merge streams: each revision's rows are anti-joined with the ids the later
+        revisions wrote, so a streamed read holds those ids and about a row group per file,
+        not the state. Its files are fetched and checked now."""
         return self.snapshot._reads._to_polars(self)
 
     def to_spark(self) -> DataFrame:
@@ -355,8 +359,9 @@ class Scan(Generic[Frame]):
 
     def to_batches(self, batch_size: int | None = None) -> pa.RecordBatchReader:
         """The rows as a stream of Arrow record batches of about ``batch_size`` rows
-        (``DatasetReader``), in bounded memory: for results larger than memory, or for
-        DuckDB (``duckdb.sql("select ... from batches")``)."""
+        (``DatasetReader``), in bounded memory (the ids of the newer revisions and about a
+        row group per file, as ``to_polars()`` streams): for results larger than memory,
+        or for DuckDB (``duckdb.sql("select ... from batches")``)."""
         return self.snapshot._reads._to_batches(self, batch_size)
 
     def to_pandas(self) -> pd.DataFrame:

@@ -1,5 +1,6 @@
-"""What a Parquet file's footer says, read from its last bytes: its row count, or why it
-cannot be read (missing, not Parquet, a footer that does not parse). No data is read.
+"""What a Parquet file's footer says, read from its last bytes: its row count and the rows of
+its largest row group, or why it cannot be read (missing, not Parquet, a footer that does
+not parse). No data is read.
 
 One ranged read per file fetches its last 64 KiB, enough for the footer of every file
 revisions-assets writes (a larger footer costs a second read).
@@ -26,13 +27,15 @@ class StoredFile:
 
     path: str
     rows: int | None = None
+    #: the rows of its largest row group (the unit a reader streams or skips)
+    largest_row_group: int | None = None
     #: None: readable; "missing"; else what is wrong with its bytes
     problem: str | None = None
 
 
 def stored_file(storage: Storage, path: str) -> StoredFile:
-    """The rows a Parquet file's footer records, or its problem (missing, not Parquet, a
-    footer that does not parse)."""
+    """The rows (and those of its largest row group) a Parquet file's footer records, or its
+    problem (missing, not Parquet, a footer that does not parse)."""
     tail = storage.read_tail(path, FOOTER_READ)
     if tail is None:
         return StoredFile(path, problem="missing")
@@ -48,7 +51,8 @@ def stored_file(storage: Storage, path: str) -> StoredFile:
     except (pa.ArrowException, OSError, ValueError) as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return StoredFile(path, problem=f"its footer does not parse ({detail})")
-    return StoredFile(path, rows=meta.num_rows)
+    groups = (meta.row_group(g).num_rows for g in range(meta.num_row_groups))
+    return StoredFile(path, rows=meta.num_rows, largest_row_group=max(groups, default=0))
 
 
 __all__ = ["FOOTER_READ", "PARQUET_MAGIC", "StoredFile", "stored_file"]

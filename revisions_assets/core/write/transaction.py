@@ -51,13 +51,13 @@ from ..log.layout import CLAIM_FILE
 from ..log.records import Revision, TableWrite, UpstreamPosition, canonical_json
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
-from ..read.execute.frames import SMALL_WINDOW_ROWS, hinted, lazy, real_changes
+from ..read.execute.frames import SMALL_ROWS, hinted, lazy, real_changes
 from ..read.execute.spark import state_schemas
 from ..read.plan.schema import value_columns
 from ..spark_errors import spark_storage_errors
 from ..storage.base import Storage
 from ..timeutil import now_utc
-from .file_size import FIRST_FILE_ROWS
+from .file_size import DICTIONARY_PAGE_BYTES, FIRST_FILE_ROWS, ROW_GROUP_BYTES, ROW_GROUP_ROWS
 from .rules import check_carried, check_major_after_vacuum
 from .validation import check_compatible
 
@@ -306,6 +306,7 @@ class CommitTransaction:
                 {f"null_{i}": e for i, e in enumerate(nulls.values())},
                 # a large revision: files of about the target size
                 max_records_per_file=staged.rows_per_file,
+                sort_by=staged.id_columns,
             )
         finally:
             if cached is not None:
@@ -462,13 +463,13 @@ def skip_unchanged(
 ) -> DataFrame:
     """``rows`` (``offered`` of them) without those whose hash equals the row they replace
     (the real-change diff of ``read/execute/frames.py``; null hashes never match). A minor
-    offers few rows against a large state: up to ``SMALL_WINDOW_ROWS`` offered rows, the
+    offers few rows against a large state: up to ``SMALL_ROWS`` offered rows, the
     state is first narrowed to their ids by a broadcast semi-join, so its hashes are probed
     where they lie instead of being shuffled whole (docs/benchmarks/index.md, "Measured
     while choosing"). The last stage then reads the offered rows alone (the state is
     broadcast), in as many tasks, hence files, as ``offered / rows_per_file`` needs: one for
     a small minor, where the cached rows would keep a file per shuffle partition."""
-    if offered > SMALL_WINDOW_ROWS:
+    if offered > SMALL_ROWS:
         return real_changes(lazy(rows), lazy(replaced), id_columns, gone=False).to_native()
     narrow = hinted(F.broadcast)
     changed = real_changes(lazy(rows), lazy(replaced), id_columns, gone=False, narrow=narrow)
@@ -504,9 +505,15 @@ def write_observed(
     uri: str,
     extra: Mapping[str, Column] | None = None,
     max_records_per_file: int | None = None,
+    sort_by: Sequence[str] = (),
 ) -> dict[str, int]:
     """Write ``df`` (with its ``_deleted`` column) as Parquet into the fresh folder ``uri``;
-    its rows, tombstones and ``extra`` sums are counted by the write job itself."""
+    its rows, tombstones and ``extra`` sums are counted by the write job itself.
+
+    The layout of every data file (``file_size.py``): sorted by ``sort_by`` (the id
+    columns) within each file, in row groups of ``ROW_GROUP_ROWS`` rows at most."""
+    if sort_by:
+        df = df.sortWithinPartitions(*sort_by)
     observation = Observation(f"write-{uuid.uuid4().hex}")
     metrics = {
         "rows": F.count(F.lit(1)),
@@ -514,7 +521,12 @@ def write_observed(
         **(extra or {}),
     }
     observed = df.observe(observation, *[e.alias(k) for k, e in metrics.items()])
-    writer = observed.write.mode("error")  # a fresh folder; Spark Connect knows only "error"
+    writer = (
+        observed.write.mode("error")  # a fresh folder; Spark Connect knows only "error"
+        .option("parquet.block.row.count.limit", ROW_GROUP_ROWS)
+        .option("parquet.block.size", ROW_GROUP_BYTES)
+        .option("parquet.dictionary.page.size", DICTIONARY_PAGE_BYTES)
+    )
     if max_records_per_file:
         writer = writer.option("maxRecordsPerFile", max_records_per_file)
     writer.parquet(uri)

@@ -12,7 +12,7 @@ from ...columns import DELETED, ROW_HASH
 from ..plan.requests import ChangePlan
 from ..plan.scans import MergePlan
 from .frames import (
-    SMALL_WINDOW_ROWS,
+    SMALL_ROWS,
     Executor,
     Rows,
     blank_deletions,
@@ -43,9 +43,7 @@ def read_changes(
                 _state_hashes(executor, plan.before, plan.columns, ids),
                 ids,
                 gone=False,
-                narrow=hinted(executor.broadcast)
-                if plan.window_rows <= SMALL_WINDOW_ROWS
-                else None,
+                narrow=hinted(executor.broadcast) if plan.window_rows <= SMALL_ROWS else None,
             )
         df = blank_deletions(rows.drop(ROW_HASH), ids)
     return (
@@ -78,7 +76,7 @@ def _reset_changed(
             ids,
             gone=False,
             absent_deletions=False,
-            narrow=hinted(executor.broadcast) if on_top.window_rows <= SMALL_WINDOW_ROWS else None,
+            narrow=hinted(executor.broadcast) if on_top.window_rows <= SMALL_ROWS else None,
         )
     return blank_deletions(rows.drop(ROW_HASH), ids)
 

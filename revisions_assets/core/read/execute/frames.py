@@ -1,9 +1,11 @@
 """What both executors do alike, written once: the executor protocol and the row diffs.
 
-An executor (``spark.SparkExecutor``, ``polars.PolarsExecutor``) scans files and merges a
-plan in its own engine; everything built on top of merged rows — the real-change diff,
-deletions that carry only their ids, the order of the system columns — is written here
-once, on Narwhals' lazy API, which runs on PySpark DataFrames and Polars LazyFrames alike.
+An executor (``spark.SparkExecutor``, ``polars.PolarsExecutor``) scans files and keeps the
+latest row per entity of a plan in its own engine; the tail of every merge (only the
+entities a window wrote, tombstones dropped, the system columns) and everything built on
+top of merged rows — the real-change diff, deletions that carry only their ids, the order
+of the system columns — is written here once, on Narwhals' lazy API, which runs on PySpark
+DataFrames and Polars LazyFrames alike.
 The change reads (``changes.py``), the SCD2 history (``history.py``) and the commit path's
 comparisons (``core/write/``) use these functions.
 """
@@ -17,17 +19,18 @@ from typing import Any, Generic, TypeVar
 
 import narwhals as nw
 
-from ...columns import DELETED, REVISION_COLUMNS, ROW_HASH
+from ...columns import DELETED, REVISION_COLUMNS, ROW_HASH, SOURCE_SEQUENCE
 from ..plan.as_of_join import AsOfJoinPlan
 from ..plan.scans import MergePlan, ScanTask
-from ..plan.schema import Schema
+from ..plan.schema import Schema, names
 
 Frame = TypeVar("Frame")
 #: the column of ``span_rows`` rows giving the index of their task
 SPAN_ORDER = "__order"
-#: a change window up to this many rows is small: the state it is compared with is
-#: narrowed to the window's ids (a broadcast on Spark) before the join
-SMALL_WINDOW_ROWS = 2_000_000
+#: up to this many rows, the rows of some revisions are few: Spark broadcasts their ids
+#: (the newer revisions of a merge, the window of a change read) instead of shuffling, and
+#: the state a change window is compared with is first narrowed to the window's ids
+SMALL_ROWS = 2_000_000
 _BEFORE, _WAS, _NOW, _RIGHT = "__before", "__was", "__now", "__right"
 
 
@@ -59,12 +62,45 @@ class SpanScan:
     base_orders: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
 
+def system_columns(rows: Rows) -> list[str]:
+    """The system columns a merge returns after the table's columns, as ``rows`` asks."""
+    system = [DELETED] if rows.keep_deleted else []
+    if rows.with_hash:
+        system.append(ROW_HASH)
+    if rows.with_revision:
+        system += REVISION_COLUMNS
+    elif rows.with_sequence:
+        system.append(SOURCE_SEQUENCE)
+    return system
+
+
 class Executor(ABC, Generic[Frame]):
-    """What an engine provides: scans, merges, and the few operations it does its own way."""
+    """What an engine provides: scans, the latest row per entity, and the few operations it
+    does its own way; the tail of a merge is written once (``merge``)."""
+
+    def merge(self, plan: MergePlan, rows: Rows = STATE) -> Frame:
+        """The latest row per entity of ``plan`` (tombstones dropped unless kept), with the
+        system columns ``rows`` asks for: the engine's ``latest`` rows, then what every
+        engine does alike: only the entities ``plan.only_ids_of`` wrote, tombstones
+        dropped, the table's columns and then the system ones."""
+        merged = self.latest(plan, rows)
+        if plan.only_ids_of is not None:
+            merged = self.only_entities_of(merged, plan)
+        frame = lazy(merged)
+        if not rows.keep_deleted and plan.tombstones:
+            frame = frame.filter(~nw.col(DELETED))
+        return frame.select(*names(plan.schema), *system_columns(rows)).to_native()
 
     @abstractmethod
-    def merge(self, plan: MergePlan, rows: Rows = STATE) -> Frame:
-        """The latest row per entity of ``plan`` (tombstones dropped unless kept)."""
+    def latest(self, plan: MergePlan, rows: Rows) -> Frame:
+        """The latest row per entity of ``plan``'s tasks, tombstones included, with
+        ``_deleted``, ``_row_hash`` and, as ``rows`` asks, the revision columns or
+        ``_revision_sequence`` (other columns may come along: ``merge`` selects)."""
+
+    @abstractmethod
+    def only_entities_of(self, frame: Frame, plan: MergePlan) -> Frame:
+        """The rows of ``frame`` whose entity ``plan.only_ids_of`` wrote: a semi-join with
+        their ids, built on the ids."""
 
     @abstractmethod
     def empty(self, schema: Schema, rows: Rows) -> Frame:

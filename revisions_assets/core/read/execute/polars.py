@@ -9,12 +9,16 @@ cast). A row carries its revision's sequence and order only where a read needs t
 revision columns, or rows ranked across a compaction); rows of a compaction carry the
 sequence of the revision that wrote them.
 
-"Latest row per entity wins": when every newer row is newer than the base (the common
-case), the newer revisions' rows are stacked in order, the last row of each entity kept,
-and the base anti-joined with their ids; otherwise the row of the highest order per
-entity, found by a semi-join with each entity's highest order. No form lets a filter on a
-value column reach below the merge: pushed into a scan, it would drop an entity's newest
-row and resurrect an older one.
+"Latest row per entity wins", streamed: each revision's rows (the base's first) are
+anti-joined with the ids the revisions after it wrote, and the results stacked. No row is
+held: every join is built on ids alone (Polars' own choice of the build side would first
+sample the rows of both sides), so a read holds the ids of the revisions newer than the
+one it streams plus a row group in flight per file, whatever the size of the table or of a
+minor, and a filter pushed into the scans is right for any column (a row's fate depends on
+the ids of later revisions only). When some newer row is older than rows of the base (a
+revision read on top of a compaction that holds later rows), rows are ranked instead: each
+entity newer revisions wrote keeps the row of the highest order among theirs and the
+base's, found by a join built on those entities' ids.
 
 Types follow the schemas recorded in the log: Spark's ``timestamp`` (an instant) reads as
 ``Datetime("us", "UTC")``, ``timestamp_ntz`` as a naive ``Datetime("us")``, decimals keep
@@ -34,7 +38,7 @@ from ...columns import DELETED, REVISION_COLUMNS, ROW_HASH, SOURCE_SEQUENCE
 from ..plan.as_of_join import AsOfJoinPlan
 from ..plan.scans import MergePlan, ScanTask
 from ..plan.schema import Schema, agrees
-from .frames import SPAN_ORDER, STATE, Executor, Rows, SpanScan
+from .frames import SPAN_ORDER, Executor, Rows, SpanScan
 from .polars_as_of_join import polars_as_of_join
 
 #: turns the log's relative file paths into local paths (fetching them into a cache first)
@@ -42,7 +46,9 @@ LocalFiles = Callable[[Sequence[str]], list[str]]
 
 PolarsSchema = dict[str, pl.DataType]
 
-_SEQ, _ORDER = "__sequence", "__order"
+_SEQ, _ORDER, _BEST = "__sequence", "__order", "__best_order"
+#: every join of a merge is built on its right side, ids only (see the module doc)
+_ON_IDS = "force_right"
 UTC_MICROS = pl.Datetime("us", "UTC")
 #: the seed of the row hash a read computes over some columns (``rehash``)
 _HASH_SEED = 42
@@ -118,7 +124,7 @@ def _conform(name: str, have: pl.DataType | None, want: pl.DataType) -> pl.Expr:
     return pl.col(name).cast(want).alias(name)
 
 
-class _Scanner:
+class Scanner:
     """Scans the files of tasks into rows of the read schema + ``_deleted`` (false in files
     written before tombstones were flagged) + ``_row_hash`` (null before hashes) + the
     producing sequence and the rank of its revision."""
@@ -184,58 +190,100 @@ class _Scanner:
         return rows.with_columns(order.alias(_ORDER))
 
     def ids_of(self, tasks: Sequence[ScanTask], ids: Sequence[str]) -> pl.LazyFrame:
-        """The distinct ids ``tasks`` wrote."""
-        return self.stacked(tasks).select(ids).unique()
+        """The ids ``tasks`` wrote (repeats are harmless to the joins built on them): a scan
+        of the id columns per task, stacked, so that the same revision's ids feed every
+        join that needs them from one shared scan. Never the rows' scan narrowed (Polars
+        would share one scan between both and hold the revision's rows until the rows'
+        side of the merge reads them). The files agree with the read schema here, so the ids
+        are scanned as the files record them, without a schema given."""
+        if not all(agrees(t.schema, self.schema) for t in tasks):
+            return self.stacked(tasks).select(ids)
+        parts = [
+            pl.scan_parquet(self.local(t.files), cast_options=_CAST).select(ids)
+            for t in tasks
+            if t.files
+        ]
+        if not parts:
+            return empty_frame({c: self.types[c] for c in ids})
+        return parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical")
 
 
-def _latest(rows: pl.LazyFrame, ids: Sequence[str]) -> pl.LazyFrame:
-    """The row of the highest order per entity (a revision writes an entity once): a
-    semi-join with each entity's highest order, so no filter reaches below it."""
-    best = rows.group_by(ids).agg(pl.col(_ORDER).max())
-    return rows.join(best, on=[*ids, _ORDER], how="semi")
+def _rows_of(scan: Scanner, task: ScanTask, annotate: bool) -> pl.LazyFrame:
+    """The rows of one task, with the sequence that wrote each if ``annotate``."""
+    if task.is_compaction:
+        rows = scan.compaction(task)
+        return rows.drop(_ORDER) if annotate else rows.drop(_SEQ, _ORDER)
+    rows = scan.stacked([task])
+    if annotate:
+        rows = rows.with_columns(pl.lit(task.sequence, dtype=pl.Int64).alias(_SEQ))
+    return rows
 
 
-def merge_frame(local: LocalFiles, plan: MergePlan, rows_wanted: Rows = STATE) -> pl.LazyFrame:
-    """The latest row per entity over a merge plan (the Spark executor's rules), with the
-    system columns ``rows_wanted`` asks for."""
-    keep_deleted, with_revision = rows_wanted.keep_deleted, rows_wanted.with_revision
-    with_sequence, with_hash = rows_wanted.with_sequence, rows_wanted.with_hash
+def _streamed(
+    scan: Scanner, tasks: Sequence[ScanTask], ids: list[str], annotate: bool
+) -> pl.LazyFrame:
+    """The rows of ``tasks`` (in merge order, each newer than all before it) that no later
+    task replaces: the older tasks' survivors without the entities the later ones wrote,
+    stacked on the later ones' survivors. The split halves the rows the log counts, so a
+    large task (the base, a large minor) sits near the top: its rows are probed once, its
+    ids are built into few joins, and no task's ids more than about log2(len(tasks))
+    times; every join is built on ids (a chain of one join per task would build the ids
+    of a late large minor into every join before it)."""
+    if len(tasks) == 1:
+        return _rows_of(scan, tasks[0], annotate)
+    split = _halving(tasks)
+    older, later = tasks[:split], tasks[split:]
+    survivors = _streamed(scan, older, ids, annotate).join(
+        scan.ids_of(later, ids), on=ids, how="anti", build_side=_ON_IDS
+    )
+    return pl.concat([survivors, _streamed(scan, later, ids, annotate)], how="vertical")
+
+
+def _halving(tasks: Sequence[ScanTask]) -> int:
+    """The index that splits ``tasks`` into two non-empty runs of about equal rows."""
+    total, before = sum(t.rows for t in tasks), 0
+    best, split = None, 1
+    for n in range(1, len(tasks)):
+        before += tasks[n - 1].rows
+        gap = abs(total - 2 * before)
+        if best is None or gap < best:
+            best, split = gap, n
+    return split
+
+
+def _ranked(scan: Scanner, plan: MergePlan) -> pl.LazyFrame:
+    """The latest rows when some newer row is older than rows of the base: the entities
+    newer revisions wrote keep their row of the highest order among the newer revisions'
+    and the base's (a join built on those entities alone); the others keep the base's."""
     ids = list(plan.id_columns)
+    base, newer = scan.compaction(plan.base), scan.revisions(plan.newer)
+    written = scan.ids_of(plan.newer, ids)
+    contenders = pl.concat(
+        [
+            newer.select(*ids, _ORDER),
+            base.select(*ids, _ORDER).join(written, on=ids, how="semi", build_side=_ON_IDS),
+        ]
+    )
+    best = contenders.group_by(ids).agg(pl.col(_ORDER).max().alias(_BEST))
+    rows = pl.concat([base, newer]).join(best, on=ids, how="left", build_side=_ON_IDS)
+    return rows.filter(pl.col(_BEST).is_null() | (pl.col(_ORDER) == pl.col(_BEST)))
+
+
+def latest_frame(local: LocalFiles, plan: MergePlan, rows_wanted: Rows) -> pl.LazyFrame:
+    """The latest row per entity over a merge plan (the Spark executor's rules), tombstones
+    included, with the revision columns or ``_revision_sequence`` if ``rows_wanted`` asks."""
     order = {r.sequence: n for n, r in enumerate(plan.merge)}
-    scan = _Scanner(local, plan.schema, order)
-    newer = plan.newer
-    # rows know their revision only where asked for, or where rows are ranked
-    annotate = with_revision or with_sequence or not plan.base_is_prefix
-    if plan.base.is_compaction:
-        base = scan.compaction(plan.base)
-        if not annotate:
-            base = base.drop(_SEQ, _ORDER)
-    else:
-        base = scan.revisions([plan.base]) if annotate else scan.stacked([plan.base])
-    if not newer:
-        merged = base
-    elif plan.base_is_prefix:
-        # the newer rows stacked in order, so an entity's newest row comes last
-        top = scan.revisions(newer) if annotate else scan.stacked(newer)
-        if len(newer) > 1:
-            top = top.unique(subset=ids, keep="last", maintain_order=False)
-        merged = pl.concat([base.join(top.select(ids), on=ids, how="anti"), top])
+    scan = Scanner(local, plan.schema, order)
+    annotate = rows_wanted.with_revision or rows_wanted.with_sequence
+    if plan.base_is_prefix:
+        merged = _streamed(scan, plan.tasks, list(plan.id_columns), annotate)
     else:  # a revision read on top of a compaction is older than rows it holds
-        merged = _latest(pl.concat([base, scan.revisions(newer)]), ids)
-    if plan.only_ids_of is not None:
-        merged = merged.join(scan.ids_of(plan.only_ids_of, ids), on=ids, how="semi")
-    if not keep_deleted:
-        merged = merged.filter(~pl.col(DELETED))
-    system = [DELETED] if keep_deleted else []
-    if with_hash:
-        system.append(ROW_HASH)
-    if with_revision:
-        merged = merged.with_columns(revision_columns(plan, pl.col(_SEQ)))
-        system += list(REVISION_COLUMNS)
-    elif with_sequence:
-        merged = merged.with_columns(pl.col(_SEQ).alias(SOURCE_SEQUENCE))
-        system.append(SOURCE_SEQUENCE)
-    return merged.select(*scan.types, *system)
+        merged = _ranked(scan, plan)
+    if rows_wanted.with_revision:
+        return merged.with_columns(revision_columns(plan, pl.col(_SEQ)))
+    if rows_wanted.with_sequence:
+        return merged.with_columns(pl.col(_SEQ).alias(SOURCE_SEQUENCE))
+    return merged
 
 
 def revision_columns(plan: MergePlan, sequence: pl.Expr) -> list[pl.Expr]:
@@ -261,8 +309,13 @@ class PolarsExecutor(Executor[pl.LazyFrame]):
     def __init__(self, local: LocalFiles):
         self.local = local
 
-    def merge(self, plan: MergePlan, rows: Rows = STATE) -> pl.LazyFrame:
-        return merge_frame(self.local, plan, rows)
+    def latest(self, plan: MergePlan, rows: Rows) -> pl.LazyFrame:
+        return latest_frame(self.local, plan, rows)
+
+    def only_entities_of(self, frame: pl.LazyFrame, plan: MergePlan) -> pl.LazyFrame:
+        ids = list(plan.id_columns)
+        written = Scanner(self.local, plan.schema, {}).ids_of(plan.only_ids_of or (), ids)
+        return frame.join(written, on=ids, how="semi", build_side=_ON_IDS)
 
     def empty(self, schema: Schema, rows: Rows) -> pl.LazyFrame:
         types = polars_schema(schema)
@@ -290,7 +343,7 @@ class PolarsExecutor(Executor[pl.LazyFrame]):
         return polars_as_of_join(self, plan, events, event_time=event_time, on=on)
 
     def span_rows(self, scan: SpanScan) -> pl.LazyFrame:
-        scanner = _Scanner(self.local, scan.schema, {})
+        scanner = Scanner(self.local, scan.schema, {})
         parts = [
             scanner.stacked([task]).with_columns(
                 pl.lit(task.order, dtype=pl.Int64).alias(SPAN_ORDER)

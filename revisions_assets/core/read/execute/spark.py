@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructType, TimestampType
 
-from ...columns import DELETED, REVISION_COLUMNS, ROW_HASH, SOURCE_SEQUENCE
+from ...columns import DELETED, ROW_HASH, SOURCE_SEQUENCE
 from ...errors import RevisionsError, StorageError
 from ...hashing import row_hash
 from ...log.view import LogView
@@ -37,22 +37,19 @@ from ..plan.scans import MergePlan, current_schema, major_schema
 from ..plan.schema import Schema
 from .as_of_join import spark_as_of_join
 from .files import missing_file_error
-from .frames import SPAN_ORDER, STATE, Executor, Rows, SpanScan
+from .frames import SMALL_ROWS, SPAN_ORDER, STATE, Executor, Rows, SpanScan
 from .spark_scan import (
-    _ORDER,
-    _SEQ,
-    _STAMP,
     ORDER,
-    _Scanner,
-    _with_exprs,
+    SEQUENCE,
+    STAMP,
+    Scanner,
     revision_rows,
     revision_value,
     spark_schema,
+    with_exprs,
 )
 
 MergeStrategy = Literal["auto", "broadcast", "window"]
-#: ``auto`` broadcasts the ids of newer revisions up to this many rows
-BROADCAST_MAX_ROWS = 2_000_000
 _LATER = "__later_order"
 
 
@@ -84,30 +81,29 @@ def merge_kind(plan: MergePlan, strategy: MergeStrategy = "auto") -> str:
     if strategy != "auto":
         return strategy
     newer = sum(t.rows for t in plan.newer)
-    return "broadcast" if newer <= min(BROADCAST_MAX_ROWS, max(plan.base.rows, 1)) else "window"
+    return "broadcast" if newer <= min(SMALL_ROWS, max(plan.base.rows, 1)) else "window"
 
 
 def _latest_per_entity(df: DataFrame, ids: Sequence[str]) -> DataFrame:
-    rank = F.row_number().over(Window.partitionBy(*ids).orderBy(F.col(_ORDER).desc()))
+    rank = F.row_number().over(Window.partitionBy(*ids).orderBy(F.col(ORDER).desc()))
     return df.withColumn("__rank", rank).where(F.col("__rank") == 1).drop("__rank")
 
 
-def merge_frame(
+def latest_frame(
     spark: SparkSession,
     storage: Storage,
     plan: MergePlan,
-    rows_wanted: Rows = STATE,
+    rows_wanted: Rows,
     strategy: MergeStrategy = "auto",
 ) -> DataFrame:
-    """The latest row per entity over a merge plan, with the system columns ``rows_wanted``
-    asks for."""
-    keep_deleted, with_revision = rows_wanted.keep_deleted, rows_wanted.with_revision
-    with_sequence, with_hash = rows_wanted.with_sequence, rows_wanted.with_hash
+    """The latest row per entity over a merge plan, tombstones included, with the revision
+    columns or ``_revision_sequence`` if ``rows_wanted`` asks."""
     ids = list(plan.id_columns)
-    scan = _Scanner(spark, storage, plan.schema, _about(plan))
+    scan = Scanner(spark, storage, plan.schema, _about(plan))
     newer = plan.newer
     kind = merge_kind(plan, strategy)
 
+    with_revision = rows_wanted.with_revision
     annotate_base = with_revision or kind == "window"
     annotate_newer = with_revision or kind == "window" or len(newer) > 1
     if plan.base.is_compaction:
@@ -122,41 +118,27 @@ def merge_frame(
         # the newer rows a later one replaces drop out by anti-joins, with no shuffle
         keys = rows.selectExpr(
             *[f"{quoted(c)} AS {quoted('__key_' + c)}" for c in ids],
-            *([f"{_ORDER} AS {_LATER}"] if len(newer) > 1 else []),
+            *([f"{ORDER} AS {_LATER}"] if len(newer) > 1 else []),
         )
         keys = F.broadcast(keys)
         same = " AND ".join(f"{quoted(c)} = {quoted('__key_' + c)}" for c in ids)
         kept = base.join(keys, on=F.expr(same), how="left_anti")
         top = rows
         if len(newer) > 1:
-            replaced = F.expr(f"{same} AND {_ORDER} < {_LATER}")
+            replaced = F.expr(f"{same} AND {ORDER} < {_LATER}")
             top = rows.join(keys, on=replaced, how="left_anti")
         merged = kept.unionByName(top, allowMissingColumns=True)
     else:
         rows = scan.revisions(newer, True)
         merged = _latest_per_entity(base.unionByName(rows), ids)
-
-    if plan.only_ids_of is not None:
-        touched = scan.ids_of(plan.only_ids_of, ids)
-        if sum(t.rows for t in plan.only_ids_of) <= BROADCAST_MAX_ROWS:
-            touched = F.broadcast(touched)
-        merged = merged.join(touched, on=ids, how="left_semi")
-
-    if not keep_deleted and plan.tombstones:
-        merged = merged.where(f"NOT {DELETED}")
-    system = [DELETED] if keep_deleted else []
-    if with_hash:
-        system.append(ROW_HASH)
     if with_revision:
-        merged = _with_exprs(
+        return with_exprs(
             merged,
-            {"_revision_timestamp": f"timestamp_micros({_STAMP})", "_revision_sequence": _SEQ},
+            {"_revision_timestamp": f"timestamp_micros({STAMP})", "_revision_sequence": SEQUENCE},
         )
-        system += list(REVISION_COLUMNS)
-    elif with_sequence:
-        merged = _with_exprs(merged, {SOURCE_SEQUENCE: _SEQ})
-        system.append(SOURCE_SEQUENCE)
-    return merged.selectExpr(*map(quoted, [*scan.schema.fieldNames(), *system]))
+    if rows_wanted.with_sequence:
+        return with_exprs(merged, {SOURCE_SEQUENCE: SEQUENCE})
+    return merged
 
 
 class SparkExecutor(Executor[DataFrame]):
@@ -178,7 +160,7 @@ class SparkExecutor(Executor[DataFrame]):
     def merge(self, plan: MergePlan, rows: Rows = STATE) -> DataFrame:
         """The rows of ``plan`` as one Spark plan; a storage failure names the files."""
         try:
-            return merge_frame(self.spark, self.storage, plan, rows, self.strategy)
+            return super().merge(plan, rows)
         except RevisionsError:
             raise
         except Exception as exc:
@@ -207,6 +189,16 @@ class SparkExecutor(Executor[DataFrame]):
             return StorageError(f"read table {table!r} of {self.storage.uri}: {cause}")
         name, path = missing[0]
         return missing_file_error(self.storage.uri, name, table, path, len(missing) - 1)
+
+    def latest(self, plan: MergePlan, rows: Rows) -> DataFrame:
+        return latest_frame(self.spark, self.storage, plan, rows, self.strategy)
+
+    def only_entities_of(self, frame: DataFrame, plan: MergePlan) -> DataFrame:
+        tasks = plan.only_ids_of or ()
+        touched = Scanner(self.spark, self.storage, plan.schema, {}).ids_of(tasks, plan.id_columns)
+        if sum(t.rows for t in tasks) <= SMALL_ROWS:
+            touched = F.broadcast(touched)
+        return frame.join(touched, on=list(plan.id_columns), how="left_semi")
 
     def empty(self, schema: Schema, rows: Rows) -> DataFrame:
         df = self.spark.createDataFrame([], spark_schema(schema))

@@ -37,9 +37,9 @@ from ...timeutil import to_micros
 from ..plan.scans import ScanTask
 from ..plan.schema import Schema, agrees, parse_schema, to_struct_json
 
-_SEQ, _ORDER, _STAMP = "__sequence", "__revision_order", "__timestamp_us"
-#: the column of ``revision_rows`` rows giving the index of their revision
-ORDER = _ORDER
+#: the columns a scan adds to a row: its revision's sequence, order (its index in the
+#: read, or in ``revision_rows``) and timestamp in microseconds
+SEQUENCE, ORDER, STAMP = "__sequence", "__revision_order", "__timestamp_us"
 
 
 @lru_cache(maxsize=512)
@@ -95,18 +95,18 @@ def _conform(schema: StructType, own: StructType) -> list[Column]:
 #: row, no join); above, a broadcast join with a small table
 MAP_MAX_KEYS = 64
 
-#: the revision annotations, in the order of ``_Scanner._about``'s values
-_ABOUT_FIELDS = (_SEQ, _ORDER, "_revision", _STAMP)
+#: the revision annotations, in the order of ``Scanner._about``'s values
+_ABOUT_FIELDS = (SEQUENCE, ORDER, "_revision", STAMP)
 
 
-def _with_exprs(df: DataFrame, exprs: dict[str, str]) -> DataFrame:
+def with_exprs(df: DataFrame, exprs: dict[str, str]) -> DataFrame:
     """``df`` with columns computed by SQL expressions: one call, not one per column."""
     if not exprs:
         return df
     return df.selectExpr("*", *[f"{e} AS {quoted(n)}" for n, e in exprs.items()])
 
 
-class _Scanner:
+class Scanner:
     """Scans the files of scan tasks into rows of the read schema + ``_deleted`` +
     ``_row_hash`` (null in files written before hashes) + the producing sequence, and when
     asked (``annotate``) the revision's order, name and timestamp.
@@ -132,11 +132,19 @@ class _Scanner:
     def _uris(self, tasks: Sequence[ScanTask]) -> list[str]:
         return [self.storage.spark_uri(f) for t in tasks for f in t.files]
 
-    def _read(self, tasks: Sequence[ScanTask], exprs: dict[str, str]) -> DataFrame:
-        """The files of ``tasks`` in the read schema + the system columns (files of another
-        column type are conformed to it) + columns computed by the SQL ``exprs``, which may
-        use ``_metadata`` (it resolves only on a relation of files). One select per
-        relation: every DataFrame call is an analysis of the plan on the driver."""
+    def _read(
+        self,
+        tasks: Sequence[ScanTask],
+        exprs: dict[str, str],
+        extra: Sequence[StructField] = (),
+    ) -> DataFrame:
+        """The files of ``tasks`` in the read schema + the system columns + columns computed
+        by the SQL ``exprs``, which may use ``_metadata`` (it resolves only on a relation of
+        files) and the file columns ``extra``. The one conformance of this engine: files
+        whose columns have the read types are read as one relation under the read schema
+        (missing columns read as null), files of another column type in a relation per
+        schema, conformed to it. One select per relation: every DataFrame call is an
+        analysis of the plan on the driver."""
         fitting: list[ScanTask] = []
         others: dict[Schema, list[ScanTask]] = {}
         for t in tasks:
@@ -147,7 +155,7 @@ class _Scanner:
         # files written before tombstones were flagged hold no _deleted column
         system = [f"coalesce({DELETED}, false) AS {DELETED}", quoted(ROW_HASH)]
         system += [f"{e} AS {quoted(n)}" for n, e in exprs.items()]
-        full = StructType([*self.schema.fields, *_SYSTEM_FIELDS])
+        full = StructType([*self.schema.fields, *_SYSTEM_FIELDS, *extra])
         columns = [*map(quoted, self.schema.fieldNames()), *system]
         parts = []
         if fitting and (uris := self._uris(fitting)):
@@ -155,7 +163,7 @@ class _Scanner:
         for own_schema, members in others.items():
             if uris := self._uris(members):
                 own = spark_schema(own_schema)
-                df = self.spark.read.schema(StructType([*own.fields, *_SYSTEM_FIELDS]))
+                df = self.spark.read.schema(StructType([*own.fields, *_SYSTEM_FIELDS, *extra]))
                 own_columns = [*_conform(self.schema, own), *map(F.expr, system)]
                 parts.append(df.parquet(*uris).select(*own_columns))
         if not parts:
@@ -213,7 +221,7 @@ class _Scanner:
     def revisions(self, tasks: Sequence[ScanTask], annotate: bool) -> DataFrame:
         """The rows of data revisions (tombstones included), in one relation when their
         files agree with the read schema."""
-        names = [_SEQ, _ORDER, "_revision", _STAMP] if annotate else [_SEQ]
+        names = [SEQUENCE, ORDER, "_revision", STAMP] if annotate else [SEQUENCE]
         if len(tasks) == 1:
             about = self.about[tasks[0].sequence]
             exprs = {c: sql_literal(about[i]) for i, c in enumerate(_ABOUT_FIELDS)}
@@ -240,35 +248,18 @@ class _Scanner:
         return self.spark.createDataFrame(pd.DataFrame(rows, columns=names), schema)
 
     def compaction(self, base: ScanTask, annotate: bool) -> DataFrame:
-        """The rows of a compaction, tombstones included."""
-        own = spark_schema(base.schema)
+        """The rows of a compaction, tombstones included, each with the sequence that wrote
+        it (``SEQUENCE``)."""
         source = StructField(SOURCE_SEQUENCE, LongType(), True)
-        uris = [self.storage.spark_uri(f) for f in base.files]
-        if not uris:
-            fields = [*self.schema.fields, *_SYSTEM_FIELDS, StructField(_SEQ, LongType())]
-            rows = self.spark.createDataFrame([], StructType(fields))
-        elif agrees(base.schema, self.read_schema):
-            full = StructType([*self.schema.fields, *_SYSTEM_FIELDS, source])
-            rows = self.spark.read.schema(full).parquet(*uris)
-            rows = rows.withColumnRenamed(SOURCE_SEQUENCE, _SEQ)
-        else:
-            fields = [*own.fields, *_SYSTEM_FIELDS, source]
-            df = self.spark.read.schema(StructType(fields)).parquet(*uris)
-            rows = df.select(
-                *_conform(self.schema, own),
-                DELETED,
-                ROW_HASH,
-                F.col(SOURCE_SEQUENCE).alias(_SEQ),
-            )
-        rows = rows.withColumn(DELETED, F.expr(f"coalesce({DELETED}, false)"))
+        rows = self._read([base], {SEQUENCE: quoted(SOURCE_SEQUENCE)}, (source,))
         if not annotate:
             return rows
         # rows older than the plan's merge (the state part of a change read) never win
         # against the merge's rows for the ids the read reports: order -1
         rows = self._annotated(
-            partial(_with_exprs, rows), [(quoted(_SEQ), self.about)], [_ORDER, "_revision", _STAMP]
+            partial(with_exprs, rows), [(quoted(SEQUENCE), self.about)], [ORDER, "_revision", STAMP]
         )
-        return rows.withColumn(_ORDER, F.expr(f"coalesce({_ORDER}, -1L)"))
+        return rows.withColumn(ORDER, F.expr(f"coalesce({ORDER}, -1L)"))
 
     def ids_of(self, tasks: Sequence[ScanTask], ids: Sequence[str]) -> DataFrame:
         """The distinct ids written by ``tasks``: one relation over their files."""
@@ -299,11 +290,11 @@ def revision_rows(
     about = {
         t.sequence: (t.sequence, n, t.entry, to_micros(t.timestamp)) for n, t in enumerate(distinct)
     }
-    scanner = _Scanner(spark, storage, schema, about)
+    scanner = Scanner(spark, storage, schema, about)
     parts = []
     if distinct:
         rows = scanner.revisions(distinct, annotate=True)
-        rows = rows.drop(_SEQ, "_revision", _STAMP).withColumn(ORDER, F.col(ORDER).cast("int"))
+        rows = rows.drop(SEQUENCE, "_revision", STAMP).withColumn(ORDER, F.col(ORDER).cast("int"))
         orders = [[t.order for t in tasks if t.sequence == d.sequence] for d in distinct]
         if any(o != [n] for n, o in enumerate(orders)):
             arrays = [F.array(*map(F.lit, o)) for o in orders]
@@ -315,7 +306,7 @@ def revision_rows(
         keyed = ", ".join(f"{q}L, array({', '.join(map(str, o))})" for q, o in base_orders)
         rows = scanner.compaction(base, annotate=False)
         columns = [*map(quoted, scanner.schema.fieldNames()), DELETED, quoted(ROW_HASH)]
-        order = f"explode(element_at(map({keyed}), {_SEQ})) AS {ORDER}"
+        order = f"explode(element_at(map({keyed}), {SEQUENCE})) AS {ORDER}"
         parts.append(rows.selectExpr(*columns, order))
     if not parts:
         empty = StructType([*scanner.schema.fields, *_SYSTEM_FIELDS])
