@@ -12,6 +12,7 @@ case "$cmd" in
   test)  echo "[setup] s3a connector jars for the S3 tests (downloaded once into .setup/jars)" >&2
          python -m revisions_assets.s3a >/dev/null
          python tests/install/wheelhouse.py  # the install tests' wheels (once, into .setup/)
+         python tests/harness/jvm_archive.py  # Spark's classes shared by every test JVM (once)
          ruff format --check --quiet . || { echo "ruff format: run ./dev.sh format" >&2; exit 1; }
          # the property tests replay hypothesis's derandomized `ci` examples (no database), so
          # every run proves the same thing and a failure reproduces; another profile overrides

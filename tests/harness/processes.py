@@ -31,6 +31,8 @@ from typing import Any
 
 import pytest
 
+from harness.jvm_archive import BASE_JVM_OPTS, archive_option
+
 #: how long a process may take to reach its marker or to get ready (JVM start on a busy box)
 START_TIMEOUT_S = 600
 #: how long a race may run once started
@@ -104,9 +106,10 @@ TESTS = str(Path(__file__).resolve().parents[1])
 
 
 #: JVM flags of every Spark driver the tests start (the session's and the children's): on
-#: tiny data, JIT compilation and parallel GC threads are much of the CPU on 2 cores; the
-#: client compiler alone runs the suite ~10% faster and a child's first commit ~15%
-TEST_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+#: tiny data, JIT compilation and parallel GC threads are much of the CPU on 2 cores (the
+#: client compiler alone runs the suite ~10% faster), and loading Spark's classes is much
+#: of a JVM's start (jvm_archive.py: they come from a shared archive once it is built)
+TEST_JVM_OPTS = f"{BASE_JVM_OPTS} {archive_option()}".strip()
 
 
 def with_tests_on_path(env: Mapping[str, str] | None) -> dict[str, str]:
