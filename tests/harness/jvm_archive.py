@@ -10,11 +10,11 @@ time (a local driver: ~10 core-seconds without, ~6 with). The suite starts dozen
 the archive in ``.setup/jvm-archive``, named by what it depends on (the JVM, pyspark's jars
 and the tests' JVM flags): built once by a JVM that runs the engine's commits, reads and
 maintenance and dumps the classes it loaded at its exit (``-XX:ArchiveClassesAtExit``),
-checked by a second JVM, then moved into place. ``archive_option()`` gives the flag the
+checked by a second JVM, then moved into place. ``archive_option()`` gives the flags the
 tests add to ``TEST_JVM_OPTS`` when the archive exists. The JVM itself checks that the
 jars are those the archive was built from; a JVM with another class path (the s3a jars
-first) silently loads from the jars as before. Without the archive the tests run the same,
-only slower.
+first, as the tests' own sessions have them) loads from the jars as before, silently.
+Without the archive the tests run the same, only slower.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from pathlib import Path
 BASE_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / ".setup" / "jvm-archive"
+#: the JVM's class-data-sharing messages off
+QUIET = "-Xlog:cds=off,cds+dynamic=off"
 
 
 def spark_jars() -> Path:
@@ -49,12 +51,14 @@ def archive_path() -> Path:
 
 
 def archive_option() -> str:
-    """``-XX:SharedArchiveFile=...`` when the archive exists, else nothing."""
+    """``-XX:SharedArchiveFile=...`` when the archive exists, else nothing. The JVM's CDS
+    log is off: a JVM with another class path would print that it cannot use the archive
+    (on stdout, where a command's JSON goes)."""
     try:
         path = archive_path()
     except (OSError, subprocess.SubprocessError):
         return ""
-    return f"-XX:SharedArchiveFile={path}" if path.exists() else ""
+    return f"-XX:SharedArchiveFile={path} {QUIET}" if path.exists() else ""
 
 
 def workload(root: str) -> None:
