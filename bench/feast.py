@@ -80,27 +80,28 @@ out = ds.as_of_join(
 out.write.format("noop").mode("overwrite").save()
 print(json.dumps({{"rows": 0, "peak": peak_mib()}}))
 """
-#: a feature store over ``source`` (the code building it), retrieving FEATURES
+#: ``retrieve``: FEATURES for the events in a file, through a new feature store in ``repo``
+#: over ``source`` with ``offline`` as its offline store
 FEAST = """
 import json, pandas as pd
 from datetime import timedelta
 from feast import Entity, FeatureStore, FeatureView, RepoConfig, ValueType
 from feast.infra.online_stores.sqlite import SqliteOnlineStoreConfig
 {imports}
-config = RepoConfig(
-    project="bench", provider="local", registry={repo!r} + "/registry.db",
-    offline_store={offline}, repo_path={repo!r}, entity_key_serialization_version=3,
-    online_store=SqliteOnlineStoreConfig(path={repo!r} + "/online.db"),
-)
-store = FeatureStore(config=config)
-entity = Entity(name="id", join_keys=["id"], value_type=ValueType.INT64)
-view = FeatureView(name="entities", entities=[entity], source={source}, ttl=timedelta(0))
-store.apply([entity, view])
-rows = pd.read_parquet({events!r}).rename(columns={{"event_time": "event_timestamp"}})
-features = [f"entities:{{f}}" for f in {features!r}]
-out = store.get_historical_features(entity_df=rows, features=features{options}).to_df()
-{after}
-print(json.dumps({{"rows": len(out), "peak": peak_mib(), **extra}}))
+
+def retrieve(repo, offline, source, events, **options):
+    config = RepoConfig(
+        project="bench", provider="local", registry=repo + "/registry.db",
+        offline_store=offline, repo_path=repo, entity_key_serialization_version=3,
+        online_store=SqliteOnlineStoreConfig(path=repo + "/online.db"),
+    )
+    store = FeatureStore(config=config)
+    entity = Entity(name="id", join_keys=["id"], value_type=ValueType.INT64)
+    view = FeatureView(name="entities", entities=[entity], source=source, ttl=timedelta(0))
+    store.apply([entity, view])
+    rows = pd.read_parquet(events).rename(columns={{"event_time": "event_timestamp"}})
+    features = [f"entities:{{f}}" for f in {features!r}]
+    return store.get_historical_features(entity_df=rows, features=features, **options).to_df()
 """
 FILE_STORE = {
     "imports": "from feast import FileSource\n"
@@ -129,28 +130,30 @@ def run_probe(code: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def feast_probe(
-    store: dict[str, str],
-    path: str,
-    repo: Path,
-    events: str,
-    *,
-    config: str = "",
-    options: str = "",
-    after: str = "extra = {}",
+def feast_code(*stores: dict[str, str]) -> str:
+    """FEAST with the imports of ``stores``."""
+    imports = "\n".join(dict.fromkeys(store["imports"] for store in stores))
+    return FEAST.format(imports=imports, features=FEATURES)
+
+
+def retrieve_call(
+    store: dict[str, str], path: str, repo: Path, events: str, *, config: str = "", **options: bool
 ) -> str:
-    """The code of a fresh process retrieving FEATURES for ``events`` through ``store``."""
-    shutil.rmtree(repo, ignore_errors=True)  # a new registry and online store each time
+    """The code of one ``retrieve`` through ``store`` over ``path``, in a new registry and
+    online store at ``repo``."""
+    shutil.rmtree(repo, ignore_errors=True)
     repo.mkdir(parents=True)
-    return FEAST.format(
-        imports=store["imports"],
-        offline=store["offline"].format(config=config),
-        source=store["source"].format(path=path),
-        repo=str(repo),
-        events=events,
-        features=FEATURES,
-        options=options,
-        after=after,
+    offline = store["offline"].format(config=config)
+    source = store["source"].format(path=path)
+    extra = "".join(f", {name}={value!r}" for name, value in options.items())
+    return f"retrieve({str(repo)!r}, {offline}, {source}, {events!r}{extra})"
+
+
+def feast_probe(store: dict[str, str], path: str, repo: Path, events: str, config: str = "") -> str:
+    """The code of a fresh process retrieving FEATURES for ``events`` through ``store``."""
+    call = retrieve_call(store, path, repo, events, config=config)
+    return feast_code(store) + (
+        f"out = {call}\nprint(json.dumps({{'rows': len(out), 'peak': peak_mib()}}))\n"
     )
 
 
@@ -310,29 +313,22 @@ def leaks(ctx: Context) -> dict[str, int]:
     export = ctx.folder("s15_leaks", "export") / "entities.parquet"
     export_for_feast(reader, export)
     repo = ctx.folder("s15_leaks", "repo")
-    count = "extra = {'leaked': leaked(out)}"
-    check = (
+    truth.write_parquet(folder / "truth.parquet")
+    retrievals = {
+        "our_store": retrieve_call(OUR_STORE, ds.root, repo / "ours", events),
+        "file": retrieve_call(FILE_STORE, str(export), repo / "file", events),
+        "file_filtered": retrieve_call(
+            FILE_STORE, str(export), repo / "filtered", events, filter_by_created_timestamp=True
+        ),
+    }
+    counts = ", ".join(f"{name!r}: leaked({call})" for name, call in retrievals.items())
+    # counts, not times or peaks: one process retrieves through the three stores
+    code = feast_code(OUR_STORE, FILE_STORE) + (
         "import polars as pl\n"
         f"truth = pl.read_parquet({str(folder / 'truth.parquet')!r})\n"
         "def leaked(out):\n"
         "    got = pl.from_pandas(out[['id', 'f_amount']]).join(truth, on='id', how='left')\n"
         "    return got.filter(pl.col('f_amount').ne_missing(pl.col('truth'))).height\n"
+        f"print(json.dumps({{{counts}}}))\n"
     )
-    truth.write_parquet(folder / "truth.parquet")
-    after = check + count
-
-    def store(spec, path, name, **kwargs) -> int:
-        return run_probe(feast_probe(spec, path, repo / name, events, after=after, **kwargs))[
-            "leaked"
-        ]
-
-    return {
-        "events": n,
-        "corrected": correction.count(),
-        "ours": leaked(ours),
-        "our_store": store(OUR_STORE, ds.root, "ours"),
-        "file": store(FILE_STORE, str(export), "file"),
-        "file_filtered": store(
-            FILE_STORE, str(export), "filtered", options=", filter_by_created_timestamp=True"
-        ),
-    }
+    return {"events": n, "corrected": correction.count(), "ours": leaked(ours), **run_probe(code)}
