@@ -277,7 +277,7 @@ def histories(draw):
 
 
 @settings(
-    max_examples=examples(15),
+    max_examples=examples(10),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

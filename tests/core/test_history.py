@@ -203,7 +203,7 @@ def histories(draw):
 
 
 @settings(
-    max_examples=examples(12),
+    max_examples=examples(8),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

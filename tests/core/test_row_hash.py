@@ -427,7 +427,7 @@ STEPS = st.lists(
 )
 
 
-@settings(max_examples=examples(12), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=list(HealthCheck))
 @given(steps=STEPS)
 def test_value_changes_match_the_model(spark, tmp_path_factory, steps):
     root = str(tmp_path_factory.mktemp("hash") / "ds")
