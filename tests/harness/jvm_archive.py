@@ -87,7 +87,10 @@ def workload(root: str) -> None:
     ds.maintenance.compact("t")
     ds.maintenance.vacuum(retain=timedelta(0), grace=timedelta(0))
     ds.maintenance.verify()
+    jvm = spark.sparkContext._gateway.proc  # pyspark's launcher process, exec'd into the JVM
     spark.stop()
+    jvm.stdin.close()  # the gateway exits on EOF, and dumps the archive as it exits
+    jvm.wait(timeout=600)
 
 
 def build(path: Path) -> None:
@@ -102,6 +105,8 @@ def build(path: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp, open(log, "w") as out:
         code = [sys.executable, __file__, "workload", str(Path(tmp) / "dataset")]
         subprocess.run(code, env=env, stdout=out, stderr=subprocess.STDOUT, check=True)
+    if not partial.exists():
+        raise RuntimeError(f"the JVM wrote no archive (see {log})")
     check = subprocess.run(
         ["java", f"-XX:SharedArchiveFile={partial}", "-cp", f"{spark_jars()}/*", "-version"],
         capture_output=True,
