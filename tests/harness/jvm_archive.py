@@ -2,7 +2,7 @@
 from one mapped file instead of parsing and verifying them from the jars again.
 
 A Spark driver spends about half of its start-up loading and verifying some 20,000 classes;
-with the archive a child's session starts and runs its first jobs in about half the CPU
+with the archive a child's session starts and runs its first jobs in about 60% of the CPU
 time (a local driver: ~10 core-seconds without, ~6 with). The suite starts dozens of JVMs
 (crash and race writers, the command line, Dagster runs, Pipes jobs, the cluster).
 
