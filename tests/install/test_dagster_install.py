@@ -101,11 +101,9 @@ def dagster_env(wheel, tmp_path_factory) -> Path:
     return venv
 
 
-@pytest.mark.parametrize("resources", ["module", "package"])
-def test_the_readme_definitions_load_beside_the_projects_resources(
-    dagster_env, resources, tmp_path
-):
-    project = user_project(tmp_path, resources)
+def test_the_readme_definitions_load_beside_a_resources_package(dagster_env, tmp_path):
+    """The ``resources/`` package layout (the launch below loads the ``resources.py`` one)."""
+    project = user_project(tmp_path, "package")
     checked = run_in(dagster_env, "dg", "check", "defs", cwd=project, env=dagster_home(project))
     assert "All definitions loaded successfully" in checked.stdout + checked.stderr
 

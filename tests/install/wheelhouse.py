@@ -117,10 +117,17 @@ def build_wheel(out: Path) -> Path:
     return wheel
 
 
+#: what a user's shell does not have: this project on the path, its venv active, and
+#: PYTHONDONTWRITEBYTECODE (set on some CI machines), under which every command in a fresh
+#: environment would compile Dagster and Spark's Python again (uv installs no bytecode)
+USER_SHELL_UNSET = ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")
+
+
 def clean_env(venv: Path | None = None) -> dict[str, str]:
     """The environment of a user's shell: this project neither on the path nor active
-    (its resources/ would shadow the user's), ``venv`` activated when given."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    (its resources/ would shadow the user's), ``venv`` activated when given, bytecode
+    written as Python does by default."""
+    env = {k: v for k, v in os.environ.items() if k not in USER_SHELL_UNSET}
     if venv is not None:
         env["VIRTUAL_ENV"] = str(venv)
         env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env['PATH']}"
