@@ -43,8 +43,7 @@ RESOURCES = "src/my_project/defs/resources.py"
 CHECK = "dg check defs"
 HOME = ['mkdir -p "$DAGSTER_HOME"', 'touch "$DAGSTER_HOME/dagster.yaml"']
 LAUNCH = [
-    "dg launch --assets my_features --partition-range 2024-01-01...2024-01-02",
-    "dg launch --assets my_scores --partition-range 2024-01-01...2024-01-02",
+    "dg launch --assets my_features,my_scores --partition-range 2024-01-01...2024-01-02",
     "dg launch --assets my_features --partition 2024-01-03",
     "dg launch --assets my_scores --partition 2024-01-03",
 ]
