@@ -770,7 +770,7 @@ def steps(draw, first: bool = False):
 
 
 @settings(
-    max_examples=examples(5),
+    max_examples=examples(4),
     deadline=None,
     # shrinking replays Spark commits for minutes; a failure prints its example unshrunk
     phases=[Phase.explicit, Phase.reuse, Phase.generate],

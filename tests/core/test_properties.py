@@ -435,7 +435,7 @@ def maintain(spark, engine: Engine, model, data, op: str) -> None:
 
 
 @settings(
-    max_examples=examples(10),
+    max_examples=examples(6),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

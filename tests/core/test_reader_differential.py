@@ -141,7 +141,7 @@ def same_changes(cs, pcs) -> None:
 
 
 @settings(
-    max_examples=examples(4),
+    max_examples=examples(3),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
