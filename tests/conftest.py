@@ -7,6 +7,7 @@ import os
 import pytest
 from harness.examples import EXPLORE
 from harness.processes import TEST_JVM_OPTS
+from harness.sessions import INTERPRETED
 from hypothesis import settings
 
 from revisions_assets.core.spark_session import build_spark_session
@@ -38,6 +39,7 @@ def spark():
             "spark.driver.extraJavaOptions": TEST_JVM_OPTS,
             # the s3a connector on the JVM's classpath from the start (tests/s3 need it)
             **s3a_conf(jars="classpath"),
+            **INTERPRETED,
         },
     )
     yield session
