@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from harness.dates import day
 from harness.kill_points import stop_at, stop_here
+from harness.sessions import INTERPRETED
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.spark_session import build_spark_session
 from revisions_assets.core.storage import base as storage
@@ -40,6 +41,7 @@ spark = build_spark_session(
     conf={
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "1",
+        **INTERPRETED,
         "spark.default.parallelism": "1",
         "spark.driver.memory": "512m",
     },

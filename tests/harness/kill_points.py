@@ -38,6 +38,7 @@ def local_victim() -> tuple[Any, Any, Callable[[str, Callable[..., bool]], None]
     the mode. Returns ``(ds, spark, patch, mode)``."""
     import sys
 
+    from harness.sessions import INTERPRETED
     from revisions_assets import RevisionedDataset
     from revisions_assets.core.spark_session import build_spark_session
     from revisions_assets.core.storage.base import LocalStorage
@@ -50,6 +51,7 @@ def local_victim() -> tuple[Any, Any, Callable[[str, Callable[..., bool]], None]
     conf = {
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "1",
+        **INTERPRETED,
         "spark.default.parallelism": "1",
         "spark.driver.memory": "512m",
     }

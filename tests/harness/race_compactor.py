@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from harness.race_points import count_lost_races
+from harness.sessions import INTERPRETED
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.spark_session import build_spark_session
 
@@ -24,6 +25,7 @@ spark = build_spark_session(
     conf={
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "1",
+        **INTERPRETED,
         "spark.default.parallelism": "1",
         "spark.driver.memory": "512m",
     },

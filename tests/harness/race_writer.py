@@ -15,6 +15,7 @@ from pathlib import Path
 
 from harness.dates import day
 from harness.race_points import align_appends, count_lost_races
+from harness.sessions import INTERPRETED
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.spark_session import build_spark_session
 
@@ -25,6 +26,7 @@ spark = build_spark_session(
     conf={
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "1",
+        **INTERPRETED,
         "spark.default.parallelism": "1",
         "spark.driver.memory": "512m",
     },

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from harness.sessions import INTERPRETED
 from revisions_assets.core.spark_session import build_spark_session
 from revisions_assets.s3a import s3a_conf
 
@@ -17,6 +18,7 @@ def writer_spark(endpoint: str, app_name: str) -> SparkSession:
             **s3a_conf(endpoint_url=endpoint),
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": "1",
+            **INTERPRETED,
             "spark.default.parallelism": "1",
             "spark.driver.memory": "512m",
         },

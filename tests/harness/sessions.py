@@ -1,13 +1,14 @@
-"""Settings of the Spark sessions the test workers hold (``spark``, ``s3_spark``)."""
+"""Settings of the Spark sessions the tests build themselves: the workers' (``spark``,
+``s3_spark``) and those of the crash and race processes (``tests/harness``)."""
 
 from __future__ import annotations
 
 #: Spark's interpreted expressions instead of generated code. The tests' jobs are tiny: a
-#: worker's JVM spent more of its time compiling generated classes (Janino) than running
-#: them, about a tenth of the suite's CPU. Spark gives the same results either way (its own
-#: tests run both). Every JVM a test starts as a process (the command line, Dagster's runs,
-#: Pipes jobs, the cluster, the demo's runs under dg dev) keeps Spark's default, generated
-#: code, as users run it.
+#: session spent more of its CPU compiling generated classes (Janino) than running them.
+#: Spark gives the same results either way (its own tests run both). The JVMs of the
+#: product's own processes (the command line, Dagster's runs, Pipes jobs, the cluster's
+#: driver, the demo's runs under dg dev) keep Spark's default, generated code, as users run
+#: them: the cluster tests compare its results with the workers' interpreted ones.
 INTERPRETED = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
