@@ -12,11 +12,15 @@ import pytest
 
 from bench.harness import Config, Context
 from bench.results import RunInfo
-from bench.run import SCENARIOS, run, select
+
+# bench.run is imported by the tests that use it: it imports every scenario's libraries
+# (deltalake, matplotlib, Dagster), and every pytest worker collects this module
 
 
 @pytest.mark.slow
 def test_every_scenario_produces_figures_and_a_ratio(spark, tmp_path):
+    from bench.run import SCENARIOS, run
+
     config = Config.smoke()
     ctx = Context(spark, config, tmp_path / "work")
     out = tmp_path / "results.md"
@@ -37,6 +41,8 @@ def test_every_scenario_produces_figures_and_a_ratio(spark, tmp_path):
 
 
 def test_scenarios_are_chosen_by_number_or_name():
+    from bench.run import select
+
     assert [name for _, name in select(["1", "delta"])] == ["minor_major", "delta"]
     with pytest.raises(SystemExit, match="unknown scenario"):
         select(["99"])

@@ -11,18 +11,21 @@ from __future__ import annotations
 import textwrap
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import polars as pl
 import pytest
 from core.helpers import frame
-from feast import Entity, FeatureStore, FeatureView, Field
-from feast.types import Float64, Int64
-from feast.value_type import ValueType
 
 from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.core.errors import InvalidArgumentError, ReadOnlyDatasetError
-from revisions_assets.feast import RevisionsSource
+
+if TYPE_CHECKING:
+    from feast import FeatureStore
+
+# Feast is imported where it is used: its import takes seconds (typeguard instruments its
+# classes), and every pytest worker collects this module
 
 SCHEMA = "driver_id long, rating double, trips long, _deleted boolean"
 
@@ -33,6 +36,8 @@ def now() -> datetime:
 
 def repo(folder: Path, offline: str = "", materialization: str = "") -> FeatureStore:
     """A feature repository in ``folder``, configured by its ``feature_store.yaml``."""
+    from feast import FeatureStore
+
     folder.mkdir()
     (folder / "feature_store.yaml").write_text(
         textwrap.dedent(
@@ -59,6 +64,12 @@ def repo(folder: Path, offline: str = "", materialization: str = "") -> FeatureS
 
 
 def test_training_rows_as_known_then_and_the_online_store_after_a_late_correction(spark, tmp_path):
+    from feast import Entity, FeatureView, Field
+    from feast.types import Float64, Int64
+    from feast.value_type import ValueType
+
+    from revisions_assets.feast import RevisionsSource
+
     root = str(tmp_path / "drivers")
     ds = RevisionedDataset(root, spark=spark, id_columns=["driver_id"])
 
