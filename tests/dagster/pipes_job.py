@@ -20,6 +20,7 @@ os.setsid()  # its own process group (the Pipes client started it in the test's)
 
 from dagster_pipes import PipesContext, PipesEnvVarParamsLoader  # noqa: E402
 from harness.kill_points import stop_at  # noqa: E402
+from harness.sessions import INTERPRETED  # noqa: E402
 from pipeline_functions import events_from_json, featurize, score, window_events  # noqa: E402
 
 from revisions_assets import RevisionedDataset  # noqa: E402
@@ -31,6 +32,7 @@ SPARK_CONF = {
     "spark.sql.shuffle.partitions": "1",
     "spark.default.parallelism": "1",
     "spark.driver.memory": "512m",
+    **INTERPRETED,  # a session this test script builds (the product's own keep generated code)
 }
 
 

@@ -1,5 +1,6 @@
 """Settings of the Spark sessions the tests build themselves: the workers' (``spark``,
-``s3_spark``) and those of the crash and race processes (``tests/harness``)."""
+``s3_spark``), the crash and race processes' (``tests/harness``) and the Pipes tests' job
+(``tests/dagster/pipes_job.py``)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from __future__ import annotations
 #: session spent more of its CPU compiling generated classes (Janino) than running them.
 #: Spark gives the same results either way (its own tests run both). The JVMs of the
 #: product's own processes (the command line, Dagster's runs, Pipes jobs, the cluster's
-#: driver, the demo's runs under dg dev) keep Spark's default, generated code, as users run
-#: them: the cluster tests compare its results with the workers' interpreted ones.
+#: driver, the demo's runs under dg dev, the benchmarks) keep Spark's default, generated
+#: code, as users run them: the cluster tests compare their results with the workers'.
 INTERPRETED = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
