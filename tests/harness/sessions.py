@@ -6,10 +6,11 @@ from __future__ import annotations
 
 #: Spark's interpreted expressions instead of generated code. The tests' jobs are tiny: a
 #: session spent more of its CPU compiling generated classes (Janino) than running them.
-#: Spark gives the same results either way (its own tests run both). The JVMs of the
-#: product's own processes (the command line, Dagster's runs, Pipes jobs, the cluster's
-#: driver, the demo's runs under dg dev, the benchmarks) keep Spark's default, generated
-#: code, as users run them: the cluster tests compare their results with the workers'.
+#: Spark gives the same results either way (its own tests run both). The sessions the
+#: product builds in its own processes (the command line, Dagster's runs under dg launch and
+#: dg dev, the cluster's driver, the benchmarks' fresh processes) keep Spark's default,
+#: generated code, as users run them: the cluster tests compare their results with the
+#: workers'.
 INTERPRETED = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
