@@ -20,20 +20,12 @@ os.setsid()  # its own process group (the Pipes client started it in the test's)
 
 from dagster_pipes import PipesContext, PipesEnvVarParamsLoader  # noqa: E402
 from harness.kill_points import stop_at  # noqa: E402
-from harness.sessions import INTERPRETED  # noqa: E402
+from harness.sessions import PROCESS_CONF  # noqa: E402
 from pipeline_functions import events_from_json, featurize, score, window_events  # noqa: E402
 
 from revisions_assets import RevisionedDataset  # noqa: E402
 from revisions_assets.core.spark_session import build_spark_session  # noqa: E402
 from revisions_assets.pipes import open_revision_job  # noqa: E402
-
-SPARK_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.sql.shuffle.partitions": "1",
-    "spark.default.parallelism": "1",
-    "spark.driver.memory": "512m",
-    **INTERPRETED,  # a session this test script builds (the product's own keep generated code)
-}
 
 
 def s3_access() -> dict:
@@ -70,7 +62,7 @@ def main() -> None:
                 Path(marker),
                 str(os.getpid()),
             )
-        conf = dict(SPARK_CONF)
+        conf = dict(PROCESS_CONF)
         if access:
             from revisions_assets.s3a import s3a_conf
 

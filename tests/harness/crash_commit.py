@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from harness.dates import day
 from harness.kill_points import stop_at, stop_here
-from harness.sessions import INTERPRETED
+from harness.sessions import PROCESS_CONF
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.spark_session import build_spark_session
 from revisions_assets.core.storage import base as storage
@@ -38,13 +38,7 @@ def entry(path) -> bool:
 spark = build_spark_session(
     master="local[1]",
     app_name=f"crash-{mode}",
-    conf={
-        "spark.ui.enabled": "false",
-        "spark.sql.shuffle.partitions": "1",
-        **INTERPRETED,
-        "spark.default.parallelism": "1",
-        "spark.driver.memory": "512m",
-    },
+    conf=PROCESS_CONF,
 )
 ds = RevisionedDataset(root, spark=spark, id_columns=["id"])
 if mode == "spark_write":

@@ -38,7 +38,7 @@ def local_victim() -> tuple[Any, Any, Callable[[str, Callable[..., bool]], None]
     the mode. Returns ``(ds, spark, patch, mode)``."""
     import sys
 
-    from harness.sessions import INTERPRETED
+    from harness.sessions import PROCESS_CONF
     from revisions_assets import RevisionedDataset
     from revisions_assets.core.spark_session import build_spark_session
     from revisions_assets.core.storage.base import LocalStorage
@@ -48,12 +48,5 @@ def local_victim() -> tuple[Any, Any, Callable[[str, Callable[..., bool]], None]
     def patch(attr: str, hit: Callable[..., bool]) -> None:
         stop_at(LocalStorage, attr, lambda self, *args: hit(*args), marker, mode)
 
-    conf = {
-        "spark.ui.enabled": "false",
-        "spark.sql.shuffle.partitions": "1",
-        **INTERPRETED,
-        "spark.default.parallelism": "1",
-        "spark.driver.memory": "512m",
-    }
-    spark = build_spark_session(master="local[1]", app_name=f"crash-{mode}", conf=conf)
+    spark = build_spark_session(master="local[1]", app_name=f"crash-{mode}", conf=PROCESS_CONF)
     return RevisionedDataset(root, spark=spark), spark, patch, mode

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from harness.race_points import count_lost_races
-from harness.sessions import INTERPRETED
+from harness.sessions import PROCESS_CONF
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.spark_session import build_spark_session
 
@@ -22,13 +22,7 @@ target, data = int(sys.argv[4]), int(sys.argv[5])
 spark = build_spark_session(
     master="local[1]",
     app_name="compactor",
-    conf={
-        "spark.ui.enabled": "false",
-        "spark.sql.shuffle.partitions": "1",
-        **INTERPRETED,
-        "spark.default.parallelism": "1",
-        "spark.driver.memory": "512m",
-    },
+    conf=PROCESS_CONF,
 )
 ds = RevisionedDataset(root, spark=spark, compact_after=None)
 ds.read("t").count()  # warm up

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.dates import day
 from harness.race_points import align_appends, count_lost_races
-from harness.sessions import INTERPRETED
+from harness.sessions import PROCESS_CONF
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.spark_session import build_spark_session
 
@@ -23,13 +23,7 @@ root, work, writer, commits = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), 
 spark = build_spark_session(
     master="local[1]",
     app_name=f"writer-{writer}",
-    conf={
-        "spark.ui.enabled": "false",
-        "spark.sql.shuffle.partitions": "1",
-        **INTERPRETED,
-        "spark.default.parallelism": "1",
-        "spark.driver.memory": "512m",
-    },
+    conf=PROCESS_CONF,
 )
 ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
 frames = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from harness.sessions import INTERPRETED
+from harness.sessions import PROCESS_CONF
 from revisions_assets.core.spark_session import build_spark_session
 from revisions_assets.s3a import s3a_conf
 
@@ -16,10 +16,6 @@ def writer_spark(endpoint: str, app_name: str) -> SparkSession:
         app_name=app_name,
         conf={
             **s3a_conf(endpoint_url=endpoint),
-            "spark.ui.enabled": "false",
-            "spark.sql.shuffle.partitions": "1",
-            **INTERPRETED,
-            "spark.default.parallelism": "1",
-            "spark.driver.memory": "512m",
+            **PROCESS_CONF,
         },
     )

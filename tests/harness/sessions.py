@@ -15,3 +15,13 @@ INTERPRETED = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
+
+#: the session of a process a test starts to crash, race or run a Pipes job in: one core,
+#: no UI, little memory (many of them run beside the workers' sessions)
+PROCESS_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "1",
+    "spark.default.parallelism": "1",
+    "spark.driver.memory": "512m",
+    **INTERPRETED,
+}
