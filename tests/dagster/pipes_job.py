@@ -64,9 +64,9 @@ def main() -> None:
             )
         conf = dict(PROCESS_CONF)
         if access:
-            from revisions_assets.s3a import s3a_conf
+            from harness.s3_writer_spark import s3a_after_spark
 
-            conf.update(s3a_conf(endpoint_url=access["storage_options"]["endpoint_url"]))
+            conf.update(s3a_after_spark(access["storage_options"]["endpoint_url"]))
         spark = build_spark_session(master="local[1]", app_name="pipes-job", conf=conf)
         if job.run.upstream:
             inputs = job.scoring_inputs(spark)
