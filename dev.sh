@@ -13,6 +13,9 @@ case "$cmd" in
          python -m revisions_assets.s3a >/dev/null
          python tests/install/wheelhouse.py  # the install tests' wheels (once, into .setup/)
          python tests/harness/jvm_archive.py  # Spark's classes shared by every test JVM (once)
+         # this tree's bytecode, written once: the suite starts some 200 Python processes, and
+         # where PYTHONDONTWRITEBYTECODE is set each would compile the package again
+         python -m compileall -q revisions_assets tests bench >/dev/null
          ruff format --check --quiet . || { echo "ruff format: run ./dev.sh format" >&2; exit 1; }
          # the property tests replay hypothesis's derandomized `ci` examples (no database), so
          # every run proves the same thing and a failure reproduces; another profile overrides

@@ -50,13 +50,30 @@ DAYS = ["2013-01-01", "2013-01-02", "2013-01-03"]
 ASSETS = ("plane_delay_features", "plane_delay_risk", "airlines", "planes")
 LOCATION = "revisions_assets"
 #: the default location (the demo's components) over the temporary datasets; its code
-#: versions come from versions.json (REVISIONS_DEMO_VERSIONS, read at each reload)
+#: versions come from versions.json (REVISIONS_DEMO_VERSIONS, read at each reload). Its
+#: automation sensor ticks every 5 s instead of 30: the staleness test waits for two ticks
 DEFS = """
 from pathlib import Path
 
+import dagster as dg
+
+from revisions_assets.dagster import revisions_automation_sensor
 from revisions_assets.demo.definitions import load_definitions
 
-defs = load_definitions(str(Path(__file__).parent / "datasets"))
+
+def ticking_every_5_s(demo: dg.Definitions) -> dg.Definitions:
+    sensors = [
+        revisions_automation_sensor(s.asset_selection, minimum_interval_seconds=5)
+        if s.name == "revisions_automation"
+        else s
+        for s in demo.sensors
+    ]
+    kept = ("assets", "asset_checks", "schedules", "jobs", "resources", "executor")
+    kept += ("component_tree",)
+    return dg.Definitions(sensors=sensors, **{name: getattr(demo, name) for name in kept})
+
+
+defs = ticking_every_5_s(load_definitions(str(Path(__file__).parent / "datasets")))
 """
 WORKSPACE = f"""
 load_from:
