@@ -28,7 +28,7 @@ from .helpers import frame, input_files, top_dirs
 from .model import Model
 
 WRITERS = 2
-COMMITS = 10  # rounds of racing appends: each round lines the writers up again
+COMMITS = 6  # rounds of racing appends: each round lines the writers up again (every one contends)
 BASE_IDS = 30
 
 
