@@ -22,8 +22,10 @@ case "$cmd" in
          profile=(--hypothesis-profile=ci)
          [[ " $* " == *" --hypothesis-profile"* ]] && profile=()
          # two workers, each taking whole test files (module fixtures such as the standalone
-         # cluster start once): most tests wait on JVMs and subprocesses, so two halve the time
-         exec python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile "${profile[@]}" "$@" ;;
+         # cluster start once): most tests wait on JVMs and subprocesses, so two halve the time.
+         # Files start in collection order, the longest first (LONGEST_FIRST, tests/conftest.py)
+         exec python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder \
+           "${profile[@]}" "$@" ;;
   explore)  # the property tests with many new random examples: ./dev.sh explore [N | 30m]
          # N examples per test (default 100); 30m: rounds of that until 30 minutes have passed
          budget=0

@@ -67,11 +67,28 @@ REPRESENTATIVES = (
 JVM_FIXTURES = {"spark", "s3_spark", "cluster"}
 
 
+#: the longest test files (a minute or more each, a few tests each): collected first, so that
+#: ``./dev.sh test`` (``--no-loadscope-reorder``) starts them first and no worker is left
+#: running one of them alone at the end; pytest-xdist's default order, most tests first,
+#: puts exactly these last
+LONGEST_FIRST = (
+    "tests/dagster/test_ui.py",
+    "tests/bench/test_bench_smoke.py",
+    "tests/cluster/test_cluster.py",
+    "tests/dagster/test_your_project.py",
+    "tests/dagster/test_pipes.py",
+    "tests/install/test_dagster_install.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
-    """``-m fast`` (``./dev.sh fast``): the tests that start no JVM, plus REPRESENTATIVES."""
+    """``-m fast`` (``./dev.sh fast``): the tests that start no JVM, plus REPRESENTATIVES.
+    The files of LONGEST_FIRST move to the front, in that order (a stable sort)."""
     for item in items:
         spark_free = not JVM_FIXTURES & set(getattr(item, "fixturenames", ()))
         heavy = {"slow", "s3", "cluster", "dagster"} & {m.name for m in item.iter_markers()}
         representative = any(item.nodeid.startswith(r) for r in REPRESENTATIVES)
         if representative or (spark_free and not heavy):
             item.add_marker(pytest.mark.fast)
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
