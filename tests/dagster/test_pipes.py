@@ -34,6 +34,12 @@ GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "pipes.md"
 
 
 @pytest.fixture
+def instance(instance_on_disk) -> dg.DagsterInstance:
+    """On disk: GraphQL reads the remote run's materializations from it."""
+    return instance_on_disk
+
+
+@pytest.fixture
 def remote_pipe(tmp_path, spark_resource, instance) -> Pipeline:
     client = dg.PipesSubprocessClient(env=with_tests_on_path(None))
     return Pipeline(str(tmp_path / "remote"), spark_resource, instance, remote=client)
