@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from harness.examples import EXPLORE
@@ -90,5 +91,9 @@ def pytest_collection_modifyitems(config, items):
         representative = any(item.nodeid.startswith(r) for r in REPRESENTATIVES)
         if representative or (spark_free and not heavy):
             item.add_marker(pytest.mark.fast)
+    repo = Path(__file__).resolve().parents[1]
+    moved = [path for path in LONGEST_FIRST if not (repo / path).is_file()]
+    if moved:
+        raise pytest.UsageError(f"tests/conftest.py LONGEST_FIRST names missing files: {moved}")
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
