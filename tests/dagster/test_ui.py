@@ -68,8 +68,9 @@ def ticking_every_5_s(demo: dg.Definitions) -> dg.Definitions:
         else s
         for s in demo.sensors
     ]
-    kept = ("assets", "asset_checks", "schedules", "jobs", "resources", "executor")
-    kept += ("component_tree",)
+    kept = (
+        "assets", "asset_checks", "schedules", "jobs", "resources", "executor", "component_tree"
+    )
     return dg.Definitions(sensors=sensors, **{name: getattr(demo, name) for name in kept})
 
 
