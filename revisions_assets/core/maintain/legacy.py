@@ -50,6 +50,7 @@ from ..errors import (
 )
 from ..log.records import Revision
 from ..log.revision_log import DESCRIPTION, LOG_DIR, read_parquet_bytes, table_frame
+from ..read.execute.spark_scan import empty_frame
 from ..storage.backends import open_storage
 from ..storage.base import FileInfo, Storage
 from ..write.validation import check_name
@@ -166,7 +167,7 @@ class LegacyImport:
         part = revision.tables.get(table)
         if part is None:  # a major without this featurizer: it empties the table
             donor = next(r for r in [*self.revisions, *self.skipped] if table in r.tables)
-            return spark.createDataFrame([], self._frame(spark, donor, table).schema)
+            return empty_frame(spark, self._frame(spark, donor, table).schema)
         df = spark.read.parquet(*[self.source.spark_uri(f) for f in part.files])
         df = df.drop(*part.dropped).withColumnsRenamed(dict(part.renames))
         converted = {

@@ -43,6 +43,7 @@ from .spark_scan import (
     SEQUENCE,
     STAMP,
     Scanner,
+    empty_frame,
     revision_rows,
     revision_value,
     spark_schema,
@@ -201,7 +202,7 @@ class SparkExecutor(Executor[DataFrame]):
         return frame.join(touched, on=list(plan.id_columns), how="left_semi")
 
     def empty(self, schema: Schema, rows: Rows) -> DataFrame:
-        df = self.spark.createDataFrame([], spark_schema(schema))
+        df = empty_frame(self.spark, spark_schema(schema))
         if rows.keep_deleted:
             df = df.withColumn(DELETED, F.lit(False))
         if rows.with_revision:

@@ -48,6 +48,16 @@ def spark_schema(schema: Schema) -> StructType:
     return StructType.fromJson(json.loads(to_struct_json(schema)))
 
 
+def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
+    """An empty DataFrame of ``schema`` that starts no Python worker. On a classic session an
+    empty Python list still becomes an RDD whose tasks each start one (a process per
+    executor core, and about 65 ms per action on a small machine); an empty RDD has no
+    tasks. Spark Connect sends the list as a local relation."""
+    if isinstance(spark, SparkSession):  # classic; Connect's session is another class
+        return spark.createDataFrame(spark.sparkContext.emptyRDD(), schema)
+    return spark.createDataFrame([], schema)
+
+
 def recorded_schema(schema_json: str) -> StructType:
     """A recorded schema (``TableWrite.schema_json``) as a Spark ``StructType``."""
     return spark_schema(parse_schema(schema_json))
@@ -171,7 +181,7 @@ class Scanner:
             metadata = StructField(
                 "_metadata", StructType([StructField("file_path", StringType())])
             )
-            empty = self.spark.createDataFrame([], StructType([*full.fields, metadata]))
+            empty = empty_frame(self.spark, StructType([*full.fields, metadata]))
             return empty.selectExpr(*columns)
         rows = parts[0]
         for part in parts[1:]:
@@ -266,7 +276,7 @@ class Scanner:
         id_schema = StructType([self.schema[c] for c in ids])
         uris = self._uris(tasks)
         if not uris:
-            return self.spark.createDataFrame([], id_schema)
+            return empty_frame(self.spark, id_schema)
         return self.spark.read.schema(id_schema).parquet(*uris).distinct()
 
 
@@ -310,7 +320,7 @@ def revision_rows(
         parts.append(rows.selectExpr(*columns, order))
     if not parts:
         empty = StructType([*scanner.schema.fields, *_SYSTEM_FIELDS])
-        return spark.createDataFrame([], empty).withColumn(ORDER, F.lit(None).cast("int"))
+        return empty_frame(spark, empty).withColumn(ORDER, F.lit(None).cast("int"))
     return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
 
 
