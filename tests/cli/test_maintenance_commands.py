@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from harness.frames import frame
 
 from revisions_assets.cli import cli
 
@@ -250,7 +251,7 @@ def test_log_counts_after_a_purge(spark, tmp_path):
     schema = "id long, v long"
 
     def commit(rows, day, major):
-        df = spark.createDataFrame(rows, schema)
+        df = frame(spark, rows, schema)
         ds.commit(
             {"t": df}, timestamp=f"2020-01-0{day}T00:00Z", is_major=major, skip_unchanged=True
         )

@@ -11,18 +11,14 @@ from urllib.parse import unquote, urlparse
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from harness.frames import frame  # noqa: F401 (the engine tests import it from here)
+from pyspark.sql import DataFrame
 from pyspark.sql.types import LongType, StructField, StructType
 
 from revisions_assets import Revision, TableWrite, UpstreamPosition
 from revisions_assets.core.log.records import canonical_json
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.write.file_size import FIRST_FILE_ROWS, ROW_GROUP_ROWS
-
-
-def frame(spark: SparkSession, rows: Sequence[tuple], schema: str) -> DataFrame:
-    """A tiny DataFrame with an explicit DDL schema (so empty frames keep their types)."""
-    return spark.createDataFrame(list(rows), schema)
 
 
 def by_id(df: DataFrame, *columns: str, id_column: str = "id") -> dict:

@@ -34,7 +34,7 @@ from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.read.plan.spans import ALL_COMMITTED, EVENT, visible_spans
 from revisions_assets.core.storage.backends import open_storage
 
-from .helpers import micros, stage_revision
+from .helpers import frame, micros, stage_revision
 from .model import Model, as_of_join
 
 EVENTS_SCHEMA = "id long, at timestamp, label string"
@@ -91,7 +91,7 @@ WORKED = [
 
 def test_worked_example(spark, corrected):
     rows = [(k, t, f"e{n}") for n, ((k, t), *_) in enumerate(WORKED)]
-    events = spark.createDataFrame(rows, EVENTS_SCHEMA)
+    events = frame(spark, rows, EVENTS_SCHEMA)
     reader = DatasetReader(corrected.root)
     polars_events = pl.DataFrame(rows, schema=["id", "at", "label"], orient="row")
     for column, known_at in enumerate([ALL_COMMITTED, EVENT, day(4)], start=1):
@@ -115,7 +115,7 @@ def test_the_default_is_what_was_known_at_each_event(spark, corrected):
     both engines; ``known_at=None``, the old spelling of everything committed, still means
     that for this release, with a FutureWarning naming ``"all_committed"``."""
     rows = [(k, t, f"e{n}") for n, ((k, t), *_) in enumerate(WORKED)]
-    events = spark.createDataFrame(rows, EVENTS_SCHEMA)
+    events = frame(spark, rows, EVENTS_SCHEMA)
     seen = {f"e{n}": row[2] or (None, None) for n, row in enumerate(WORKED)}
     out = corrected.as_of_join(events, "t", event_time="at", on=["id"])
     assert {r.label: (r.v, r._revision) for r in out.collect()} == seen
@@ -132,7 +132,7 @@ def test_the_default_is_what_was_known_at_each_event(spark, corrected):
 
 
 def test_known_at_before_any_commit_gives_nulls_and_mapping_on(spark, corrected):
-    events = spark.createDataFrame([(1, day(4))], "plane long, at timestamp")
+    events = frame(spark, [(1, day(4))], "plane long, at timestamp")
     out = corrected.as_of_join(
         events, "t", event_time="at", on={"plane": "id"}, known_at="2019-12-31T00:00:00Z"
     )
@@ -143,7 +143,7 @@ def test_known_at_before_any_commit_gives_nulls_and_mapping_on(spark, corrected)
 
 
 def test_compactions_are_not_read(spark, corrected):
-    events = spark.createDataFrame([(1, day(1.5), "a"), (3, day(4), "b")], EVENTS_SCHEMA)
+    events = frame(spark, [(1, day(1.5), "a"), (3, day(4), "b")], EVENTS_SCHEMA)
     stage(corrected.root, None, "r5", day(4), False, {3: 40}, day(6))  # on top of r2
     join = {"event_time": "at", "on": ["id"], "known_at": ALL_COMMITTED}
     before = corrected.as_of_join(events, "t", **join).collect()
@@ -158,12 +158,12 @@ def test_compactions_are_not_read(spark, corrected):
 def test_vacuumed_revisions_fail_only_when_needed(spark, corrected):
     corrected.maintenance.vacuum(retain=timedelta(0), now=day(3) + HOUR, keep_majors=False)
     reader = DatasetReader(corrected.root)
-    late = spark.createDataFrame([(1, day(4), "late")], EVENTS_SCHEMA)
+    late = frame(spark, [(1, day(4), "late")], EVENTS_SCHEMA)
     out = corrected.as_of_join(late, "t", event_time="at", on=["id"])
     assert [(r.v, r._revision) for r in out.collect()] == [(30, "r2")]
     joined = reader.as_of_join(late.toPandas().assign(at=[day(4)]), "t", event_time="at", on=["id"])
     assert joined.select("v", "_revision").rows() == [(30, "r2")]
-    early = spark.createDataFrame([(1, day(0.5), "early")], EVENTS_SCHEMA)
+    early = frame(spark, [(1, day(0.5), "early")], EVENTS_SCHEMA)
     with pytest.raises(
         RetentionError, match="as_of_join of table 't'.*revision 'r0'"
     ) as spark_error:
@@ -192,7 +192,7 @@ def test_vacuumed_revisions_fail_only_when_needed(spark, corrected):
 )
 def test_bad_arguments(spark, corrected, kwargs, error, match):
     args = {"event_time": "at", "on": ["id"], **kwargs}
-    events = spark.createDataFrame([(1, day(1), "x")], EVENTS_SCHEMA)
+    events = frame(spark, [(1, day(1), "x")], EVENTS_SCHEMA)
     with pytest.raises(error, match=match):
         corrected.as_of_join(events, "t", **args)
     polars_events = pl.DataFrame({"id": [1], "at": [day(1)], "label": ["x"]})
@@ -201,7 +201,7 @@ def test_bad_arguments(spark, corrected, kwargs, error, match):
 
 
 def test_clashing_columns_and_wrong_frames(spark, corrected):
-    events = spark.createDataFrame([(1, day(1), 5)], "id long, at timestamp, V long")
+    events = frame(spark, [(1, day(1), 5)], "id long, at timestamp, V long")
     with pytest.raises(DuplicateColumnError, match="events_df already has column 'V'"):
         corrected.as_of_join(events, "t", event_time="at", on=["id"])
     with pytest.raises(ArgumentTypeError, match="events_df must be a Spark DataFrame"):
@@ -287,13 +287,13 @@ def test_engine_matches_model(spark, tmp_path_factory, history, data):
     ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
     model, committed_at = staged_history(root, history)
     events, fixed = draw_events(data)
-    frame = spark.createDataFrame(
-        [(k, t, n) for n, (k, t) in enumerate(events)], "id long, at timestamp, n long"
+    events_df = frame(
+        spark, [(k, t, n) for n, (k, t) in enumerate(events)], "id long, at timestamp, n long"
     )
     modes = {"latest": ALL_COMMITTED, "event": EVENT, "fixed": fixed}
     joined = None
     for mode, known_at in modes.items():
-        out = ds.as_of_join(frame, "t", event_time="at", on=["id"], known_at=known_at)
+        out = ds.as_of_join(events_df, "t", event_time="at", on=["id"], known_at=known_at)
         out = out.withColumn("mode", F.lit(mode))
         joined = out if joined is None else joined.unionByName(out)
     got = {(r.mode, r.n): (r.v, r._revision) for r in joined.collect()}

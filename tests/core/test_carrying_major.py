@@ -614,7 +614,8 @@ def test_history_and_as_of_join_across_a_carrying_major_and_a_backfill(spark, wo
         (8, 1.7, "h", "late"),
         (8, 2.5, None, None),
     ]
-    at = spark.createDataFrame(
+    at = frame(
+        spark,
         [(i, day(t), f"e{n}") for n, (i, t, _, _) in enumerate(events)],
         "id long, at timestamp, label string",
     )

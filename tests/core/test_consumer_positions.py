@@ -10,6 +10,8 @@ import pytest
 from revisions_assets import RevisionedDataset, UpstreamPosition
 from revisions_assets.core.errors import ConsumerPositionConflictError
 
+from .helpers import frame
+
 T = datetime(2022, 5, 1, tzinfo=timezone.utc)
 UP = "/somewhere/upstream"
 
@@ -17,14 +19,14 @@ UP = "/somewhere/upstream"
 @pytest.fixture
 def scores(spark, root):
     ds = RevisionedDataset(root, spark=spark, id_columns=["id"])
-    first = spark.createDataFrame([(1, 0.5)], "id long, score double")
+    first = frame(spark, [(1, 0.5)], "id long, score double")
     ds.commit({"s": first}, timestamp=T, is_major=True, upstream=[UpstreamPosition(UP, "f", 3)])
     return ds
 
 
 def test_positions_are_recorded_and_guarded(spark, scores):
     assert scores.inspect.upstream_position(UP, "f") == 3
-    df = spark.createDataFrame([(2, 0.7)], "id long, score double")
+    df = frame(spark, [(2, 0.7)], "id long, score double")
     with pytest.raises(ConsumerPositionConflictError, match=r"from sequence 2, but 3 is already"):
         scores.commit(
             {"s": df},
@@ -49,7 +51,7 @@ def test_positions_are_recorded_and_guarded(spark, scores):
 
 
 def test_an_empty_output_still_records_a_moved_position(spark, scores):
-    empty = spark.createDataFrame([], "id long, score double")
+    empty = frame(spark, [], "id long, score double")
     rev = scores.commit(
         {"s": empty},
         timestamp=T,

@@ -16,6 +16,7 @@ from revisions_assets.core.read.plan.scans import plan_merge, scan_task
 from revisions_assets.core.read.plan.schema import table_schema
 from revisions_assets.core.read.plan.selection import state_selection
 
+from .helpers import frame
 from .model import Model
 
 START = datetime(2021, 3, 1, tzinfo=timezone.utc)
@@ -40,7 +41,7 @@ def history(spark, tmp_path_factory):
             when = START + timedelta(days=rng.choice([1, 2, 2, 3, 5]))
         name, is_major = f"m{n}", n == 0
         ds.commit(
-            {"t": spark.createDataFrame(rows, schema)},
+            {"t": frame(spark, rows, schema)},
             timestamp=when,
             is_major=is_major,
             name=name,
@@ -103,8 +104,8 @@ def test_a_major_that_changes_a_type_reads_with_older_revisions(spark, tmp_path)
     """Files of another column type are read in a relation of their own (a change read and
     the rows of every revision across a major that turned ``v`` from int into string)."""
     ds = RevisionedDataset(str(tmp_path / "ds"), spark=spark, id_columns=["id"])
-    ds.commit({"t": spark.createDataFrame([(1, 1)], "id long, v int")}, START, is_major=True)
-    ds.commit({"t": spark.createDataFrame([(1, "a")], "id long, v string")}, START, True)
+    ds.commit({"t": frame(spark, [(1, 1)], "id long, v int")}, START, is_major=True)
+    ds.commit({"t": frame(spark, [(1, "a")], "id long, v string")}, START, True)
     changes = ds.changes("t", since_sequence=0)
     assert changes.is_reset
     assert [tuple(r) for r in changes.df.select("id", "v").collect()] == [(1, "a")]
@@ -173,9 +174,9 @@ def test_a_root_whose_name_needs_quoting(spark, tmp_path):
     quoted them again and found nothing), and the cheap revision lookup hits."""
     ds = RevisionedDataset(str(tmp_path / "my data, 100%" / "ds"), spark=spark, id_columns=["id"])
     rows = "id long, v string"
-    ds.commit({"t": spark.createDataFrame([(1, "a"), (2, "b"), (3, "c")], rows)}, START, True)
+    ds.commit({"t": frame(spark, [(1, "a"), (2, "b"), (3, "c")], rows)}, START, True)
     for day, (i, v) in enumerate([(2, "B"), (4, "d")], start=1):
-        ds.commit({"t": spark.createDataFrame([(i, v)], rows)}, START + timedelta(days=day), False)
+        ds.commit({"t": frame(spark, [(i, v)], rows)}, START + timedelta(days=day), False)
     uris = [ds.storage.spark_uri(f) for r in ds.revisions("t") for f in r.tables["t"].files]
     reported = spark.read.parquet(*uris).select("_metadata.file_path").distinct()
     assert {r[0] for r in reported.collect()} <= {merge._reported_uri(u) for u in uris}
@@ -187,5 +188,5 @@ def test_a_root_whose_name_needs_quoting(spark, tmp_path):
     assert state() == want
     assert sorted(r.id for r in ds.changes("t", since_sequence=1).df.collect()) == [2, 4]
     assert ds.maintenance.compact("t") is not None and state() == want
-    ds.maintenance.purge("t", spark.createDataFrame([(3,)], "id long"), reason="test")
+    ds.maintenance.purge("t", frame(spark, [(3,)], "id long"), reason="test")
     assert state() == [(1, "a"), (2, "B"), (4, "d")]

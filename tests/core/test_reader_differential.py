@@ -348,7 +348,7 @@ def test_as_of_join_matches_engine(spark, first, ops, data):
         times = st.sampled_from(moments)
         events = data.draw(st.lists(st.tuples(ids, times), min_size=1, max_size=12), label="ev")
         rows = [(k, t, n) for n, (k, t) in enumerate(events)]
-        spark_events = spark.createDataFrame(rows, "id long, at timestamp, n long")
+        spark_events = frame(spark, rows, "id long, at timestamp, n long")
         polars_events = pl.DataFrame(rows, schema=["id", "at", "n"], orient="row")
         columns = data.draw(st.sampled_from([None, ["v"], ["w"], []]), label="columns")
         for known_at in (ALL_COMMITTED, EVENT, data.draw(times, label="known_at")):

@@ -7,6 +7,7 @@ import datetime as dt
 
 import dagster as dg
 import pytest
+from harness.frames import frame
 from pyspark.sql import functions as F
 from revisions_pipeline import P1, P2
 
@@ -63,7 +64,7 @@ def test_an_outside_commit_and_a_purge_reach_the_catalog_once(pipe):
     assert evaluate(pipe, sensor, found.cursor).asset_events == []  # cursor: not twice
 
     # a purge: an observation saying what it removed, no materialization
-    ids = pipe.spark_resource.spark_session.createDataFrame([("a",)], "entity string")
+    ids = frame(pipe.spark_resource.spark_session, [("a",)], "entity string")
     data.maintenance.purge("features", ids, reason="erasure request")
     (obs,) = evaluate(pipe, sensor, found.cursor).asset_events
     assert isinstance(obs, dg.AssetObservation)

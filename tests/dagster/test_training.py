@@ -6,6 +6,7 @@ import datetime as dt
 
 import dagster as dg
 import pytest
+from harness.frames import frame
 from revisions_pipeline import P1, P2
 
 from revisions_assets.dagster import reference_asset, training_set_asset
@@ -27,7 +28,7 @@ def test_training_sets_latest_knowledge_and_what_production_saw(pipe, spark):
 
     @reference_asset(name="labels", id_columns=["label_id"], code_version="1", group_name="test")
     def labels(spark):
-        return spark.createDataFrame(LABELS, "label_id long, entity string, at timestamp, y int")
+        return frame(spark, LABELS, "label_id long, entity string, at timestamp, y int")
 
     sets = {
         known_at: training_set_asset(

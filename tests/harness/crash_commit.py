@@ -18,6 +18,7 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from harness.dates import day
+from harness.frames import frame
 from harness.kill_points import stop_at, stop_here
 from harness.sessions import PROCESS_CONF
 from revisions_assets import RevisionedDataset
@@ -52,7 +53,7 @@ if mode == "spark_write":
 
     df = spark.range(0, 4, 1, 2).select("id", value(F.spark_partition_id()).alias("v"))
 else:
-    df = spark.createDataFrame([(i, 100) for i in range(4)], "id long, v long")
+    df = frame(spark, [(i, 100) for i in range(4)], "id long, v long")
 if mode == "before_log_entry":
     patch(storage.LocalStorage, "create_exclusive", lambda self, rel, data: entry(rel))
 elif mode == "inside_log_entry":  # the entry's temporary file is written, not yet linked

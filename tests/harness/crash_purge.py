@@ -7,6 +7,7 @@ MODE: ``purge_before_entry`` (its files rewritten, its entry not committed) or
 
 from __future__ import annotations
 
+from harness.frames import frame
 from harness.kill_points import local_victim
 
 ds, spark, patch, mode = local_victim()
@@ -14,5 +15,5 @@ if mode == "purge_before_entry":  # its files are rewritten, its entry is not co
     patch("create_exclusive", lambda rel, data: rel.startswith("_log/"))
 else:  # committed, description.parquet not rewritten
     patch("write", lambda rel, data: rel == "description.parquet")
-ds.maintenance.purge("t", spark.createDataFrame([(3,)], "id long"), reason="crash test")
+ds.maintenance.purge("t", frame(spark, [(3,)], "id long"), reason="crash test")
 print("returned: the kill point was never reached", flush=True)

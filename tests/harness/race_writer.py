@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from harness.dates import day
+from harness.frames import frame
 from harness.race_points import align_appends, count_lost_races
 from harness.sessions import PROCESS_CONF
 from revisions_assets import RevisionedDataset
@@ -27,7 +28,7 @@ spark = build_spark_session(
 )
 ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
 frames = [
-    spark.createDataFrame([(i, 100 * writer + i), (i + 1, 100 * writer + i)], "id long, v long")
+    frame(spark, [(i, 100 * writer + i), (i + 1, 100 * writer + i)], "id long, v long")
     for i in range(commits)
 ]
 lost = count_lost_races()

@@ -18,6 +18,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from harness.frames import frame
 from harness.race_points import align_appends, count_lost_races
 from harness.s3_writer_spark import writer_spark
 
@@ -30,7 +31,7 @@ def main(root: str, endpoint: str, writer: int, commits: int, writers: int, work
         root, spark=spark, id_columns=["id"], storage_options={"endpoint_url": endpoint}
     )
     frames = [
-        spark.createDataFrame([(i, 100 * writer + i), (i + 1, 100 * writer + i)], "id long, v long")
+        frame(spark, [(i, 100 * writer + i), (i + 1, 100 * writer + i)], "id long, v long")
         for i in range(commits)
     ]
     lost = count_lost_races()

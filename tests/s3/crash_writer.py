@@ -14,6 +14,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from harness.frames import frame
 from harness.kill_points import stop_at
 from harness.s3_writer_spark import writer_spark
 
@@ -34,7 +35,7 @@ def main(root: str, endpoint: str, marker: Path, mode: str) -> None:
         stop_at(S3Storage, "write", hit, marker, mode)
     else:
         raise SystemExit(f"unknown mode {mode!r}")
-    df = spark.createDataFrame([(i, 100) for i in range(4)], "id long, v long")
+    df = frame(spark, [(i, 100) for i in range(4)], "id long, v long")
     ds.commit({"t": df}, timestamp=datetime(2020, 1, 4, tzinfo=UTC), is_major=False, name=CRASHED)
     print("commit returned: the kill point was never reached", flush=True)
 
