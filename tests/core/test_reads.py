@@ -8,10 +8,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from harness.dates import day
-from pyspark.sql.types import LongType, StringType, TimestampType
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.errors import NoMajorRevisionError, UnknownRevisionError
+from revisions_assets.core.read.execute.spark_scan import empty_frame
 
 from .helpers import by_id, frame, input_files, micros, top_dirs
 
@@ -90,6 +91,16 @@ def test_revisions_of_another_table_are_invisible(shared):
     assert shared.changes("other", since_sequence=2, until_sequence=4).is_reset is True
     assert [r.name for r in shared.revisions(table="t")] == ["r0", "r2", "r4", "r6"]
     assert set(shared.tables()) == {"t", "other"}
+
+
+def test_an_empty_read_runs_no_task(shared, spark):
+    """An empty read is a relation of no partitions: no task runs, so no Python worker starts
+    (an empty Python list made one task per core, each starting a worker)."""
+    changes = shared.changes("t", since=day(2.5), until=day(3.5)).df  # the window holds only o3
+    assert changes.rdd.getNumPartitions() == 0 and changes.count() == 0
+    ids = StructType([StructField("id", LongType())])
+    empty = empty_frame(spark, ids)
+    assert empty.schema == ids and empty.rdd.getNumPartitions() == 0
 
 
 def test_positional_references(shared):

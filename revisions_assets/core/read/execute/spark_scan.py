@@ -50,9 +50,9 @@ def spark_schema(schema: Schema) -> StructType:
 
 def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
     """An empty DataFrame of ``schema`` that starts no Python worker. On a classic session an
-    empty Python list still becomes an RDD whose tasks each start one (a process per
-    executor core, and about 65 ms per action on a small machine); an empty RDD has no
-    tasks. Spark Connect sends the list as a local relation."""
+    empty Python list still becomes an RDD with a task per core, each starting a worker; an
+    empty RDD has no partitions, so no task. Spark Connect sends the list as a local
+    relation."""
     if isinstance(spark, SparkSession):  # classic; Connect's session is another class
         return spark.createDataFrame(spark.sparkContext.emptyRDD(), schema)
     return spark.createDataFrame([], schema)
