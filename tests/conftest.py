@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from harness.examples import EXPLORE
 from harness.processes import TEST_JVM_OPTS
-from harness.sessions import INTERPRETED
+from harness.sessions import TEST_SESSION_CONF
 from hypothesis import settings
 
 from revisions_assets.core.spark_session import build_spark_session
@@ -40,7 +40,7 @@ def spark():
             "spark.driver.extraJavaOptions": TEST_JVM_OPTS,
             # the s3a connector on the JVM's classpath from the start (tests/s3 need it)
             **s3a_conf(jars="classpath"),
-            **INTERPRETED,
+            **TEST_SESSION_CONF,
         },
     )
     yield session

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 
 import boto3
 import pytest
-from harness.sessions import INTERPRETED
+from harness.sessions import TEST_SESSION_CONF
 from pyspark.sql import SparkSession
 
 from revisions_assets.core.spark_session import build_spark_session
@@ -97,7 +97,7 @@ def s3_spark(s3_options) -> Iterator[SparkSession]:
                 "spark.driver.memory": "2g",
                 "spark.sql.shuffle.partitions": "2",
                 "spark.default.parallelism": "2",
-                **INTERPRETED,
+                **TEST_SESSION_CONF,
             },
         )
     try:
