@@ -82,6 +82,14 @@ load_from:
       relative_path: defs.py
       location_name: {LOCATION}
 """
+#: the demo's instance (telemetry off, as the demo writes it), whose queued runs the daemon
+#: launches within a second instead of five: the staleness test waits for three of them
+INSTANCE = """
+telemetry:
+  enabled: false
+run_queue:
+  dequeue_interval_seconds: 1
+"""
 SPARK_SQL_CONF = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")
 
 
@@ -110,6 +118,8 @@ def demo(tmp_path_factory, spark) -> Path:
     from revisions_assets.demo.__main__ import main as demo_main
 
     base = tmp_path_factory.mktemp("ui")
+    (base / "home").mkdir()
+    (base / "home" / "dagster.yaml").write_text(INSTANCE)  # the demo keeps an existing one
     saved_home = os.environ.get("DAGSTER_HOME")
     saved_conf = {k: spark.conf.get(k) for k in SPARK_SQL_CONF}
     try:
