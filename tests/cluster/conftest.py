@@ -157,7 +157,9 @@ class ConnectServer:
 
 @pytest.fixture
 def connect_server(standalone_cluster) -> Iterator[ConnectServer]:
-    """A Spark Connect server whose driver runs its jobs on the standalone cluster."""
+    """A Spark Connect server whose driver runs its jobs on the standalone cluster, in one
+    executor: the classic driver's test spreads them over both workers; what Connect adds
+    is the client's protocol, which executors never see."""
     work = standalone_cluster.work
     port = free_port()
     log = work / "connect-server.log"
@@ -184,7 +186,7 @@ def connect_server(standalone_cluster) -> Iterator[ConnectServer]:
             "--conf",
             "spark.executor.cores=1",
             "--conf",
-            "spark.cores.max=2",
+            "spark.cores.max=1",
             "--conf",
             "spark.sql.session.timeZone=UTC",
             # as the classic driver (demo_workload.py): tiny jobs, few tasks, the client
