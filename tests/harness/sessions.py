@@ -13,7 +13,8 @@ from __future__ import annotations
 #: only. The sessions the product builds in its own processes (the command line, Dagster's
 #: runs under dg launch and dg dev, the cluster's driver, the benchmarks' fresh processes)
 #: keep Spark's defaults, as users run them: the cluster tests compare their results with
-#: the workers'.
+#: the workers'. PySpark reads the debugging setting once per process, from the first
+#: session active when a Column function is called: setting it later changes nothing.
 TEST_SESSION_CONF = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
