@@ -6,38 +6,51 @@ default, in this process (``DatasetReader``: Polars and its download cache, no J
   committed after the entity row's time never leaks into a training set. Feast's
   ``filter_by_created_timestamp=True`` asks for exactly that; everything committed, late
   corrections included, is the store's explicit ``known_at: all_committed``. A view's
-  ``ttl`` counts from the time of the revision that wrote the row.
+  ``ttl`` counts from the time of the revision that wrote the row. Without entity rows
+  (``start_date``, ``end_date``), the rows Feast's file store returns for that call: every
+  entity of the views' tables as of ``end_date``, at ``end_date``, as known then.
 * ``pull_latest_from_table_or_query`` / ``pull_all_from_table_or_query`` (``feast
   materialize``): the versions of the SCD2 history (``DatasetReader.history``) as known
   now; an entity is pulled when one of its versions starts in the window on either clock
   (its logical time, or the commit that wrote it: a late correction is pulled by the
   materialization that follows its commit), always with its current version, so the
   online store ends with the latest values (a deletion as nulls).
+* ``pull_all_from_table_or_query`` also reads back a saved dataset
+  (``SavedDatasetFileStorage``, the Parquet file ``persist`` wrote) as Feast's file store
+  reads it: the one file the store reads that is not a ``RevisionsSource`` table.
 * ``offline_write_batch`` is refused: a revisioned dataset is written by its producer's
-  commits (a minor revision needs the engine, on Spark), not by the feature store.
+  commits (a minor revision needs the engine, on Spark), not by the feature store. (Feast's
+  ``write_to_offline_store`` checks the frame's columns against the source's before it
+  calls the store: other columns fail there, with Feast's ``ValueError``.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
 import polars as pl
 import pyarrow as pa
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
+from feast.data_format import ParquetFormat
 from feast.data_source import DataSource
 from feast.feature_logging import LoggingConfig, LoggingSource
 from feast.feature_view import FeatureView
-from feast.infra.offline_stores.file_source import SavedDatasetFileStorage
+from feast.infra.offline_stores.file_source import FileSource, SavedDatasetFileStorage
 from feast.infra.offline_stores.offline_store import (
     OfflineStore,
     RetrievalJob,
     RetrievalMetadata,
 )
-from feast.infra.offline_stores.offline_utils import infer_event_timestamp_from_entity_df
+from feast.infra.offline_stores.offline_utils import (
+    DEFAULT_ENTITY_DF_EVENT_TIMESTAMP_COL,
+    infer_event_timestamp_from_entity_df,
+)
 from feast.infra.registry.base_registry import BaseRegistry
 from feast.on_demand_feature_view import OnDemandFeatureView
 from feast.repo_config import FeastConfigBaseModel, RepoConfig
@@ -45,11 +58,12 @@ from feast.saved_dataset import SavedDatasetStorage
 from feast.utils import (
     _get_requested_feature_views_to_features_dict,
     _get_requested_on_demand_feature_views,
+    compute_non_entity_date_range,
 )
 from pydantic import StrictStr
 
-from ..core.columns import REVISION, VALID_FROM, VALID_TO
-from ..core.errors import InvalidArgumentError, ReadOnlyDatasetError
+from ..core.columns import REVISION, REVISION_COLUMNS, VALID_FROM, VALID_TO
+from ..core.errors import InvalidArgumentError, NoMajorRevisionError, ReadOnlyDatasetError
 from ..core.read.plan.spans import ALL_COMMITTED, EVENT
 from ..core.timeutil import to_utc
 from .source import CREATED_TIMESTAMP, RevisionsSource
@@ -74,7 +88,9 @@ class RevisionsOfflineStoreConfig(FeastConfigBaseModel):
 
 
 class RevisionsRetrievalJob(RetrievalJob):
-    """A retrieval, computed when asked for (``to_df``, ``to_arrow``) as a Polars frame."""
+    """A retrieval, computed when asked for (``to_df``, ``to_arrow``) as a Polars frame.
+
+    ``repo_path``: the feature repository, from which ``persist`` takes a relative path."""
 
     def __init__(
         self,
@@ -83,11 +99,13 @@ class RevisionsRetrievalJob(RetrievalJob):
         full_feature_names: bool = False,
         on_demand_feature_views: list[OnDemandFeatureView] | None = None,
         metadata: RetrievalMetadata | None = None,
+        repo_path: Path | None = None,
     ):
         self._compute = compute
         self._full_feature_names = full_feature_names
         self._on_demand_feature_views = on_demand_feature_views or []
         self._metadata = metadata
+        self._repo_path = repo_path
 
     @property
     def full_feature_names(self) -> bool:
@@ -113,13 +131,14 @@ class RevisionsRetrievalJob(RetrievalJob):
         allow_overwrite: bool | None = False,
         timeout: int | None = None,
     ) -> None:
-        """Write the retrieval as one Parquet file (a ``SavedDatasetFileStorage``)."""
+        """Write the retrieval as one Parquet file (a ``SavedDatasetFileStorage``; a relative
+        path is taken from the feature repository, as Feast's file store takes it)."""
         if not isinstance(storage, SavedDatasetFileStorage):
             raise InvalidArgumentError(
                 "RevisionsOfflineStore persists a retrieval to a SavedDatasetFileStorage (a "
                 f"local Parquet path), got {type(storage).__name__}"
             )
-        path = Path(storage.file_options.uri)
+        path = _saved_path(self._repo_path, storage.file_options.uri)
         if path.exists() and not allow_overwrite:
             raise InvalidArgumentError(f"{path} exists; pass allow_overwrite=True to replace it")
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -144,41 +163,40 @@ class RevisionsOfflineStore(OfflineStore):
     ) -> RetrievalJob:
         """Each entity row with the features as of its timestamp, as known then (unless the
         store's ``known_at`` is ``all_committed`` and ``filter_by_created_timestamp`` is not
-        given); the rows in the entity frame's order."""
-        if not isinstance(entity_df, pd.DataFrame):
-            raise InvalidArgumentError(
-                "RevisionsOfflineStore.get_historical_features takes the entity rows as a "
-                f"pandas DataFrame (join keys and a timestamp column), got {type(entity_df)}"
-            )
+        given); the rows in the entity frame's order. Without entity rows (``start_date``,
+        ``end_date`` given to Feast), every entity of the views' tables as of ``end_date``
+        (``_tables_as_of``)."""
         known_at = EVENT if kwargs.get("filter_by_created_timestamp") else _known_at(config)
-        event_time = infer_event_timestamp_from_entity_df(dict(entity_df.dtypes))
         odfvs = _get_requested_on_demand_feature_views(feature_refs, project, registry)
         views, _ = _get_requested_feature_views_to_features_dict(feature_refs, feature_views, odfvs)
-        times = pd.to_datetime(entity_df[event_time], utc=True)
-
-        def compute() -> pl.DataFrame:
-            frame = pl.from_pandas(entity_df)
-            stamp = frame.schema[event_time]
-            if isinstance(stamp, pl.Datetime) and stamp.time_zone is None:
-                frame = frame.with_columns(pl.col(event_time).dt.replace_time_zone("UTC"))
-            for view, features in views.items():
-                frame = _join_view(
-                    config, view, features, frame, event_time, known_at, full_feature_names
-                )
-            return frame  # in the entity rows' order, as the reader's joins keep it
-
+        if entity_df is None:  # Feast's own defaults: end_date now, start_date end - max ttl
+            start, end = compute_non_entity_date_range(
+                feature_views, start_date=kwargs.get("start_date"), end_date=kwargs.get("end_date")
+            )
+            end = to_utc(end, "end_date")
+            keys = _shared_join_keys(views)
+            compute = partial(_tables_as_of, config, views, keys, end, known_at, full_feature_names)
+            metadata = RetrievalMetadata(
+                features=feature_refs, keys=keys, min_event_timestamp=start, max_event_timestamp=end
+            )
+        elif isinstance(entity_df, pd.DataFrame):
+            compute, metadata = _entity_rows_job(
+                config, views, feature_refs, entity_df, known_at, full_feature_names
+            )
+        else:
+            raise InvalidArgumentError(
+                "RevisionsOfflineStore.get_historical_features takes the entity rows as a "
+                "pandas DataFrame (join keys and a timestamp column), or none (start_date and "
+                f"end_date instead), got {type(entity_df)}"
+            )
         return RevisionsRetrievalJob(
             compute,
             full_feature_names=full_feature_names,
             on_demand_feature_views=OnDemandFeatureView.get_requested_odfvs(
                 feature_refs, project, registry
             ),
-            metadata=RetrievalMetadata(
-                features=feature_refs,
-                keys=[c for c in entity_df.columns if c != event_time],
-                min_event_timestamp=times.min() if len(times) else None,
-                max_event_timestamp=times.max() if len(times) else None,
-            ),
+            metadata=metadata,
+            repo_path=config.repo_path,
         )
 
     @staticmethod
@@ -212,7 +230,13 @@ class RevisionsOfflineStore(OfflineStore):
     ) -> RetrievalJob:
         """Every version starting in the window on either clock, plus the current version of
         each entity they belong to: keeping the latest per entity (what ``feast
-        materialize`` does) gives the current values."""
+        materialize`` does) gives the current values. Also how Feast reads back a saved
+        dataset (``get_saved_dataset``): its file's rows in the window (``_saved_rows``)."""
+        if _is_saved_dataset(data_source):
+            saved = (join_key_columns, feature_name_columns, timestamp_field)
+            return RevisionsRetrievalJob(
+                lambda: _saved_rows(config, data_source, *saved, start_date, end_date)
+            )
         names = (join_key_columns, feature_name_columns, timestamp_field, created_timestamp_column)
         return RevisionsRetrievalJob(
             lambda: _pulled(config, data_source, *names, start_date, end_date, latest=False)
@@ -258,7 +282,104 @@ def _known_at(config: RepoConfig) -> str:
     return ALL_COMMITTED if getattr(store, "known_at", EVENT) == ALL_COMMITTED else EVENT
 
 
+def _entity_rows_job(
+    config: RepoConfig,
+    views: dict[FeatureView, list[str]],
+    feature_refs: list[str],
+    entity_df: pd.DataFrame,
+    known_at: str,
+    full_feature_names: bool,
+) -> tuple[Callable[[], pl.DataFrame], RetrievalMetadata]:
+    """The retrieval of ``entity_df``'s rows and its metadata. A timestamp column without
+    a time zone is read as UTC, as Feast reads it (``coerce_tz_aware``)."""
+    event_time = infer_event_timestamp_from_entity_df(dict(entity_df.dtypes))
+    times = pd.to_datetime(entity_df[event_time], utc=True)
+
+    def compute() -> pl.DataFrame:
+        frame = pl.from_pandas(entity_df)
+        stamp = frame.schema[event_time]
+        if isinstance(stamp, pl.Datetime) and stamp.time_zone is None:
+            frame = frame.with_columns(pl.col(event_time).dt.replace_time_zone("UTC"))
+        for view, features in views.items():
+            frame = _join_view(
+                config, view, features, frame, event_time, known_at, full_feature_names
+            )
+        return frame  # in the entity rows' order, as the reader's joins keep it
+
+    metadata = RetrievalMetadata(
+        features=feature_refs,
+        keys=[c for c in entity_df.columns if c != event_time],
+        min_event_timestamp=times.min() if len(times) else None,
+        max_event_timestamp=times.max() if len(times) else None,
+    )
+    return compute, metadata
+
+
+def _join_keys(view: FeatureView) -> dict[str, str]:
+    """``{id column of the view's table: the join key it is named in a retrieval}``."""
+    return {e.name: view.projection.join_key_map.get(e.name, e.name) for e in view.entity_columns}
+
+
+def _shared_join_keys(views: dict[FeatureView, list[str]]) -> list[str]:
+    """The join keys every view has, which a retrieval without entity rows joins them on;
+    views with different keys are refused (they need entity rows naming both)."""
+    for view in views:
+        _source_of(view)  # refused before the keys are compared
+    keyed = {view.name: list(_join_keys(view).values()) for view in views}
+    first, *others = keyed.values()
+    if any(sorted(keys) != sorted(first) for keys in others):
+        raise InvalidArgumentError(
+            "get_historical_features without entity rows joins the feature views on their "
+            f"join keys, and these views have different ones: {keyed}; pass entity rows "
+            "(entity_df) with every join key instead, or retrieve the views one at a time"
+        )
+    return first
+
+
+def _tables_as_of(
+    config: RepoConfig,
+    views: dict[FeatureView, list[str]],
+    keys: list[str],
+    end: datetime,
+    known_at: str,
+    full_feature_names: bool,
+) -> pl.DataFrame:
+    """What Feast's file store returns without entity rows: one row per entity at ``end``
+    (``event_timestamp``), with every view's features as of ``end``. Here a view's rows are
+    its table's state as of ``end``, as known then (``known_at="event"``) or with
+    everything committed: an entity deleted by then has no row, and a ``ttl`` leaves out
+    the rows written by a revision older than ``end - ttl``. The views' rows are joined on
+    ``keys`` (a view without an entity's row leaves its features null)."""
+    known = None if known_at == ALL_COMMITTED else end
+    merged: pl.DataFrame | None = None
+    for view, features in views.items():
+        source = _source_of(view)
+        reader = source.reader(config)
+        columns = {f: _source_column(source, f) for f in features}
+        wanted = list(dict.fromkeys(columns.values()))
+        try:
+            state = reader.read(
+                source.table, as_of=end, known_at=known, columns=wanted, with_revision=True
+            )
+        except NoMajorRevisionError:  # no state yet (as known then): no entity
+            schema = reader.tables()[source.table].schema
+            state = pl.DataFrame(schema={c: schema[c] for c in [*_join_keys(view), *wanted]})
+            state = state.with_columns(pl.lit(None, dtype=_UTC).alias(REVISION_COLUMNS[1]))
+        if view.ttl and view.ttl > timedelta(0):
+            state = state.filter(pl.col(REVISION_COLUMNS[1]) >= end - view.ttl)
+        prefix = f"{view.projection.name_to_use()}__" if full_feature_names else ""
+        rows = state.select(
+            *[pl.col(i).alias(k) for i, k in _join_keys(view).items()],
+            *[pl.col(c).alias(prefix + f) for f, c in columns.items()],
+        )
+        merged = rows if merged is None else merged.join(rows, on=keys, how="full", coalesce=True)
+    assert merged is not None  # Feast asks for at least one feature
+    stamp = pl.lit(end, dtype=_UTC).alias(DEFAULT_ENTITY_DF_EVENT_TIMESTAMP_COL)
+    return merged.sort(keys).select(stamp, pl.all())
+
+
 def _source_of(view: FeatureView) -> RevisionsSource:
+    """The view's source, a ``RevisionsSource`` (and the view has entities)."""
     source = view.batch_source
     if not isinstance(source, RevisionsSource):
         raise InvalidArgumentError(
@@ -286,7 +407,7 @@ def _join_view(
     source = _source_of(view)
     reader = source.reader(config)
     columns = {f: _source_column(source, f) for f in features}
-    on = {view.projection.join_key_map.get(e.name, e.name): e.name for e in view.entity_columns}
+    on = {key: column for column, key in _join_keys(view).items()}
     joined = reader.as_of_join(
         frame,
         source.table,
@@ -360,6 +481,66 @@ def _pulled(
         pl.col(VALID_FROM).alias(timestamp_field),
         pl.col(CREATED_TIMESTAMP).alias(created_timestamp_column or CREATED_TIMESTAMP),
     )
+
+
+def _is_saved_dataset(source: DataSource) -> bool:
+    """``source`` is a saved dataset's file, as Feast hands it to
+    ``pull_all_from_table_or_query`` in ``get_saved_dataset``
+    (``SavedDatasetFileStorage.to_data_source()``: a file source with a path and nothing
+    else): the one file this store reads."""
+    return (
+        isinstance(source, FileSource)
+        and source == SavedDatasetFileStorage.from_data_source(source).to_data_source()
+    )
+
+
+def _saved_path(repo_path: Path | None, uri: str) -> Path:
+    """The local path of a saved dataset: a relative one is taken from the feature
+    repository, as Feast's file store takes it (``FileSource.get_uri_for_file_path``)."""
+    if "://" in uri:
+        raise InvalidArgumentError(
+            f"RevisionsOfflineStore keeps saved datasets at local paths, got {uri!r}: give "
+            "SavedDatasetFileStorage a path (relative to the feature repository, or absolute)"
+        )
+    return Path(FileSource.get_uri_for_file_path(repo_path, uri))
+
+
+def _saved_rows(
+    config: RepoConfig,
+    source: FileSource,
+    join_key_columns: list[str],
+    feature_name_columns: list[str],
+    timestamp_field: str,
+    start: datetime | None,
+    end: datetime | None,
+) -> pl.DataFrame:
+    """A saved dataset's rows, read as Feast's file store reads them: its Parquet file (or
+    folder of files), the rows whose ``timestamp_field`` is in ``[start, end]`` (a time
+    without a zone is UTC), the join keys, the features and the timestamp."""
+    if not isinstance(source.file_format, ParquetFormat):
+        raise InvalidArgumentError(
+            f"saved dataset {source.path!r} is stored as {type(source.file_format).__name__}; "
+            "RevisionsOfflineStore reads saved datasets stored as Parquet"
+        )
+    path = _saved_path(config.repo_path, source.path)
+    columns = list(dict.fromkeys([*join_key_columns, *feature_name_columns, timestamp_field]))
+    files = pads.dataset(path, format="parquet")
+    missing = [c for c in columns if c not in files.schema.names]
+    if missing:
+        raise InvalidArgumentError(
+            f"saved dataset {str(path)!r} has no columns {missing}; its columns are "
+            f"{files.schema.names}"
+        )
+    rows = pl.from_arrow(files.to_table(columns=columns))
+    assert isinstance(rows, pl.DataFrame)
+    stamp = rows.schema[timestamp_field]
+    if isinstance(stamp, pl.Datetime) and stamp.time_zone is None:
+        rows = rows.with_columns(pl.col(timestamp_field).dt.replace_time_zone("UTC"))
+    if start is not None:
+        rows = rows.filter(pl.col(timestamp_field) >= to_utc(start, "start_date"))
+    if end is not None:
+        rows = rows.filter(pl.col(timestamp_field) <= to_utc(end, "end_date"))
+    return rows
 
 
 __all__ = ["RevisionsOfflineStore", "RevisionsOfflineStoreConfig", "RevisionsRetrievalJob"]
