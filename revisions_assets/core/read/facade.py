@@ -254,8 +254,10 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
         ``"all_committed"`` (every revision committed so far, corrections included) or an
         aware time. ``on``: the event columns matching the id columns (a list of shared
         names, or ``{event column: id column}``). ``columns``: only these value columns.
-        ``events_df``: a Spark DataFrame on Spark; a Polars DataFrame or LazyFrame (a lazy
-        one gives a lazy result), or a pandas DataFrame, in ``DatasetReader``.
+        ``events_df``: a Spark DataFrame on Spark; in ``DatasetReader``, a Polars DataFrame
+        or LazyFrame (a lazy one gives a lazy result) or a pandas DataFrame, and the result
+        is a Polars frame whatever the input. ``event_time`` must be an instant (a time
+        zone on the column, pandas included): a naive one is refused.
         """
         if known_at is None:
             warn_known_at_none(stacklevel=2)
