@@ -231,6 +231,12 @@ def what_it_did(record: Revision, view: LogView) -> str:
         parts += [
             f"{len(paths)} files purge {s} swapped out" for s, paths in deleted.purged.items()
         ]
+        named = {r.name for r in view.records} | {
+            f.split("/", 1)[0] for r in view.records for f in view.files_of(r)
+        }
+        leftovers = [f for f in deleted.folders if f not in named]
+        parts += [f"{len(leftovers)} folders of no entry"] if leftovers else []
+        parts += [] if parts else ["leftover files"]
         where = [f"{len(deleted.folders)} folders whole"]
         where += [f"{len(deleted.loose)} other files"] if deleted.loose else []
         return (
