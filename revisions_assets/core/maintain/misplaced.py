@@ -61,7 +61,8 @@ class Misplaced:
         count = f"the {files}" if self.complete else f"{len(self.moves)} of the {files}"
         example = self.moves[0][1].split("/", 1)[1]
         message = (
-            f"folder {self.holder!r} holds {count} that {what} misses in folder "
+            f"folder {self.holder!r} holds {count} that {what} "
+            f"{'misses' if len(self.entries) == 1 else 'miss'} in folder "
             f"{self.target!r} (the same names below it, such as {example}, sizes and row "
             "counts as the log records): it was moved or renamed; reads that include them "
             "fail until they are back"
