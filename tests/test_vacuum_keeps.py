@@ -22,10 +22,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from click.testing import CliRunner
 from core.helpers import STAGED_SCHEMA, tree
 from harness.dates import day
 
 from revisions_assets import DatasetReader
+from revisions_assets.cli import cli
 from revisions_assets.core.errors import MissingFileError, RetentionError
 from revisions_assets.core.log.records import CompactedRange, Revision, TableWrite
 from revisions_assets.core.log.revision_log import RevisionLog
@@ -186,6 +188,8 @@ def test_folders_with_some_of_the_files_are_misplaced(root):
         os.rename(root / f"r2/t/part-0000{n}.parquet", root / f"r2.{n}/t/part-0000{n}.parquet")
     found = [f for f in verify(str(root)) if f.kind == "misplaced_folder"]
     assert [f.path for f in found] == ["r2.0", "r2.1"]
+    shown = CliRunner().invoke(cli, ["verify", str(root)]).stdout  # each its own fix
+    assert all(f"fix misplaced_folder (r2.{n}): put them back with `mv" in shown for n in (0, 1))
     for n, misplaced in enumerate(found):
         assert "holds 1 of the 2 data files that revision 'r2'" in misplaced.message
         moved = f"{root}/r2.{n}/t/part-0000{n}.parquet {root}/r2/t/part-0000{n}.parquet"
