@@ -231,6 +231,18 @@ def what_it_did(record: Revision, view: LogView) -> str:
         parts += [
             f"{len(paths)} files purge {s} swapped out" for s, paths in deleted.purged.items()
         ]
+        owners = {r.name: r for r in view.records}  # each folder -> the entry it holds
+        owners |= {f.split("/", 1)[0]: r for r in view.records for f in view.files_of(r)}
+        earlier = {
+            owners[f].sequence
+            for f in deleted.folders
+            if f in owners and owners[f].sequence not in mark.removed
+        }
+        if earlier:  # finishing what an interrupted vacuum marked
+            parts.append(f"the files left of {len(earlier)} entries an earlier vacuum marked")
+        leftovers = [f for f in deleted.folders if f not in owners]
+        parts += [f"{len(leftovers)} folders of no entry"] if leftovers else []
+        parts += [] if parts else ["leftover files"]
         where = [f"{len(deleted.folders)} folders whole"]
         where += [f"{len(deleted.loose)} other files"] if deleted.loose else []
         return (

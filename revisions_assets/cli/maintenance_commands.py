@@ -145,12 +145,15 @@ def finding_row(finding: Finding) -> dict[str, str]:
 
 
 def finding_rows(out: Output, findings: Sequence[Finding]) -> None:
-    """Findings as a table, then the fix of each kind once."""
+    """Findings as a table, then each fix once: per kind, or per finding where a finding
+    has its own (the exact commands that put a misplaced folder back)."""
     rows = [finding_row(f) for f in findings]
     out.rows(rows, columns=["severity", "kind", "path", "message"], wrap=("path", "message"))
-    for kind in dict.fromkeys(r["kind"] for r in rows):
-        fix = next(r["fix"] for r in rows if r["kind"] == kind)
-        out.note(f"fix {kind}: {fix}")
+    for kind, fix in dict.fromkeys((r["kind"], r["fix"]) for r in rows):
+        fixes = {r["fix"] for r in rows if r["kind"] == kind}
+        paths = [r["path"] for r in rows if (r["kind"], r["fix"]) == (kind, fix)]
+        where = f" ({', '.join(paths)})" if len(fixes) > 1 else ""
+        out.note(f"fix {kind}{where}: {fix}")
 
 
 # -- compact ------------------------------------------------------------------------------------
@@ -187,11 +190,12 @@ def compact_command(
     current layout too.
 
     The root, --table and whether any table has revisions on its base (or an old base's
-    footers) are checked first: nothing to do ends before Spark starts. --rebuild REF
+    footers) are checked first, on the log alone: a refused request or nothing to do ends
+    before Spark starts and writes nothing. --rebuild REF
     writes the state a damaged compaction holds again, as a new compaction that reads use
     instead (verify reports such a compaction as compaction_damaged).
     """
-    ds = open_writable(root, endpoint_url)
+    ds = open_dataset(root, endpoint_url)  # read-only: a refused request writes nothing
     view = LogView(ds.revisions())
     if rebuild is not None:
         if table is not None:
@@ -210,6 +214,7 @@ def compact_command(
     out = Output(as_json)
     record = None
     if due:
+        ds = open_writable(root, endpoint_url)
         start_spark(ds, endpoint_url)
         with working("rebuilding" if rebuild else "compacting", as_json):
             record = ds.maintenance.compact(
@@ -305,7 +310,10 @@ def vacuum_command(
     runs longer than the retention would lose its files (a dry run needs no --force).
     Before deleting, it reads the footers of the files that stand for what goes (the
     compaction that holds it, the major, the files that replaced purged ones): a damaged
-    one keeps what it stands for, and the command lists it with its fix and exits 1.
+    one keeps what it stands for, and the command lists it with its fix and exits 1. It
+    never deletes a file a live entry references nor a folder that holds files one misses
+    (a renamed revision folder), and while verify reports an error it deletes no orphan
+    folder: it lists the errors and exits 1.
     """
     if retain < MIN_RETAIN and not force and not dry_run:
         raise InputError(
@@ -376,6 +384,13 @@ def vacuum_text(
             f"{would} {len(report.kept_files)} files purges swapped out, whose replacements "
             f"are damaged: {', '.join(report.kept_files)}"
         )
+    if report.orphans_kept:
+        errors = sorted({f.kind for f in report.findings if f.severity == "error"})
+        out.note(
+            f"{would} {len(report.orphans_kept)} orphan folders ({', '.join(report.orphans_kept)})"
+            f": vacuum deletes none while verify reports errors ({', '.join(errors)}), as one "
+            "may hold what they miss; repair them first"
+        )
     if report.findings:
         finding_rows(out, report.findings)
 
@@ -412,6 +427,7 @@ def vacuum_row(report: VacuumReport) -> dict[str, Any]:
         "entry_sequence": None if report.entry is None else report.entry.sequence,
         "kept": list(report.kept),
         "kept_files": list(report.kept_files),
+        "orphans_kept": list(report.orphans_kept),
         "findings": [finding_row(f) for f in report.findings],
     }
 

@@ -464,8 +464,10 @@ class DatasetMaintenance:
         ``consumers`` are datasets whose recorded positions in this dataset's tables count,
         ``keep_after_sequence`` a position to keep for every table. Also removes folders no
         log entry references (failed or killed writers) and temporary files, when untouched
-        for ``grace``. First commits a ``vacuum`` entry marking the revisions, then deletes;
-        log entries stay. ``dry_run``: deletes and commits nothing, same report.
+        for ``grace`` — but no such folder while ``verify`` reports an error, and never one
+        that holds files a live entry misses (a renamed revision folder). First commits a
+        ``vacuum`` entry marking the revisions and recording whatever it deletes, then
+        deletes; log entries stay. ``dry_run``: deletes and commits nothing, same report.
         """
         ds = self._ds
         if not check_bool(dry_run, "dry_run"):

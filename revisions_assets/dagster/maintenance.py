@@ -80,12 +80,12 @@ def vacuum_job(
             reports[dataset] = report_json(report, consumers)
             reports[dataset]["entries"] = len(location.read_log(dataset))
         metadata = {dataset: dg.MetadataValue.json(report) for dataset, report in reports.items()}
-        damaged = sorted(dataset for dataset, report in reports.items() if report["kept"])
+        damaged = sorted(dataset for dataset, report in reports.items() if report["findings"])
         if damaged:  # as `revisions vacuum` exits 1: the run says so, after every dataset
             raise dg.Failure(
-                description=f"vacuum kept files that a damaged file stands for in "
-                f"{', '.join(damaged)}: run `revisions verify` on them and repair what it "
-                "reports (see 'Recovering a damaged dataset')",
+                description=f"vacuum found damage in {', '.join(damaged)} (and kept what it "
+                "stands for, and every orphan folder): run `revisions verify` on them and "
+                "repair what it reports (see 'Recovering a damaged dataset')",
                 metadata=metadata,
             )
         context.add_output_metadata(metadata)
@@ -119,6 +119,7 @@ def report_json(report: VacuumReport, consumers: Sequence[str]) -> dict[str, obj
         "consumers": list(consumers),
         "entry": report.entry.name if report.entry is not None else None,
         "kept": [*report.kept, *report.kept_files],
+        "orphans_kept": list(report.orphans_kept),
         "findings": [f"{f.kind}: {f.message}" for f in report.findings],
     }
 

@@ -116,6 +116,8 @@ def test_purged_data_is_physically_gone_after_vacuum_retain_zero(purged, spark):
     assert kept.purged_files == () and SECRET in stored_ids(root)
     sizes = {path: Path(root, path).stat().st_size for path in tree(root)}
     swapped = sorted(ds.snapshot().view.superseded(entry.sequence))  # what the purge replaced
+    sidecars = [f"{p.rsplit('/', 1)[0]}/.{p.rsplit('/', 1)[1]}.crc" for p in swapped]
+    assert all(Path(root, c).exists() for c in sidecars)  # Hadoop's checksum files
     report = ds.maintenance.vacuum(retain=timedelta(0))
     # r0's and the compaction's old files; r1 goes whole (the compaction holds it)
     assert len(report.purged_files) == 2 and "r1" in report.revisions
@@ -127,6 +129,7 @@ def test_purged_data_is_physically_gone_after_vacuum_retain_zero(purged, spark):
     assert (report.files, report.bytes) == (deleted.files, deleted.bytes)
     assert set(deleted.folders) == {"r1", f"{entry.name}-2"} and set(deleted.loose) < set(gone)
     assert len(swapped) == 3 and set(swapped) <= set(gone)  # r0's, r1's, the compaction's
+    assert set(sidecars) <= set(gone)  # each with its .crc, in folders that stay too
     assert deleted.purged == {entry.sequence: tuple(swapped)}
     assert by_id(ds.read("t"), "v") == {k: v for k, v in before["latest"].items() if k != SECRET}
     assert ds.maintenance.verify() == []

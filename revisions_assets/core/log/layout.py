@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..errors import DatasetNotFoundError
+from ..errors import DatasetNotFoundError, RevisionsError, StorageError
 from ..storage.base import Storage
 
 LOG_DIR = "_log"
@@ -67,9 +67,15 @@ def is_temp_name(name: str) -> bool:
     return bool(_TEMP_NAME.match(name))
 
 
-def not_a_dataset(storage: Storage) -> DatasetNotFoundError:
+def not_a_dataset(storage: Storage) -> RevisionsError:
     """The refusal of a root without a log: a root that does not exist says so (a mistyped
-    path, most likely), one that exists says that it has no ``_log/``."""
+    path, most likely), one that exists says that it has no ``_log/``; a root that is a
+    file (an object on S3) is a StorageError (a local one is refused on open already)."""
     if not storage.exists(""):
         return DatasetNotFoundError(f"{storage.uri} does not exist: no revisioned dataset there")
+    if storage.is_file(""):
+        return StorageError(
+            f"root {storage.uri} is a regular file (an object), not a folder: a dataset root "
+            "is a folder (missing is fine: the first commit creates it)"
+        )
     return DatasetNotFoundError(f"{storage.uri} is not a revisioned dataset (no {LOG_DIR}/)")

@@ -67,9 +67,17 @@ KINDS: dict[str, tuple[Severity, str]] = {
     ),
     "missing_file": (
         "error",
+        "when a misplaced_folder finding says where it is, move it back as its fix says; else "
         "restore the file from a backup; otherwise reads that include its revision raise "
         "MissingFileError: commit a new major of the table so that default reads no longer "
         "need it",
+    ),
+    "misplaced_folder": (
+        "error",
+        "move the files back where the log says they are: the finding's fix gives the exact "
+        "commands (the folder renamed back, or each table folder or file moved), then run "
+        "`revisions verify` again; vacuum never deletes this folder, and deletes no orphan "
+        "folder while verify reports an error",
     ),
     "corrupt_file": (
         "error",
@@ -95,7 +103,8 @@ KINDS: dict[str, tuple[Severity, str]] = {
     "orphan_folder": (
         "warning",
         "a writer failed or was killed before its commit (or is committing right now): nothing "
-        "reads it; vacuum reclaims it after its grace period, or delete it once no writer runs",
+        "reads it; vacuum reclaims it after its grace period (while verify reports no error), "
+        "or delete it once no writer runs",
     ),
     "deep_checks_skipped": (
         "warning",
@@ -168,9 +177,18 @@ class Finding:
     fix: str
 
     @classmethod
-    def of(cls, kind: str, path: str, message: str, severity: Severity | None = None) -> Finding:
-        default, fix = KINDS[kind]
-        return cls(kind, severity or default, path, message, fix)
+    def of(
+        cls,
+        kind: str,
+        path: str,
+        message: str,
+        severity: Severity | None = None,
+        fix: str | None = None,
+    ) -> Finding:
+        """A finding of ``kind``, with its severity and fix (``fix``: this one's own, such
+        as the exact commands that repair it)."""
+        default, generic = KINDS[kind]
+        return cls(kind, severity or default, path, message, fix or generic)
 
 
 __all__ = ["KINDS", "Finding", "Severity"]

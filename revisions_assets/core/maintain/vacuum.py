@@ -5,16 +5,21 @@ marks them.
 (``retention.removable``) and recording everything it is about to delete
 (``DeletedFiles``), then deletes their files, the folders of failed writers and
 temporary files past a grace period, and the files purges at or before the retention
-horizon swapped out (``log.view``). A crash between the two leaves marked revisions whose
-files the next vacuum deletes. What is kept is decided by the pure rules of ``retention``;
-this module only checks, lists and deletes files, and commits.
+horizon swapped out (``log.view``), each data file it deletes on its own with its ``.crc``
+sidecar (Hadoop's checksum file). A crash between the two leaves marked revisions whose
+files the next vacuum deletes. Whatever it deletes, its entry records. What is kept is
+decided by the pure rules of ``retention``; this module only checks, lists and deletes
+files, and commits.
 
 It never makes damage worse: before deleting what something else stands for, it reads
 the footers of the files that stand for it (``integrity``): per table, the files a read
 at the retention horizon uses instead of the revisions it removes (the compaction that
-holds them, the major and the revisions read on it); per file a purge swapped out, the
-files that replaced it. A damaged one keeps everything it stands for, and the report says
-why (``findings``). It refuses to run on a log that lost its newest entries
+holds them, the major that voids them); per file a purge swapped out, the files that
+replaced it. A damaged one keeps everything it stands for, and the report says why
+(``findings``). It never deletes a file a live entry (one no vacuum removed) references,
+nor a folder that holds files a live entry misses (``misplaced``: a renamed revision
+folder is the only copy of its data); and while ``verify`` reports an error it deletes no
+orphan folder at all. It refuses to run on a log that lost its newest entries
 (``revision_log.lost_entries``, a consumer's position past the head): it would commit on
 top of them.
 """
@@ -47,7 +52,9 @@ from ..timeutil import now_utc
 from .defaults import DEFAULT_GRACE
 from .findings import Finding
 from .integrity import as_replaced, rebuilt, write_findings
+from .misplaced import find_misplaced
 from .retention import Horizon, removable, retention_horizon
+from .verify import verify_storage
 
 log = logging.getLogger(__name__)
 
@@ -62,12 +69,13 @@ class VacuumReport:
     folders no log entry references (failed or killed writers); ``temporary_files``:
     leftovers of interrupted writes; ``folders``: every folder removed;
     ``files``/``bytes``: every file removed, ``paths`` their paths (sorted).
-    ``entry``: the vacuum entry committed (None on a dry run or when no revision and no
-    purged file goes); it records the same counts, folders and purged files.
+    ``entry``: the vacuum entry committed (None on a dry run or when nothing goes); it
+    records the same counts, folders and purged files.
     ``horizon``: the retention horizon the revisions were judged by. ``kept``: names of
     the entries it would have removed but keeps because a file that stands for them is
     damaged, and ``findings`` that damage with its repair (``kept_files``: purged files
-    kept for the same reason).
+    kept for the same reason). ``orphans_kept``: orphan folders it leaves because
+    ``verify`` reports an error (in ``findings``): one may hold what the damage misses.
     """
 
     dry_run: bool
@@ -84,20 +92,23 @@ class VacuumReport:
     kept: tuple[str, ...] = ()
     kept_files: tuple[str, ...] = ()
     findings: tuple[Finding, ...] = ()
+    orphans_kept: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class _Listing:
     """The dataset root's files, grouped by what vacuum does with them."""
 
+    files: list[FileInfo]
     by_folder: dict[str, list[FileInfo]]
     temporary: list[FileInfo]
 
     @classmethod
     def of(cls, storage: Storage) -> _Listing:
+        files = storage.list_files("")
         by_folder: dict[str, list[FileInfo]] = {}
         temporary = []
-        for info in storage.list_files(""):
+        for info in files:
             parts = info.path.split("/")
             if is_temp_name(parts[-1]) and (len(parts) == 1 or parts[0] == LOG_DIR):
                 temporary.append(info)  # .description.parquet.*.tmp, _log/.*.json.*.tmp
@@ -105,7 +116,18 @@ class _Listing:
                 temporary.append(info)  # e.g. an S3 conditional-write probe left behind
             elif len(parts) > 1 and parts[0] != LOG_DIR:
                 by_folder.setdefault(parts[0], []).append(info)
-        return cls(by_folder, temporary)
+        return cls(files, by_folder, temporary)
+
+    def sidecars(self, files: Iterable[FileInfo]) -> list[FileInfo]:
+        """The ``.<name>.crc`` checksum files Hadoop writes beside ``files``."""
+        listed = {f.path: f for f in self.files}
+        out = []
+        for info in files:
+            folder, _, name = info.path.rpartition("/")
+            sidecar = listed.get(f"{folder}/.{name}.crc" if folder else f".{name}.crc")
+            if sidecar is not None:
+                out.append(sidecar)
+        return out
 
 
 @dataclass(frozen=True)
@@ -123,6 +145,7 @@ class _Plan:
     kept: list[Revision]  # would go, but a file that stands for them is damaged
     kept_files: list[str]  # purged files whose replacements are damaged
     findings: list[Finding]
+    orphans_kept: list[str]  # orphans left while verify reports an error
 
     @property
     def every(self) -> list[FileInfo]:
@@ -190,11 +213,13 @@ class Vacuum:
         listing = _Listing.of(self.storage)
         cutoff = now - grace
 
+        errors: list[Finding] = []  # verify's: while there are any, no orphan goes
+
         def plan(view: LogView) -> _Plan:
             marked = removable(
                 view, horizon, keep_majors=keep_majors, consumer_positions=consumer_positions
             )
-            return self._plan(view, marked, horizon, listing, cutoff)
+            return self._plan(view, marked, horizon, listing, cutoff, errors)
 
         view = self.log.view()
         log.info(
@@ -207,7 +232,11 @@ class Vacuum:
         )
         entry = None
         current = plan(view)
-        if (current.marked or current.purged) and not dry_run:
+        if current.orphans:
+            errors += self._errors()
+            if errors:
+                current = plan(view)
+        if (current.marked or current.every) and not dry_run:
 
             def build(v: LogView) -> Revision | None:
                 nonlocal current  # what is deleted is judged against the view committed on
@@ -230,6 +259,7 @@ class Vacuum:
             kept=tuple(r.name for r in current.kept),
             kept_files=tuple(current.kept_files),
             findings=tuple(current.findings),
+            orphans_kept=tuple(current.orphans_kept),
         )
         if not dry_run:
             self._delete(current)
@@ -237,7 +267,7 @@ class Vacuum:
                 upkeep(self.log, entry)
         log.info(
             "%s: vacuum%s: %d revisions, %d orphan folders, %d temporary files: %d files, "
-            "%d bytes%s",
+            "%d bytes%s%s",
             self.storage.uri,
             " (dry run, nothing deleted)" if dry_run else "",
             len(report.revisions),
@@ -246,8 +276,17 @@ class Vacuum:
             report.files,
             report.bytes,
             f"; kept {len(report.kept)} entries whose stand-ins are damaged" if report.kept else "",
+            f"; kept {len(report.orphans_kept)} orphan folders: verify reports errors"
+            if report.orphans_kept
+            else "",
         )
         return report
+
+    def _errors(self) -> list[Finding]:
+        """The errors ``verify`` reports (its upstream checks aside: they concern what
+        this dataset consumed, not its storage)."""
+        found = verify_storage(self.storage, upstreams=False, checked=self._checked)
+        return [f for f in found if f.severity == "error"]
 
     def _refuse_lost_head(
         self, records: Sequence[Revision], positions: Mapping[str, Sequence[int]]
@@ -274,10 +313,12 @@ class Vacuum:
         horizon: Horizon,
         listing: _Listing,
         cutoff: datetime,
+        errors: Sequence[Finding],
     ) -> _Plan:
         """What to delete against ``view``: the files of ``marked`` and of entries an
-        interrupted vacuum marked, purged files, orphans and temporary files, less what a
-        damaged file stands for."""
+        interrupted vacuum marked, purged files, orphans (none while ``errors``) and
+        temporary files, less what a damaged file stands for, every file a live entry
+        references and every folder that holds files a live entry misses."""
         marked_now = {r.sequence for r in marked}
         staying = _staying(view, set(view.removed) | marked_now)
         pending = [  # marked by an earlier vacuum that died before deleting everything
@@ -285,20 +326,33 @@ class Vacuum:
             for s in sorted(view.removed)
             if s not in marked_now and _stored([view.records[s - 1]], staying, listing)[0]
         ]
-        damaged, findings = self._damaged_tables(view, [*marked, *pending], horizon)
-        kept = [r for r in marked if damaged & set(r.tables)]
-        if damaged:  # what a damaged file stands for stays, with its folders
-            marked = [r for r in marked if not damaged & set(r.tables)]
-            pending = [r for r in pending if not damaged & set(r.tables)]
-            staying = _staying(view, {*view.removed, *(r.sequence for r in marked)})
+        stood_for, findings = self._stood_for(view, [*marked, *pending], horizon)
+        kept = [r for r in marked if r.sequence in stood_for]
+        marked = [r for r in marked if r.sequence not in stood_for]
+        pending = [r for r in pending if r.sequence not in stood_for]
+        leaving = ({*view.removed} | {r.sequence for r in marked}) - stood_for
+        misplaced = find_misplaced(
+            self.storage,
+            view.records,
+            view.removed,
+            listing.files,
+            self._checked,
+            known=view.superseded(view.head),
+        )
+        findings += [m.finding(self.storage, {f.path for f in listing.files}) for m in misplaced]
+        held = {m.folder for m in misplaced}  # the only copy of what a live entry misses
+        staying = _staying(view, leaving) | held
+        keep = {f for r in view.records if r.sequence not in leaving for f in view.files_of(r)}
+        keep |= {source for m in misplaced for source, _ in m.moves}
         gone = [*marked, *pending]
         files, folders = _stored(gone, staying, listing)
+        files = [f for f in files if f.path not in keep]
         swapped = view.superseded(horizon.sequence)
         purged, kept_files = [], []
         for folder in sorted(staying & set(listing.by_folder)):
             for info in listing.by_folder[folder]:
                 owner = swapped.get(info.path)
-                if owner is None:
+                if owner is None or info.path in keep:
                     continue
                 problems = self._problems(view.records[owner.entry - 1], owner.table)
                 if problems:  # what replaced it is damaged: it may be the last good copy
@@ -307,7 +361,13 @@ class Vacuum:
                 else:
                     purged.append(info)
         files += purged
-        orphans = self._orphans(view, listing, cutoff)
+        whole = set(folders)
+        files += listing.sidecars(f for f in files if f.path.split("/", 1)[0] not in whole)
+        orphans = [o for o in self._orphans(view, listing, cutoff) if o not in held]
+        orphans_kept = orphans if errors else []
+        if errors:
+            orphans = []
+            findings += [f for f in errors if f not in findings]
         left_inside = [  # e.g. a claim's temporary file in a committed revision's folder
             f
             for folder in staying & set(listing.by_folder)
@@ -327,18 +387,26 @@ class Vacuum:
             kept=kept,
             kept_files=kept_files,
             findings=findings,
+            orphans_kept=orphans_kept,
         )
 
-    def _damaged_tables(
+    def _stood_for(
         self, view: LogView, leaving: Sequence[Revision], horizon: Horizon
-    ) -> tuple[set[str], list[Finding]]:
-        """The tables of ``leaving`` whose stand-ins are damaged: the files a read at the
-        horizon uses instead of the revisions that go (its base compaction, its major and
-        the revisions read on them), each checked against the rows its entry records."""
-        damaged: set[str] = set()
+    ) -> tuple[set[int], list[Finding]]:
+        """The sequences of ``leaving`` that a damaged file stands for, and that damage.
+
+        Per table, the files a read at the horizon uses instead of the entries that go
+        are checked against the rows their entries record: a damaged base compaction stands
+        for the revisions it holds (and the compactions that go: smaller ones it may be
+        rebuilt from), a damaged major for every entry of its table that goes (the
+        revisions it voids), and a state already removed in part for all of them; a
+        damaged revision read on top of them stands for nothing that goes (its damage is
+        reported all the same)."""
+        stood_for: set[int] = set()
         findings: list[Finding] = []
         replaced = rebuilt(view.records, view.removed)
         for table in sorted({t for r in leaving for t in r.tables}):
+            of_table = [r for r in leaving if table in r.tables]
             try:
                 selection = state_selection(
                     view.table_revisions(table), table, max_sequence=horizon.sequence
@@ -347,16 +415,23 @@ class Vacuum:
             except NoMajorRevisionError:
                 continue  # no state at the horizon: nothing stands for anything
             except RetentionError as exc:  # removed before: what is left is the last copy
-                damaged.add(table)
+                stood_for |= {r.sequence for r in of_table}
                 findings.append(Finding.of("state_removed", table, str(exc)))
                 continue
             for task in plan.tasks:  # a rebuilt base is used until the horizon passes its rebuild
                 problems = self._problems(view.records[task.sequence - 1], table)
+                if not problems:
+                    continue
                 by = replaced.get(task.entry)
-                if problems:
-                    damaged.add(table)
-                    findings += problems if by is None else as_replaced(problems, by)
-        return damaged, findings
+                findings += problems if by is None else as_replaced(problems, by)
+                compaction = plan.compaction
+                if task.is_compaction and compaction is not None:
+                    stood_for |= {
+                        r.sequence for r in of_table if not r.is_data or compaction.contains(r)
+                    }
+                elif task.sequence == selection.major.sequence:
+                    stood_for |= {r.sequence for r in of_table}
+        return stood_for, findings
 
     def _problems(self, record: Revision, table: str) -> list[Finding]:
         return write_findings(self.storage, record, table, self._checked)
@@ -364,7 +439,8 @@ class Vacuum:
     def _entry(
         self, view: LogView, plan: _Plan, horizon: Horizon, retain: timedelta
     ) -> Revision | None:
-        if not plan.marked and not plan.purged:
+        """The entry that marks and records what ``plan`` removes: None when nothing goes."""
+        if not plan.marked and not plan.every:
             return None
         mark = VacuumMark(
             removed=tuple(r.sequence for r in plan.marked),

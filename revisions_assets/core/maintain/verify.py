@@ -67,6 +67,7 @@ from ..storage.base import Storage
 from ..storage.footer import StoredFile
 from .findings import KINDS, Finding
 from .integrity import as_replaced, rebuilt, write_findings
+from .misplaced import find_misplaced
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -80,10 +81,15 @@ def verify(root: str | os.PathLike[str] | Storage, **storage_options: object) ->
 
 
 def verify_storage(
-    storage: Storage, upstream_options: Mapping[str, object] | None = None
+    storage: Storage,
+    upstream_options: Mapping[str, object] | None = None,
+    *,
+    upstreams: bool = True,
+    checked: MutableMapping[str, StoredFile] | None = None,
 ) -> list[Finding]:
     """The findings of ``verify``; DatasetNotFoundError for a root that holds no dataset
-    (no ``_log/`` and no sign of a lost one): its folders are no leftovers."""
+    (no ``_log/`` and no sign of a lost one): its folders are no leftovers. ``upstreams``:
+    also open the upstreams (``upstream_head_lost``); ``checked``: footers already read."""
     top = [n.rstrip("/") for n in storage.list_names("")]
     if LOG_DIR not in top and not lost_log_evidence(storage):
         raise not_a_dataset(storage)
@@ -101,10 +107,17 @@ def verify_storage(
         findings.append(Finding.of("log_entry_corrupt", LOG_DIR, str(exc)))
     records += later
     files = storage.list_files("")
-    findings += file_findings(storage, records, removed)
+    checked = {} if checked is None else checked
+    findings += file_findings(storage, records, removed, checked)
+    recorded = {f for r in scan.records for w in r.tables.values() for f in w.files}
+    misplaced = find_misplaced(storage, records, removed, files, checked, known=recorded)
+    listed = {f.path for f in files}
+    findings += [m.finding(storage, listed) for m in misplaced]
+    held = {m.folder for m in misplaced}  # never an orphan to delete
     described = _check_description(storage, scan, findings)
-    _check_leftovers(storage, records, [f.path for f in files], scan, described, findings)
-    _check_upstreams(storage.uri, records, upstream_options or {}, findings)
+    _check_leftovers(storage, records, [f.path for f in files], scan, described, findings, held)
+    if upstreams:
+        _check_upstreams(storage.uri, records, upstream_options or {}, findings)
     order = {"error": 0, "warning": 1}
     return sorted(findings, key=lambda f: (order[f.severity], f.path, f.kind))
 
@@ -350,10 +363,12 @@ def _check_leftovers(
     scan: _LogScan,
     described: Mapping[int, str],
     findings: list[Finding],
+    held: Collection[str] = (),
 ) -> None:
     """Temporary files, nested datasets, and folders no readable entry references: those
     of a missing or damaged entry (named by description.parquet, or any while one is
-    unnamed) are kept for the repair; the others are orphans."""
+    unnamed) are kept for the repair, and so are those that hold files a live entry misses
+    (``held``: reported as misplaced); the others are orphans."""
     used = {r.name for r in records}
     used |= {f.split("/", 1)[0] for r in records for w in r.tables.values() for f in w.files}
     unnamed = sorted(s for s in scan.damaged if s not in described)
@@ -370,7 +385,7 @@ def _check_leftovers(
         except PathEscapeError as exc:
             findings.append(Finding.of("path_escape", folder, str(exc)))
             continue
-        if not name.endswith("/") or folder[0] in "_." or folder in used:
+        if not name.endswith("/") or folder[0] in "_." or folder in used or folder in held:
             continue
         if holds_log(folder, paths):
             message = f"folder {folder!r} holds a dataset of its own"

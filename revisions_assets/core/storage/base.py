@@ -95,6 +95,10 @@ class Storage(ABC):
     @abstractmethod
     def exists(self, rel: str) -> bool: ...
 
+    def is_file(self, rel: str) -> bool:
+        """Whether ``rel`` is a file (an object) with nothing below it, not a folder."""
+        return self.exists(rel) and not self.list_names(rel)
+
     @abstractmethod
     def delete_tree(self, rel_prefix: str) -> None:
         """Delete everything below ``rel_prefix``; missing is fine."""
@@ -133,6 +137,13 @@ class LocalStorage(Storage):
                 raise StorageError(
                     f"root {self.base} is a regular file, not a directory: a dataset root is "
                     "a directory (missing is fine: the first commit creates it)"
+                )
+            above = next((p for p in self.base.parents if p.exists()), None)
+            if not self.base.exists() and above is not None and not above.is_dir():
+                raise StorageError(
+                    f"root {self.base} lies below {above}, a regular file, not a directory: "
+                    "a dataset root is a directory (missing is fine: the first commit "
+                    "creates it)"
                 )
         self.uri = str(self.base)
 
@@ -294,6 +305,10 @@ class LocalStorage(Storage):
     def exists(self, rel: str) -> bool:
         with self._os_errors("stat", rel):
             return self._abs(rel).exists()
+
+    def is_file(self, rel: str) -> bool:
+        with self._os_errors("stat", rel):
+            return self._abs(rel).is_file()
 
     def delete_tree(self, rel_prefix: str) -> None:
         with self._os_errors("delete", rel_prefix):
