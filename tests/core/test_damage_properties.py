@@ -4,13 +4,15 @@ A random history is built as in test_properties.py (majors, minors, carrying maj
 compactions, vacuums and purges over two tables, through its ``commit_one`` and
 ``maintain``). Then one file is damaged as storage and people damage them: a data file a
 live entry references, or a log entry, is truncated, deleted or overwritten with garbage,
-or the newest log entry is lost. Every maintenance command runs on the damaged copy —
-vacuum (retention 0, no grace), compact, purge, verify --deep — each refusing (a
-``RevisionsError``) or doing what it does. Then the damaged file is restored from its copy:
-every read (latest, at every position, as of every time, changes since every position, the
-SCD2 history, all through ``DatasetReader``) must equal the read before the damage, less
-the entities a purge removed, or be refused with RetentionError where a vacuum's horizon no
-longer covers it; and ``verify`` finds no error.
+or the newest log entry is lost, or a data file is rewritten with the same rows and schema
+but other values (with or without the ``.crc`` of its old bytes). Every maintenance
+command runs on the damaged copy — vacuum (retention 0, no grace), compact, purge, verify
+--deep — each refusing (a ``RevisionsError``) or doing what it does. Then the damaged file
+is restored from its copy: every read (latest, at every position, as of every time,
+changes since every position, the SCD2 history, all through ``DatasetReader``) must equal
+the read before the damage, less the entities a purge removed, or be refused with
+RetentionError where a vacuum's horizon no longer covers it; and ``verify`` finds no
+error.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from revisions_assets.core.log.layout import entry_path
 from revisions_assets.core.maintain.verify import verify
 
 from .model import Model
+from .test_damaged_values import change_values
 from .test_properties import (
     MAINTENANCE,
     TABLES,
@@ -41,7 +44,10 @@ from .test_properties import (
     revision_specs,
 )
 
-DAMAGE = st.sampled_from(["truncate", "delete", "garbage", "lose the newest entry"])
+#: a data file rewritten with the same rows and schema, other values: with the ``.crc``
+#: sidecar of its old bytes kept (the local filesystem), or without one (as on S3)
+VALUES = ("change values", "change values, keep the .crc")
+DAMAGE = st.sampled_from(["truncate", "delete", "garbage", "lose the newest entry", *VALUES])
 
 Outcome = tuple  # ("rows", frozenset of row tuples) or ("refused", error class name)
 
@@ -167,6 +173,8 @@ def test_no_maintenance_turns_damage_into_loss(spark, first, rest, damage, targe
         at = data.draw(st.integers(min_value=max(head - 2, 1), max_value=head), label="horizon")
         now = records[at - 1].committed_at
         targets = damage_targets(Path(root), ds)
+        if damage in VALUES:  # of a data file
+            targets = [t for t in targets if not t.startswith("_log/")]
         path = (
             entry_path(head)
             if damage == "lose the newest entry"
@@ -178,13 +186,16 @@ def test_no_maintenance_turns_damage_into_loss(spark, first, rest, damage, targe
             stored.write_bytes(intact[: len(intact) // 2])
         elif damage == "garbage":
             stored.write_bytes(bytes((b * 7 + 13) % 256 for b in intact))
+        elif damage in VALUES:
+            change_values(stored, keep_crc=damage == VALUES[1])
         else:
             stored.unlink()
         event(f"damage: {damage} {'a log entry' if path.startswith('_log') else 'a data file'}")
 
         table = data.draw(st.sampled_from(TABLES), label="purge table")
         horizon, purge_entry = maintain_damaged(spark, root, now, purged, table)
-        # restored from its copy (into its folder again, if a vacuum removed its entry)
+        # restored from its copy (into its folder again, if a vacuum removed its entry; its
+        # .crc, if the damage kept it, matches the restored bytes)
         stored.parent.mkdir(parents=True, exist_ok=True)
         stored.write_bytes(intact)
 
