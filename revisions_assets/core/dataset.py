@@ -524,9 +524,9 @@ class DatasetMaintenance:
     def verify(self, *, deep: bool = False) -> list[Finding]:
         """What is wrong with this dataset's storage, for an operator: empty when healthy.
         Only reads (see ``revisions_assets.core.maintain.verify``). ``deep`` also reads the
-        data with Spark: ids non-null and unique per revision, row counts matching the log;
-        when the other checks found an error, a ``deep_checks_skipped`` finding says so
-        instead."""
+        data with Spark: ids non-null and unique per revision, row counts matching the log,
+        every stored row hash matching its row's values; when the other checks found an
+        error, a ``deep_checks_skipped`` finding says so instead."""
         ds = self._ds
         findings = verify_storage(ds.storage)
         if check_bool(deep, "deep"):

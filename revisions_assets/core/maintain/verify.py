@@ -16,7 +16,8 @@ missing or damaged, a folder it may reference is that entry's, never an orphan t
 ``deep_findings`` (``verify --deep``) also reads the data, with Spark: per table, one
 job over all its live data revisions (one scan: ``execute/spark_scan.revision_rows``)
 counts per revision the rows, tombstones, null ids and duplicated ids, and compares the
-counts with the log. It runs only when the other checks found no error
+counts with the log; one more recomputes every row hash of its live revisions and
+compactions (``hash_findings``). It runs only when the other checks found no error
 (``deep_skipped`` says so otherwise).
 """
 
