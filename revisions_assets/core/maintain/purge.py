@@ -88,7 +88,8 @@ class Purge:
         entities = ids.count()
         name = f"purge-{uuid.uuid4().hex}"
         affected = [e for e in entries if e.sequence in hits]
-        offered = self._offered_removed(view, table, ids, id_columns, hits)
+        with self._executor.failures(table, files, f"purge of table {table!r}"):
+            offered = self._offered_removed(view, table, ids, id_columns, hits)
         if dry_run:
             swaps = tuple(self._counted(e, table, hits[e.sequence]) for e in affected)
         else:

@@ -528,12 +528,14 @@ def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[
 
     executor = SparkExecutor(storage, lambda: spark, "auto")
     findings: list[Finding] = []
-    with _damage_found(executor, "", view.live_files(), findings):
+    live = [r for r in view.records if not view.is_removed(r.sequence)]
+    every = [(r.name, f) for r in live for w in r.tables.values() for f in w.files]
+    with _damage_found(executor, "", every, findings):
         findings += purge_findings(spark, storage, view)
     for table in view.tables():
         revisions = [r for r in view.table_revisions(table) if not view.is_removed(r.sequence)]
         compactions = [c.record for c in view.compactions(table) if not view.is_removed(c.sequence)]
-        files = {f for r in (*revisions, *compactions) for f in r.tables[table].files}
+        files = [(r.name, f) for r in (*revisions, *compactions) for f in r.tables[table].files]
         with _damage_found(executor, table, files, findings):
             if revisions:
                 findings += count_findings(table, table_counts(spark, storage, table, revisions))
@@ -544,11 +546,14 @@ def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[
 
 @contextmanager
 def _damage_found(
-    executor: SparkExecutor, table: str, files: Collection[str], findings: list[Finding]
+    executor: SparkExecutor,
+    table: str,
+    files: Sequence[tuple[str, str]],
+    findings: list[Finding],
 ) -> Iterator[None]:
-    """Around deep checks over ``files``: a data file Spark cannot read becomes a
-    ``corrupt_file`` finding (the checks of the block stop there); a storage failure names
-    the missing files or its cause (``SparkExecutor.read_failure``)."""
+    """Around deep checks over ``files`` (entry, path): a data file Spark cannot read
+    becomes a ``corrupt_file`` finding (the checks of the block stop there); a storage
+    failure names the missing files or its cause (``SparkExecutor.read_failure``)."""
     from ..read.execute.spark_scan import file_key, spark_file_key
     from ..spark_errors import damaged_file, storage_cause
 
@@ -559,16 +564,13 @@ def _damage_found(
     except Exception as exc:
         damage = None if storage_cause(exc) is not None else damaged_file(exc)
         if damage is None:
-            pairs = [("", f) for f in sorted(files)]
-            where = f"verify --deep of {executor.storage.uri}" + (
-                f", table {table!r}" if table else ""
-            )
-            failure = executor.read_failure(table, pairs, exc, where)
+            where = f"verify --deep of {executor.storage.uri}"
+            failure = executor.read_failure(table, files, exc, where)
             if failure is None:
                 raise
             raise failure from exc
         key = spark_file_key(damage[0])
-        path = next((f for f in files if file_key(f) == key), damage[0])
+        path = next((f for _, f in files if file_key(f) == key), damage[0])
         checks = f"the deep checks of table {table!r}" if table else "the deep checks of purges"
         message = f"data file {path}: {damage[1]}; {checks} stopped there"
         if not any(f.kind == "corrupt_file" and f.path == path for f in findings):

@@ -141,7 +141,9 @@ class Scanner:
         #: sequence -> (sequence, order, name, timestamp in µs) of the revisions that rank
         self.about = about
         #: the id columns, when every row's stored hash is checked against its values as it
-        #: is read (``hashing.checked_hash_sql``: compaction and purge); None: not checked
+        #: is read (``hashing.checked_hash_sql``: what compaction rewrites); None: not
+        #: checked. Only for a schema of every column the files hold (never a projection:
+        #: the hash covers them all)
         self.checked_ids = checked_ids
 
     def _system(self, own: StructType) -> list[str]:
