@@ -92,6 +92,21 @@ def test_changed_values_are_found_by_verify_deep_and_never_rewritten(template, s
     assert ds.snapshot().head_sequence == 3
 
 
+def test_a_changed_file_a_purge_wrote_is_not_a_purge_that_lost_rows(spark, tmp_path):
+    """verify --deep compares the state after a purge with the state before it: a file the
+    purge wrote whose values then changed would read as rows the purge changed. The damage
+    is reported for what it is, and that comparison is left out."""
+    root = tmp_path / "dataset"
+    ds = RevisionedDataset(str(root), spark=spark, id_columns=["id"], compact_after=None)
+    rows = frame(spark, [(i, str(i)) for i in range(4)], "id long, v string").coalesce(1)
+    ds.commit({TABLE: rows}, timestamp=day(0), is_major=True, name="m")
+    purge = ds.maintenance.purge(TABLE, frame(spark, [(0,)], "id long"), reason="x")
+    (written,) = purge.purge.swaps[TABLE][0].write.files  # ids 1-3, the state's rows
+    change_values(root / written)
+    found = ds.maintenance.verify(deep=True)
+    assert [(f.kind, f.path) for f in found] == [("row_hash_mismatch", written)]
+
+
 def test_a_changed_compaction_is_found_refused_and_rebuilt(template, spark, tmp_path):
     """Compaction files carry the row hashes of the rows they hold: checked the same way."""
     root = copy_dataset(template, tmp_path / "dataset")

@@ -520,18 +520,17 @@ def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[
     """Null and duplicated ids, and row counts against the log, per live data revision:
     one Spark job per table over all its revisions not removed by a vacuum
     (``table_counts``); the stored row hashes against the values, per live file of the
-    table's revisions and compactions: one more job per table (``hash_findings``); then
-    what each purge removed from reads (``purge_findings``). A data file a job cannot read
-    (its bytes fail their ``.crc`` checksum, Spark cannot decode it) is a ``corrupt_file``
-    finding, and ends the checks of its table."""
+    table's revisions and compactions: one more job per table (``hash_mismatches``); then
+    what each purge removed from reads (``purge_findings``), but for purges whose reads
+    take a file found damaged (its answer would be the damage's). A data file a job cannot
+    read (its bytes fail their ``.crc`` checksum, Spark cannot decode it) is a
+    ``corrupt_file`` finding, and ends the checks of its table."""
     from ..read.execute.spark import SparkExecutor
 
     executor = SparkExecutor(storage, lambda: spark, "auto")
     findings: list[Finding] = []
-    live = [r for r in view.records if not view.is_removed(r.sequence)]
-    every = [(r.name, f) for r in live for w in r.tables.values() for f in w.files]
-    with _damage_found(executor, "", every, findings):
-        findings += purge_findings(spark, storage, view)
+    damaged: set[str] = set()
+    replaced = rebuilt(view.records, set(view.removed))
     for table in view.tables():
         revisions = [r for r in view.table_revisions(table) if not view.is_removed(r.sequence)]
         compactions = [c.record for c in view.compactions(table) if not view.is_removed(c.sequence)]
@@ -539,8 +538,15 @@ def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[
         with _damage_found(executor, table, files, findings):
             if revisions:
                 findings += count_findings(table, table_counts(spark, storage, table, revisions))
-            replaced = rebuilt(view.records, set(view.removed))
-            findings += hash_findings(spark, storage, table, [*revisions, *compactions], replaced)
+            records = [*revisions, *compactions]
+            bad = hash_mismatches(spark, storage, table, records)
+            damaged |= set(bad)
+            findings += hash_findings(table, records, bad, replaced)
+    damaged |= {f.path for f in findings if f.kind == "corrupt_file"}
+    live = [r for r in view.records if not view.is_removed(r.sequence)]
+    every = [(r.name, f) for r in live for w in r.tables.values() for f in w.files]
+    with _damage_found(executor, "", every, findings):
+        findings += purge_findings(spark, storage, view, damaged)
     return findings
 
 
@@ -578,25 +584,19 @@ def _damage_found(
 
 
 def hash_findings(
-    spark: SparkSession,
-    storage: Storage,
     table: str,
     records: Sequence[Revision],
+    bad: Mapping[str, tuple[int, int]],
     replaced: Mapping[str, Revision],
 ) -> list[Finding]:
     """The files of ``records`` (live revisions and compactions of ``table``) holding rows
-    whose stored ``_row_hash`` is not the hash of their values: the values were changed
-    outside revisions-assets since they were written. One Spark job over every file, each
-    read in the schema its entry recorded (the hash by ``core/hashing.py``, as commits
-    compute it); only the files with such rows reach the driver. Rows with a null stored
-    hash are not checked: tombstones carry none, nor do files written before hashes (or
-    imported from the original layout). A damaged compaction that a rebuild replaced is a
-    warning (``compaction_replaced``)."""
-    bad = hash_mismatches(spark, storage, table, records)
+    whose stored ``_row_hash`` is not the hash of their values (``bad``, as
+    ``hash_mismatches`` counts them): the values were changed outside revisions-assets
+    since they were written. A damaged compaction that a rebuild replaced is a warning
+    (``compaction_replaced``)."""
     findings = []
     for record in records:
-        write = record.tables[table]
-        for path in write.files:
+        for path in record.tables[table].files:
             if path not in bad:
                 continue
             wrong, rows = bad[path]
@@ -618,7 +618,11 @@ def hash_mismatches(
     spark: SparkSession, storage: Storage, table: str, records: Sequence[Revision]
 ) -> dict[str, tuple[int, int]]:
     """Data file -> (its rows whose stored hash disagrees with their values, its rows), for
-    the files of ``records`` that hold any: one Spark job."""
+    the files of ``records`` that hold any: one Spark job over every file, each read in the
+    schema its entry recorded (the hash by ``core/hashing.py``, as commits compute it);
+    only the files with such rows reach the driver. Rows with a null stored hash are not
+    checked: tombstones carry none, nor do files written before hashes (or imported from
+    the original layout)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
@@ -720,13 +724,16 @@ def merged_revisions(view: LogView, table: str) -> tuple[list[Revision], Revisio
     return direct, plan.compaction.record if plan.compaction is not None else None
 
 
-def purge_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[Finding]:
+def purge_findings(
+    spark: SparkSession, storage: Storage, view: LogView, damaged: Collection[str] = ()
+) -> list[Finding]:
     """Per purge entry and table, while the files it swapped out are still there: the
     table's state at the entry must be its state just before it, without at most as many
     entities as the purge was asked for and with every other row unchanged (same values,
     written by the same revision). The log holds no purged id (an audit without values),
     so the check counts, in one Spark job per entry: the rows of each state, and the rows
-    at the entry that are no row before it."""
+    at the entry that are no row before it. Not for a purge whose states read a file of
+    ``damaged`` (found holding changed values: reported on its own)."""
     from pyspark.sql import functions as F
 
     from ..columns import SOURCE_SEQUENCE
@@ -751,8 +758,9 @@ def purge_findings(spark: SparkSession, storage: Storage, view: LogView) -> list
                 ]
             except (NoMajorRevisionError, RetentionError):
                 continue  # no state to compare, or a vacuum removed part of one
-            if any(f not in present for plan in plans for _, f in plan.files):
-                continue  # a vacuum deleted the files the purge swapped out
+            read = {f for plan in plans for _, f in plan.files}
+            if read - present or read & set(damaged):
+                continue  # a vacuum deleted the files the purge swapped out, or damage
             keyed = []
             for side, plan in enumerate(plans):
                 schema = spark_schema(plan.schema)
@@ -802,6 +810,8 @@ __all__ = [
     "deep_findings",
     "deep_skipped",
     "file_findings",
+    "hash_findings",
+    "hash_mismatches",
     "merged_revisions",
     "purge_findings",
     "revision_counts",
