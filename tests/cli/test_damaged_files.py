@@ -4,22 +4,19 @@ memory on a file that claims more rows than the log records."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
 from core.helpers import stage_revision
-from core.test_damaged_values import change_values, checksum_of
+from core.test_damaged_values import change_values
 from harness.dates import day
 from harness.frames import frame
 from harness.processes import run_measuring_peak
 
 from revisions_assets import RevisionedDataset
-from revisions_assets.cli import cli
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.storage.backends import open_storage
 
@@ -68,12 +65,6 @@ def test_show_refuses_a_small_file_that_holds_far_more_rows_than_the_log(tmp_pat
     assert measured.peak_mib is not None and measured.peak_mib < 1024, measured.peak_mib
 
 
-def run(*args: str, code: int):
-    result = CliRunner().invoke(cli, list(args))
-    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
-    return result
-
-
 @pytest.fixture
 def changed(spark, tmp_path) -> tuple[str, str]:
     """(root, the data file whose values changed) of a dataset committed by Spark: a major
@@ -101,16 +92,3 @@ def test_a_failed_spark_job_is_one_line_naming_the_file(changed):
     )
     assert name in done.stderr and ".crc" in done.stderr and "backup" in done.stderr
     assert "Py4J" not in done.stderr
-
-
-def test_verify_deep_and_purge_name_a_changed_file(spark, changed):
-    """Without its ``.crc`` (as on S3): verify --deep finds the rows whose hashes disagree
-    (exit 1), purge refuses to rewrite them (exit 3, one line naming the file)."""
-    root, name = changed
-    checksum_of(Path(root, name)).unlink()
-    found = json.loads(run("verify", root, "--deep", "--json", code=1).stdout)["findings"]
-    assert [(f["kind"], f["path"]) for f in found] == [("row_hash_mismatch", name)]
-    assert "10 of its 10 rows" in found[0]["message"]
-    refused = run("purge", root, "t", "--id", "id=3", "--reason", "test", code=3)
-    assert name in refused.stderr and "row hash" in refused.stderr
-    assert refused.stderr.count("\n") == 1
