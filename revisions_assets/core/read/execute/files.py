@@ -110,12 +110,13 @@ def disagreement_error(
     """A write whose footers disagree with the log (``footer_disagreement``)."""
     paths = wrong.paths
     shown = ", ".join(paths[:3]) + (f" (and {len(paths) - 3} more)" if len(paths) > 3 else "")
-    files, hold = (
-        (f"data file {shown}", "holds") if len(paths) == 1 else (f"data files {shown}", "hold")
-    )
+    one = len(paths) == 1
+    files = f"data file {shown}" if one else f"data files {shown}"
+    hold = "holds" if one else "hold"
+    footers = "its footer" if one else "their footers"
     return CorruptFileError(
         f"{root}: {files} of revision {task.entry!r}, table {table!r}, {hold} {wrong.held} "
-        f"rows by the footer, the log records {wrong.recorded}: refused before reading any "
+        f"rows by {footers}, the log records {wrong.recorded}: refused before reading any "
         f"row; {RESTORE}, or commit a new major of the table; {REPAIR}"
     )
 
