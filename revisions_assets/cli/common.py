@@ -36,6 +36,7 @@ from ..core.errors import (
 )
 from ..core.extras import needs_extra
 from ..core.log.layout import not_a_dataset
+from ..core.spark_errors import spark_cause
 from ..core.timeutil import to_utc
 from . import output
 
@@ -122,7 +123,7 @@ class RevisionsGroup(click.Group):
             if debugging(ctx):
                 traceback.print_exc()
             raise DatasetError(
-                f"unexpected {type(exc).__name__}: {first_line(exc)} (--debug shows the traceback)"
+                f"unexpected {type(exc).__name__}: {spark_cause(exc)} (--debug shows the traceback)"
             ) from exc
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
@@ -307,13 +308,15 @@ def split_columns(values: Sequence[str]) -> list[str]:
     return [c.strip() for v in values for c in v.split(",") if c.strip()]
 
 
-#: errors only; the logger of PySpark's gateway too: Spark starts it as a shell, whose level
-#: is WARN unless configured (it then prints 'Setting default log level to "WARN"')
+#: fatal only: a failed job logs errors with the stack trace of every task (5 to 50 KB) that
+#: reach the user as the command's own one-line error (``--debug`` shows the JVM's log);
+#: the logger of PySpark's gateway too: Spark starts it as a shell, whose level is WARN
+#: unless configured (it then prints 'Setting default log level to "WARN"')
 QUIET_LOG4J = """\
-rootLogger.level = error
+rootLogger.level = fatal
 rootLogger.appenderRef.stderr.ref = stderr
 logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
-logger.gateway.level = error
+logger.gateway.level = fatal
 appender.console.type = Console
 appender.console.name = stderr
 appender.console.target = SYSTEM_ERR
@@ -323,7 +326,8 @@ appender.console.layout.pattern = %p %c{1}: %m%n%ex
 
 
 def quiet_log4j_config() -> Path:
-    """A log4j2 configuration for the CLI's JVM: errors only (written once per machine)."""
+    """A log4j2 configuration for the CLI's JVM: fatal errors only (written once per
+    machine)."""
     path = Path(tempfile.gettempdir()) / "revisions-cli-log4j2.properties"
     if not path.exists() or path.read_text() != QUIET_LOG4J:
         path.write_text(QUIET_LOG4J)
@@ -342,7 +346,7 @@ def start_spark(ds: RevisionedDataset, endpoint_url: str | None) -> SparkSession
     session = SparkSession.getActiveSession()
     if session is None:
         conf = {"spark.ui.enabled": "false"}
-        if not debugging():  # the JVM logs errors only, so stderr stays readable
+        if not debugging():  # the JVM logs fatal errors only: stderr is the command's
             conf["spark.driver.extraJavaOptions"] = (
                 f"-Dlog4j2.configurationFile={quiet_log4j_config().as_uri()}"
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from functools import cached_property
 from os import PathLike
@@ -46,7 +47,6 @@ from .read.execute.spark_scan import spark_schema
 from .read.facade import DatasetReads
 from .read.plan.schema import Schema
 from .read.scan import Scan
-from .spark_errors import spark_storage_errors
 from .storage.backends import open_storage
 from .storage.base import Storage
 from .timeutil import TimeLike, now_utc, to_utc
@@ -230,7 +230,7 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
 
     def _to_arrow(self, scan: Scan[DataFrame]) -> pa.Table:
         """Collected to the driver, instants in UTC (Spark gives them in the session's zone)."""
-        with spark_storage_errors("read", scan._plan.what):
+        with self._failures(scan):
             table = scan._frames()[0].toArrow()
         utc = [
             f.with_type(pa.timestamp(f.type.unit, "UTC"))
@@ -241,8 +241,14 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
         return table.cast(pa.schema(utc))
 
     def _count(self, scan: Scan[DataFrame]) -> int:
-        with spark_storage_errors("read", scan._plan.what):
+        with self._failures(scan):
             return scan._frames()[0].count()
+
+    def _failures(self, scan: Scan[DataFrame]) -> AbstractContextManager[None]:
+        """Around the Spark jobs of a read: a storage failure or a damaged data file becomes
+        the error that names it."""
+        what = f"read {scan._plan.what}"
+        return self._executor.failures(scan.request.table, scan._plan.files, what)
 
     # -- commit ---------------------------------------------------------------------------
 
@@ -520,9 +526,9 @@ class DatasetMaintenance:
     def verify(self, *, deep: bool = False) -> list[Finding]:
         """What is wrong with this dataset's storage, for an operator: empty when healthy.
         Only reads (see ``revisions_assets.core.maintain.verify``). ``deep`` also reads the
-        data with Spark: ids non-null and unique per revision, row counts matching the log;
-        when the other checks found an error, a ``deep_checks_skipped`` finding says so
-        instead."""
+        data with Spark: ids non-null and unique per revision, row counts matching the log,
+        every stored row hash matching its row's values; when the other checks found an
+        error, a ``deep_checks_skipped`` finding says so instead."""
         ds = self._ds
         findings = verify_storage(ds.storage)
         if check_bool(deep, "deep"):

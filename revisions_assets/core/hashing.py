@@ -33,6 +33,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from .columns import ROW_HASH
+from .spark_errors import HASH_MISMATCH
 from .sqltext import quoted, sql_literal
 
 _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
@@ -46,16 +48,36 @@ def _canonical(name: str, data_type: DataType) -> str:
     return quoted(name)
 
 
-def row_hash(schema: StructType, columns: Iterable[str]) -> Column:
-    """The hash of ``columns`` (value columns of ``schema``) of each row, by the rules above.
-
-    One SQL expression: built from Column objects it costs many calls into the JVM per
-    commit (docs/benchmarks/index.md, "Measured while choosing")."""
+def row_hash_sql(schema: StructType, columns: Iterable[str]) -> str:
+    """The SQL expression of ``row_hash``."""
     parts = [
         f"CASE WHEN {quoted(name)} IS NOT NULL "
         f"THEN struct({sql_literal(name)}, {_canonical(name, t)}) END"
         for name, t in sorted((c, schema[c].dataType) for c in columns)
     ]
     if not parts:
-        return F.lit(42).cast("long")  # no value columns: every row has the same values
-    return F.expr(f"xxhash64({', '.join(parts)})")
+        return "CAST(42 AS BIGINT)"  # no value columns: every row has the same values
+    return f"xxhash64({', '.join(parts)})"
+
+
+def row_hash(schema: StructType, columns: Iterable[str]) -> Column:
+    """The hash of ``columns`` (value columns of ``schema``) of each row, by the rules above.
+
+    One SQL expression: built from Column objects it costs many calls into the JVM per
+    commit (docs/benchmarks/index.md, "Measured while choosing")."""
+    return F.expr(row_hash_sql(schema, columns))
+
+
+def checked_hash_sql(schema: StructType, columns: Iterable[str], file: str) -> str:
+    """The stored ``_row_hash``, checked against the row's values as it is read: a row whose
+    stored hash is not the hash of its ``columns`` (by the rules above) fails the job, with
+    ``HASH_MISMATCH`` and the file (``file``: SQL giving it, ``_metadata.file_path``).
+
+    What compaction and purge read before they write rows again, so values changed outside
+    revisions-assets are never copied into new files. A null stored hash (a tombstone, a
+    row of a file written before hashes) is not checked: there is nothing to compare."""
+    stored = quoted(ROW_HASH)
+    return (
+        f"CASE WHEN {stored} IS NOT NULL AND {stored} <> {row_hash_sql(schema, columns)} "
+        f"THEN raise_error(concat({sql_literal(HASH_MISMATCH)}, {file})) ELSE {stored} END"
+    )

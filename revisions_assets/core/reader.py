@@ -221,7 +221,7 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
                 f"download(): the reader of {self.root} has no cache_dir to download into"
             )
         files = scan._plan.files
-        self._gate.check(scan.request.table, files)
+        self._gate.check(scan.request.table, scan._plan.scanned)
         return [self._cache.path(f) for f in dict.fromkeys(f for _, f in files)]
 
     def _local(self, files: Sequence[str]) -> list[str]:

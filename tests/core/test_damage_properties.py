@@ -6,14 +6,15 @@ compactions, vacuums and purges over two tables, through its ``commit_one`` and
 live entry references, or a log entry, is truncated, deleted or overwritten with garbage,
 or the newest log entry is lost; or the folder of a live data file is moved (its revision
 or compaction folder renamed, or its table folder moved into another folder) and aged past
-vacuum's grace period. Every maintenance command runs on the damaged copy —
-vacuum (retention 0, no grace), compact, purge, verify --deep — each refusing (a
-``RevisionsError``) or doing what it does. Then the damaged file is restored from its copy
-(a moved folder moved back):
-every read (latest, at every position, as of every time, changes since every position, the
-SCD2 history, all through ``DatasetReader``) must equal the read before the damage, less
-the entities a purge removed, or be refused with RetentionError where a vacuum's horizon no
-longer covers it; and ``verify`` finds no error.
+vacuum's grace period; or a data file is rewritten with the same rows and schema but other
+values (with or without the ``.crc`` of its old bytes). Every maintenance command runs on
+the damaged copy — vacuum (retention 0, no grace), compact, purge, verify --deep — each
+refusing (a ``RevisionsError``) or doing what it does. Then the damaged file is restored
+from its copy (a moved folder moved back): every read (latest, at every position, as of
+every time, changes since every position, the SCD2 history, all through ``DatasetReader``)
+must equal the read before the damage, less the entities a purge removed, or be refused
+with RetentionError where a vacuum's horizon no longer covers it; and ``verify`` finds no
+error.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from revisions_assets.core.log.layout import entry_path
 from revisions_assets.core.maintain.verify import verify
 
 from .model import Model
+from .test_damaged_values import change_values
 from .test_properties import (
     MAINTENANCE,
     TABLES,
@@ -50,7 +52,12 @@ from .test_properties import (
 
 #: damage that moves a live data file's folder, as people do (restored by moving it back)
 MOVES = ("rename a folder", "move a table folder")
-DAMAGE = st.sampled_from(["truncate", "delete", "garbage", "lose the newest entry", *MOVES])
+#: a data file rewritten with the same rows and schema, other values: with the ``.crc``
+#: sidecar of its old bytes kept (the local filesystem), or without one (as on S3)
+VALUES = ("change values", "change values, keep the .crc")
+DAMAGE = st.sampled_from(
+    ["truncate", "delete", "garbage", "lose the newest entry", *MOVES, *VALUES]
+)
 
 Outcome = tuple  # ("rows", frozenset of row tuples) or ("refused", error class name)
 
@@ -199,8 +206,8 @@ def test_no_maintenance_turns_damage_into_loss(spark, first, rest, damage, targe
         at = data.draw(st.integers(min_value=max(head - 2, 1), max_value=head), label="horizon")
         now = records[at - 1].committed_at
         targets = damage_targets(Path(root), ds)
-        if damage in MOVES:  # a live data file's folder
-            targets = [t for t in targets if not t.startswith("_log")]
+        if damage in MOVES or damage in VALUES:  # a live data file (or its folder)
+            targets = [t for t in targets if not t.startswith("_log/")]
         path = (
             entry_path(head)
             if damage == "lose the newest entry"
@@ -216,6 +223,8 @@ def test_no_maintenance_turns_damage_into_loss(spark, first, rest, damage, targe
             stored.write_bytes(intact[: len(intact) // 2])
         elif damage == "garbage":
             stored.write_bytes(bytes((b * 7 + 13) % 256 for b in intact))
+        elif damage in VALUES:
+            change_values(stored, keep_crc=damage == VALUES[1])
         else:
             stored.unlink()
         event(f"damage: {damage} {'a log entry' if path.startswith('_log') else 'a data file'}")
@@ -224,7 +233,8 @@ def test_no_maintenance_turns_damage_into_loss(spark, first, rest, damage, targe
         horizon, purge_entry = maintain_damaged(spark, root, now, purged, table)
         if damage in MOVES:
             move_back()
-        else:  # restored from its copy (into its folder again, if a vacuum removed its entry)
+        else:  # restored from its copy (into its folder again, if a vacuum removed its
+            # entry; its .crc, if the damage kept it, matches the restored bytes)
             stored.parent.mkdir(parents=True, exist_ok=True)
             stored.write_bytes(intact)
 

@@ -139,3 +139,24 @@ def test_a_read_only_filesystem(small_fs, template, spark):
         assert RevisionedDataset(str(root), spark=spark).head_sequence == 3
     finally:
         _mount(["mount", "-o", "remount,rw", str(small_fs)])
+
+
+def test_a_disk_filling_up_during_compaction_and_purge(small_fs, template, spark):
+    """Their Spark jobs fail as a commit's do: a StorageError naming the folder they were
+    writing, and the dataset exactly as it was."""
+    root = copy_dataset(template, small_fs / "dataset")
+    ds = RevisionedDataset(str(root), spark=spark, id_columns=["id"], compact_after=None)
+    ds.commit({TABLE: big_frame(spark, 20_000)}, timestamp=day(3), is_major=True, name="big")
+    small_commit(ds, spark)  # something on the base to compact
+    filler = fill(small_fs, leave=256 << 10)  # room for a claim, not for the rewritten data
+
+    error = unchanged_after(root, lambda: ds.maintenance.compact(TABLE))
+    assert "No space left on device" in str(error)
+    assert f"compaction of table {TABLE!r} into {root}/compaction-" in str(error)
+    ids = frame(spark, [(5,)], "id long")  # in the big major's file: rewritten by the purge
+    error = unchanged_after(root, lambda: ds.maintenance.purge(TABLE, ids, reason="erasure"))
+    assert "No space left on device" in str(error)
+    assert f"purge of table {TABLE!r} into {root}/purge-" in str(error), str(error)
+
+    filler.unlink()
+    assert ds.maintenance.verify() == []

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -233,3 +234,53 @@ def race(
     for i, proc in enumerate(procs):
         assert proc.returncode == 0, (work / f"err-{i}").read_text()[-3000:]
     return outputs
+
+
+#: runs ``python -m MODULE ARGS...`` as given after the program, and writes the process's
+#: peak memory (VmHWM, in KiB: never ru_maxrss, which a child inherits) to the file
+#: ``PEAK_FILE`` names as it exits
+_PEAK_PROGRAM = """
+import atexit, os, runpy, sys
+
+def peak():
+    with open("/proc/self/status") as status:
+        kib = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    with open(os.environ["PEAK_FILE"], "w") as out:
+        out.write(kib)
+
+atexit.register(peak)
+module = sys.argv.pop(1)
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A finished process and its peak memory (None when it died before it could tell)."""
+
+    done: subprocess.CompletedProcess
+    peak_mib: float | None
+
+
+def run_measuring_peak(
+    module: str,
+    args: Sequence[str],
+    work: Path,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+) -> Measured:
+    """Run ``python -m module args`` in a fresh process (as a user types it), with its output
+    captured; its peak memory as it exited (VmHWM). A process killed by a signal, or one
+    that outlives ``timeout``, leaves none."""
+    peak = work / f"peak-{uuid.uuid4().hex[:8]}"
+    environment = {**with_tests_on_path(env), "PEAK_FILE": str(peak)}
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK_PROGRAM, module, *args],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=timeout,
+        check=False,
+    )
+    kib = peak.read_text().strip() if peak.exists() else ""
+    return Measured(done, int(kib) / 1024 if kib else None)

@@ -189,22 +189,29 @@ class Compactor:
         return LogView([*view.logged, vacuum_entry(f"rebuild-{damaged.name}", view.head + 1, mark)])
 
     def _write(self, name: str, job: _TableJob, target_file_bytes: int) -> TableWrite:
+        """Write the state of one table: its files pass the file gate, and the job that
+        writes checks every row it reads against its stored hash (no second pass over the
+        data): a file whose values changed since they were committed fails it, naming the
+        file, and nothing is committed."""
         plan, table = job.plan, job.table
         rows = Rows(keep_deleted=True, with_sequence=True, with_hash=True)
-        self.gate.check(table, plan.files)
-        df = self.executor.merge(plan, rows)
+        self.gate.check(table, plan.scanned)
+        executor = self.executor.checking_hashes()
+        df = executor.merge(plan, rows)
         in_bytes = sum(t.bytes for t in plan.tasks)
         in_rows = sum(t.rows for t in plan.tasks)
         files = max(1, math.ceil(in_bytes / max(target_file_bytes, 1)))
         if merge_kind(plan, self.executor.strategy) == "window":
             df = df.coalesce(files)  # after the shuffle: as many files as the size needs
         prefix = f"{name}/{table}"
-        stats = write_observed(
-            df,
-            self.storage.spark_uri(prefix),
-            max_records_per_file=max(1, math.ceil(in_rows / files)),
-            sort_by=plan.id_columns,
-        )
+        into = f"compaction of table {table!r} into {self.storage.uri}/{prefix}"
+        with executor.failures(table, plan.files, into):
+            stats = write_observed(
+                df,
+                self.storage.spark_uri(prefix),
+                max_records_per_file=max(1, math.ceil(in_rows / files)),
+                sort_by=plan.id_columns,
+            )
         written = [
             f
             for f in self.storage.list_files(prefix)

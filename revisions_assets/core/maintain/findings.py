@@ -128,6 +128,13 @@ KINDS: dict[str, tuple[Severity, str]] = {
         "a backup, or commit a new major of the table (vacuum keeps what it stands for "
         "until then)",
     ),
+    "row_hash_mismatch": (
+        "error",
+        "the file holds other values than were committed (same rows, other bytes: changed "
+        "outside revisions-assets): restore it from a backup; reads return the changed values "
+        "until then, and compact and purge refuse to rewrite it; without a backup, commit a "
+        "new major of the table",
+    ),
     "temp_file": (
         "warning",
         "a writer failed or died between writing a temporary file and renaming it: nothing "

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, MutableMapping
 
-from ..log.records import COMPACTION, Revision
-from ..read.execute.files import not_parquet
+from ..log.records import COMPACTION, Revision, TableWrite
+from ..read.execute.files import footer_disagreement, not_parquet
 from ..storage.base import Storage
 from ..storage.footer import StoredFile, stored_file
 from .findings import Finding
@@ -42,14 +42,11 @@ def write_findings(
             message += f"{record.sequence}), table {table!r}, is missing"
             findings.append(Finding.of("missing_file", state.path, message))
         elif state.problem is not None:
-            message = not_parquet(record.name, table, state.path)
-            if not state.problem.startswith("its last bytes"):
-                message = message.replace("(its last bytes are not PAR1)", f"({state.problem})")
+            message = not_parquet(record.name, table, state.path, state.problem)
             findings.append(Finding.of("corrupt_file", state.path, message))
-    stored = _stored_rows(states)
-    if stored is not None and stored != write.rows:
-        message = f"{what}: its files hold {stored} rows, the log records {write.rows}"
-        findings.append(Finding.of("row_count_mismatch", record.name, message))
+    wrong = _disagreement(write, states)
+    if wrong is not None:
+        findings.append(Finding.of("row_count_mismatch", record.name, f"{what}: {wrong}"))
     return findings
 
 
@@ -85,21 +82,27 @@ def _compaction_findings(
         for s in states
         if s.problem is not None
     ]
-    stored = _stored_rows(states)
-    rows = record.tables[table].rows
-    if stored is not None and stored != rows:
-        problems.append(f"its files hold {stored} rows, the log records {rows}")
+    wrong = _disagreement(record.tables[table], states)
+    if wrong is not None:
+        problems.append(wrong)
     if not problems:
         return []
     message = f"{what} is damaged: {'; '.join(problems)}"
     return [Finding.of("compaction_damaged", record.name, message)]
 
 
-def _stored_rows(states: list[StoredFile]) -> int | None:
-    """The rows of files that are all readable; None when one is not."""
+def _disagreement(write: TableWrite, states: list[StoredFile]) -> str | None:
+    """What the footers of files that are all readable say against the log
+    (``footer_disagreement``, as the file gate of reads and rewrites compares them); None
+    when they agree, or when a file is not readable (a finding of its own)."""
     if any(s.rows is None for s in states):
         return None
-    return sum(s.rows or 0 for s in states)
+    wrong = footer_disagreement(write.files, write.rows, {s.path: s for s in states})
+    return (
+        None
+        if wrong is None
+        else f"its files hold {wrong.held} rows, the log records {wrong.recorded}"
+    )
 
 
 __all__ = ["as_replaced", "rebuilt", "write_findings"]

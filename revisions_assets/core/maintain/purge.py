@@ -27,16 +27,19 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructField, StructType
 
-from ..columns import DELETED
-from ..errors import CommitConflictError, IdColumnsError, RetentionError, RevisionsError
-from ..log.records import PURGE, PurgedWrite, PurgeMark, Revision
+from ..columns import DELETED, ROW_HASH
+from ..errors import CommitConflictError, IdColumnsError, RetentionError
+from ..hashing import checked_hash_sql
+from ..log.records import PURGE, PurgedWrite, PurgeMark, Revision, TableWrite
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
 from ..read.execute.files import FileGate
 from ..read.execute.spark import SparkExecutor
 from ..read.execute.spark_scan import file_key, recorded_schema, spark_file_key
-from ..read.plan.scans import plan_merge
+from ..read.plan.scans import plan_merge, scan_task
+from ..read.plan.schema import value_columns
 from ..read.plan.selection import state_selection
+from ..sqltext import quoted
 from ..storage.base import Storage
 from ..timeutil import now_utc
 from ..write.transaction import append_entry, upkeep, write_observed
@@ -75,27 +78,28 @@ class Purge:
         ids = self._ids(ids, table, id_columns, history[-1].tables[table].schema_json)
         entries = self._live_entries(view, table)
         files = [(e.name, f) for e in entries for f in e.tables[table].files]
-        FileGate(self.storage).check(table, files)
-        try:
+        FileGate(self.storage).check(table, [scan_task(e, table, -1) for e in entries])
+        # a missing or damaged file: the error naming it, not Spark's
+        with self._executor.failures(table, files, f"purge of table {table!r}"):
             hits = self._scan(table, entries, ids, id_columns)
-        except RevisionsError:
-            raise
-        except Exception as exc:  # a missing file: MissingFileError naming it, not Spark's
-            failure = self._executor.read_failure(table, files, exc)
-            if failure is None:
-                raise
-            raise failure from exc
         if not hits and not dry_run:
             log.info("%s: purge of table %r: no live file holds the ids", self.storage.uri, table)
             return None  # an empty entry would claim an erasure that removed nothing
         entities = ids.count()
         name = f"purge-{uuid.uuid4().hex}"
         affected = [e for e in entries if e.sequence in hits]
-        offered = self._offered_removed(view, table, ids, id_columns, hits)
+        with self._executor.failures(table, files, f"purge of table {table!r}"):
+            offered = self._offered_removed(view, table, ids, id_columns, hits)
         if dry_run:
             swaps = tuple(self._counted(e, table, hits[e.sequence]) for e in affected)
         else:
-            swaps = tuple(self._rewrite(name, e, table, hits[e.sequence], ids) for e in affected)
+            try:  # a file that fails its check: the files rewritten before it go too
+                swaps = tuple(
+                    self._rewrite(name, e, table, hits[e.sequence], ids) for e in affected
+                )
+            except BaseException:
+                self._remove_rewritten(name, affected)
+                raise
         mark = PurgeMark(
             reason=reason,
             entities=entities,
@@ -124,8 +128,7 @@ class Purge:
         try:
             record = append_entry(self.log, build, f"purge {name!r}")
         except BaseException:
-            for entry in affected:
-                self.storage.delete_tree(f"{name}-{entry.sequence}")
+            self._remove_rewritten(name, affected)
             raise
         assert record is not None
         upkeep(self.log, record)
@@ -243,16 +246,21 @@ class Purge:
     def _rewrite(
         self, name: str, entry: Revision, table: str, hits: Sequence[_Hit], ids: DataFrame
     ) -> PurgedWrite:
-        """The files of ``entry`` that hold the ids, rewritten without them."""
+        """The files of ``entry`` that hold the ids, rewritten without them. The job that
+        rewrites them checks every row it reads against its stored hash: a file whose values
+        changed since they were committed fails it, naming the file, and nothing is
+        committed."""
         old = entry.tables[table]
         affected = {h.path for h in hits}
         source = [self.storage.spark_uri(p) for p in sorted(affected)]
-        stored = self.spark.read.parquet(*source)
+        stored = _hash_checked(self.spark.read.parquet(*source), old)
         kept = stored.join(ids, on=list(old.id_columns), how="left_anti").select(*stored.columns)
         prefix = f"{name}-{entry.sequence}/{table}"
-        write_observed(
-            kept.coalesce(len(source)), self.storage.spark_uri(prefix), sort_by=old.id_columns
-        )
+        into = f"purge of table {table!r} into {self.storage.uri}/{prefix}"
+        with self._executor.failures(table, [(entry.name, p) for p in sorted(affected)], into):
+            write_observed(
+                kept.coalesce(len(source)), self.storage.spark_uri(prefix), sort_by=old.id_columns
+            )
         written = [
             f
             for f in self.storage.list_files(prefix)
@@ -263,6 +271,11 @@ class Purge:
         files = tuple(f for f in old.files if f not in affected) + tuple(f.path for f in written)
         size = old.bytes - sum(old_sizes.get(p, 0) for p in affected)
         return _swap(entry, table, hits, files, size + sum(f.size for f in written))
+
+    def _remove_rewritten(self, name: str, affected: Sequence[Revision]) -> None:
+        """The folders of a purge that will not be committed."""
+        for entry in affected:
+            self.storage.delete_tree(f"{name}-{entry.sequence}")
 
     def _check_unchanged(
         self, view: LogView, scanned_head: int, table: str, rewritten: Sequence[int]
@@ -280,6 +293,20 @@ class Purge:
                     f"{record.name!r} (sequence {record.sequence}) was committed meanwhile; "
                     "nothing was committed: run the purge again"
                 )
+
+
+def _hash_checked(stored: DataFrame, write: TableWrite) -> DataFrame:
+    """The rows of a relation of files ``write`` wrote, as stored, their ``_row_hash``
+    checked against their values (``hashing.checked_hash_sql``; files written before hashes
+    hold none: nothing to check)."""
+    if ROW_HASH not in stored.columns:
+        return stored
+    recorded = recorded_schema(write.schema_json)
+    values = [c for c in value_columns(recorded, write.id_columns) if c in stored.columns]
+    check = checked_hash_sql(recorded, values, "_metadata.file_path")
+    return stored.selectExpr(
+        *[f"{check} AS {quoted(c)}" if c == ROW_HASH else quoted(c) for c in stored.columns]
+    )
 
 
 def _swap(

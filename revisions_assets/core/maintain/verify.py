@@ -16,7 +16,8 @@ missing or damaged, a folder it may reference is that entry's, never an orphan t
 ``deep_findings`` (``verify --deep``) also reads the data, with Spark: per table, one
 job over all its live data revisions (one scan: ``execute/spark_scan.revision_rows``)
 counts per revision the rows, tombstones, null ids and duplicated ids, and compares the
-counts with the log. It runs only when the other checks found no error
+counts with the log; one more recomputes every row hash of its live revisions and
+compactions (``hash_findings``). It runs only when the other checks found no error
 (``deep_skipped`` says so otherwise).
 """
 
@@ -24,7 +25,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Collection, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +73,8 @@ from .misplaced import find_misplaced
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from ..read.execute.spark import SparkExecutor
 
 
 def verify(root: str | os.PathLike[str] | Storage, **storage_options: object) -> list[Finding]:
@@ -506,6 +510,7 @@ def revision_counts(
 #: the checks ``verify --deep`` adds, as its ``deep_checks_skipped`` finding names them
 DEEP_CHECKS = (
     "rows, tombstones, null and duplicated ids of every live revision against its log entry",
+    "the row hashes of every live revision and compaction against their values",
     "what each purge removed (purge_lost_rows)",
 )
 
@@ -529,13 +534,158 @@ def deep_skipped(findings: Sequence[Finding]) -> Finding | None:
 def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[Finding]:
     """Null and duplicated ids, and row counts against the log, per live data revision:
     one Spark job per table over all its revisions not removed by a vacuum
-    (``table_counts``); then what each purge removed from reads (``purge_findings``)."""
-    findings = purge_findings(spark, storage, view)
+    (``table_counts``); the stored row hashes against the values, per live file of the
+    table's revisions and compactions: one more job per table (``hash_mismatches``); then
+    what each purge removed from reads (``purge_findings``), but for purges whose reads
+    take a file found damaged (its answer would be the damage's). A data file a job cannot
+    read (its bytes fail their ``.crc`` checksum, Spark cannot decode it) is a
+    ``corrupt_file`` finding, and ends the checks of its table."""
+    from ..read.execute.spark import SparkExecutor
+
+    executor = SparkExecutor(storage, lambda: spark, "auto")
+    findings: list[Finding] = []
+    damaged: set[str] = set()
+    replaced = rebuilt(view.records, set(view.removed))
     for table in view.tables():
         revisions = [r for r in view.table_revisions(table) if not view.is_removed(r.sequence)]
-        if revisions:
-            findings += count_findings(table, table_counts(spark, storage, table, revisions))
+        compactions = [c.record for c in view.compactions(table) if not view.is_removed(c.sequence)]
+        files = [(r.name, f) for r in (*revisions, *compactions) for f in r.tables[table].files]
+        with _damage_found(executor, table, files, findings):
+            if revisions:
+                findings += count_findings(table, table_counts(spark, storage, table, revisions))
+            records = [*revisions, *compactions]
+            bad = hash_mismatches(spark, storage, table, records)
+            damaged |= set(bad)
+            findings += hash_findings(table, records, bad, replaced)
+    damaged |= {f.path for f in findings if f.kind == "corrupt_file"}
+    live = [r for r in view.records if not view.is_removed(r.sequence)]
+    every = [(r.name, f) for r in live for w in r.tables.values() for f in w.files]
+    with _damage_found(executor, "", every, findings):
+        findings += purge_findings(spark, storage, view, damaged)
     return findings
+
+
+@contextmanager
+def _damage_found(
+    executor: SparkExecutor,
+    table: str,
+    files: Sequence[tuple[str, str]],
+    findings: list[Finding],
+) -> Iterator[None]:
+    """Around deep checks over ``files`` (entry, path): a data file Spark cannot read
+    becomes a ``corrupt_file`` finding (the checks of the block stop there); a storage
+    failure names the missing files or its cause (``SparkExecutor.read_failure``)."""
+    from ..read.execute.spark_scan import file_key, spark_file_key
+    from ..spark_errors import damaged_file, storage_cause
+
+    try:
+        yield
+    except RevisionsError:
+        raise
+    except Exception as exc:
+        damage = None if storage_cause(exc) is not None else damaged_file(exc)
+        if damage is None:
+            where = f"verify --deep of {executor.storage.uri}"
+            failure = executor.read_failure(table, files, exc, where)
+            if failure is None:
+                raise
+            raise failure from exc
+        key = spark_file_key(damage[0])
+        path = next((f for _, f in files if file_key(f) == key), damage[0])
+        checks = f"the deep checks of table {table!r}" if table else "the deep checks of purges"
+        message = f"data file {path}: {damage[1]}; {checks} stopped there"
+        if not any(f.kind == "corrupt_file" and f.path == path for f in findings):
+            findings.append(Finding.of("corrupt_file", path, message))
+
+
+def hash_findings(
+    table: str,
+    records: Sequence[Revision],
+    bad: Mapping[str, tuple[int, int]],
+    replaced: Mapping[str, Revision],
+) -> list[Finding]:
+    """The files of ``records`` (live revisions and compactions of ``table``) holding rows
+    whose stored ``_row_hash`` is not the hash of their values (``bad``, as
+    ``hash_mismatches`` counts them): the values were changed outside revisions-assets
+    since they were written. A damaged compaction that a rebuild replaced is a warning
+    (``compaction_replaced``)."""
+    findings = []
+    for record in records:
+        for path in record.tables[table].files:
+            if path not in bad:
+                continue
+            wrong, rows = bad[path]
+            message = (
+                f"data file {path} of {record.kind} {record.name!r} (sequence "
+                f"{record.sequence}), table {table!r}: {wrong} of its {rows} rows hold other "
+                "values than were committed (their stored row hashes disagree with them)"
+            )
+            if record.kind != COMPACTION:
+                findings.append(Finding.of("row_hash_mismatch", path, message))
+                continue
+            damaged = [Finding.of("compaction_damaged", record.name, message)]
+            by = replaced.get(record.name)
+            findings += damaged if by is None else as_replaced(damaged, by)
+    return findings
+
+
+def hash_mismatches(
+    spark: SparkSession, storage: Storage, table: str, records: Sequence[Revision]
+) -> dict[str, tuple[int, int]]:
+    """Data file -> (its rows whose stored hash disagrees with their values, its rows), for
+    the files of ``records`` that hold any: one Spark job over every file, each read in the
+    schema its entry recorded (the hash by ``core/hashing.py``, as commits compute it);
+    only the files with such rows reach the driver. Rows with a null stored hash are not
+    checked: tombstones carry none, nor do files written before hashes (or imported from
+    the original layout)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    from ..columns import ROW_HASH
+    from ..hashing import row_hash_sql
+    from ..read.execute.spark_scan import file_key, recorded_schema, spark_file_key
+    from ..read.plan.schema import value_columns
+    from ..sqltext import quoted
+
+    by_schema: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for record in records:
+        write = record.tables[table]
+        key = (write.schema_json, tuple(write.id_columns))
+        by_schema.setdefault(key, []).extend(write.files)
+    parts = []
+    for (schema_json, ids), files in by_schema.items():
+        if not files:
+            continue
+        own = recorded_schema(schema_json)
+        stored = quoted(ROW_HASH)
+        computed = row_hash_sql(own, value_columns(own, ids))
+        read = StructType([*own.fields]).add(ROW_HASH, "long")
+        rows = spark.read.schema(read).parquet(*[storage.spark_uri(f) for f in files])
+        parts.append(
+            rows.selectExpr(
+                "_metadata.file_path AS __file",
+                f"CAST({stored} IS NOT NULL AND {stored} <> {computed} AS INT) AS __wrong",
+            )
+        )
+    if not parts:
+        return {}
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionByName(part)
+    per_file = (
+        union.groupBy("__file")
+        .agg(F.sum("__wrong").alias("wrong"), F.count(F.lit(1)).alias("rows"))
+        .where(F.col("wrong") > 0)
+        .collect()  # one row per file holding such rows
+    )
+    keyed = {file_key(f): f for r in records for f in r.tables[table].files}
+    return {
+        keyed.get(spark_file_key(row["__file"]), row["__file"]): (
+            int(row["wrong"]),
+            int(row["rows"]),
+        )
+        for row in per_file
+    }
 
 
 def table_counts(
@@ -589,13 +739,16 @@ def merged_revisions(view: LogView, table: str) -> tuple[list[Revision], Revisio
     return direct, plan.compaction.record if plan.compaction is not None else None
 
 
-def purge_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[Finding]:
+def purge_findings(
+    spark: SparkSession, storage: Storage, view: LogView, damaged: Collection[str] = ()
+) -> list[Finding]:
     """Per purge entry and table, while the files it swapped out are still there: the
     table's state at the entry must be its state just before it, without at most as many
     entities as the purge was asked for and with every other row unchanged (same values,
     written by the same revision). The log holds no purged id (an audit without values),
     so the check counts, in one Spark job per entry: the rows of each state, and the rows
-    at the entry that are no row before it."""
+    at the entry that are no row before it. Not for a purge whose states read a file of
+    ``damaged`` (found holding changed values: reported on its own)."""
     from pyspark.sql import functions as F
 
     from ..columns import SOURCE_SEQUENCE
@@ -620,8 +773,9 @@ def purge_findings(spark: SparkSession, storage: Storage, view: LogView) -> list
                 ]
             except (NoMajorRevisionError, RetentionError):
                 continue  # no state to compare, or a vacuum removed part of one
-            if any(f not in present for plan in plans for _, f in plan.files):
-                continue  # a vacuum deleted the files the purge swapped out
+            read = {f for plan in plans for _, f in plan.files}
+            if read - present or read & set(damaged):
+                continue  # a vacuum deleted the files the purge swapped out, or damage
             keyed = []
             for side, plan in enumerate(plans):
                 schema = spark_schema(plan.schema)
@@ -671,6 +825,8 @@ __all__ = [
     "deep_findings",
     "deep_skipped",
     "file_findings",
+    "hash_findings",
+    "hash_mismatches",
     "merged_revisions",
     "purge_findings",
     "revision_counts",

@@ -262,7 +262,7 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
         if known_at is None:
             warn_known_at_none(stacklevel=2)
         plan = plan_as_of_join(self.snapshot(), table, known_at=known_at, columns=columns)
-        self._gate.check(table, plan.files)
+        self._gate.check(table, plan.scanned)
         frame = self._executor.as_of_join(plan, events_df, event_time=event_time, on=on)
         return self._joined(frame, events_df, plan.what)
 

@@ -408,7 +408,7 @@ class Scan(Generic[Frame]):
         """(the rows, a reset's ``changed`` or None) as the executor's lazy frames, after
         the file gate passed every file of the plan."""
         reads, request, plan = self.snapshot._reads, self.request, self._plan
-        reads._gate.check(request.table, plan.files)
+        reads._gate.check(request.table, plan.scanned)
         executor = reads._executor
         if isinstance(plan, ChangePlan):
             return read_changes(executor, plan, with_revision=request.with_revision)

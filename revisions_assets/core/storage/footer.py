@@ -1,6 +1,6 @@
 """What a Parquet file's footer says, read from its last bytes: its row count and the rows of
 its largest row group, or why it cannot be read (missing, not Parquet, a footer that does
-not parse). No data is read.
+not parse, row groups that do not add up to the rows it claims). No data is read.
 
 One ranged read per file fetches its last 64 KiB, enough for the footer of every file
 revisions-assets writes (a larger footer costs a second read).
@@ -51,7 +51,10 @@ def stored_file(storage: Storage, path: str) -> StoredFile:
     except (pa.ArrowException, OSError, ValueError) as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return StoredFile(path, problem=f"its footer does not parse ({detail})")
-    groups = (meta.row_group(g).num_rows for g in range(meta.num_row_groups))
+    groups = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+    if sum(groups) != meta.num_rows:  # what a reader decodes is the row groups' count
+        problem = f"its footer claims {meta.num_rows} rows, its row groups hold {sum(groups)}"
+        return StoredFile(path, problem=problem)
     return StoredFile(path, rows=meta.num_rows, largest_row_group=max(groups, default=0))
 
 

@@ -188,7 +188,7 @@ class CommitPlanner:
 
     def _hashes(self, plan: MergePlan) -> DataFrame:
         """The (ids, ``_row_hash``) of the state ``plan`` reads, its files gated first."""
-        self._gate.check(plan.table, plan.files)
+        self._gate.check(plan.table, plan.scanned)
         return state_hashes(self._executor, plan)
 
 

@@ -1,46 +1,60 @@
-"""The file gate: the data files a read plans exist and are Parquet, checked by their last
-bytes, before either executor scans them.
+"""The file gate: the data files a read plans exist, are Parquet, and their footers agree
+with the log, checked before either executor scans them.
 
 Spark reads lazily and reports a missing or damaged file only when a job runs, as a raw
-JVM error without the revision; Polars as a bare ``ComputeError``. The gate checks each
-planned file's four magic bytes first (a ranged read on an object store), so a damaged
-dataset fails with a ``MissingFileError`` or ``CorruptFileError`` naming the file, its
-revision and its table, in one wording for both handles. Data files are immutable: a
-handle checks each file once (``FileGate.checked``). The reader's gate first fetches the
-files into its download cache and checks the copies.
+JVM error without the revision; Polars as a bare ``ComputeError``; and a file holding
+other rows than the log records is read as if it were right (a few bytes on disk can claim
+millions of rows, which a reader then decodes). The gate reads each planned file's footer
+first (one ranged read of its last bytes on an object store, ``storage/footer.py``): a
+damaged dataset fails with a ``MissingFileError`` or ``CorruptFileError`` naming the file,
+its revision and its table, in one wording for both handles, before any data is decoded.
+The footers of the files one entry wrote must hold the rows the entry records
+(``footer_disagreement``). Data files are immutable: a handle checks each write once
+(``FileGate.checked``). The reader's gate first fetches the files into its download cache
+and checks the copies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from ...errors import CorruptFileError, MissingFileError
 from ...storage.base import LocalStorage, Storage
-from ...storage.footer import PARQUET_MAGIC
+from ...storage.footer import StoredFile, stored_file
+from ..plan.scans import ScanTask
 
-_THREADS = 8  # ranged reads of the last bytes in flight on an object store
+_THREADS = 8  # ranged reads of the footers in flight on an object store
 #: what to do about a damaged data file, in every message that reports one
 REPAIR = (
     "the dataset is damaged; run `revisions verify` and see 'Recovering a damaged dataset' "
     "in the docs"
 )
+#: what to do about a data file whose contents are not what was committed
+RESTORE = "restore it from a backup (it was replaced or changed outside revisions-assets)"
 
 #: fetches files into a local copy before they are checked: (paths, the entry that wrote
 #: each path) -> None
 Fetch = Callable[[Sequence[str], Callable[[str], str]], object]
 
 
-def not_parquet(revision_name: str, table: str, path: str) -> str:
-    """What is wrong with a data file whose last bytes are not Parquet's."""
+def not_parquet(
+    revision_name: str, table: str, path: str, problem: str = "its last bytes are not PAR1"
+) -> str:
+    """What is wrong with a data file whose footer cannot be read (``StoredFile.problem``)."""
     return (
         f"data file {path} of revision {revision_name!r}, table {table!r}, is not a Parquet "
-        "file (its last bytes are not PAR1)"
+        f"file ({problem})"
     )
 
 
-def corrupt_file_error(root: str, revision_name: str, table: str, path: str) -> CorruptFileError:
-    return CorruptFileError(f"{root}: {not_parquet(revision_name, table, path)}: {REPAIR}")
+def corrupt_file_error(
+    root: str, revision_name: str, table: str, path: str, problem: str | None = None
+) -> CorruptFileError:
+    """A data file that is not Parquet (``problem``: what its footer says is wrong)."""
+    message = not_parquet(revision_name, table, path, *([problem] if problem else []))
+    return CorruptFileError(f"{root}: {message}: {REPAIR}")
 
 
 def missing_file_error(
@@ -54,8 +68,62 @@ def missing_file_error(
     )
 
 
+def damaged_file_error(
+    root: str, revision_name: str, table: str, path: str, problem: str
+) -> CorruptFileError:
+    """A data file whose bytes a Spark job found damaged (``spark_errors.damaged_file``):
+    other values than were committed, or bytes that fail their checksum."""
+    return CorruptFileError(
+        f"{root}: data file {path} of revision {revision_name!r}, table {table!r}: {problem}: "
+        f"{RESTORE} (a compaction's: `revisions compact ROOT --rebuild {revision_name}`); "
+        "`revisions verify --deep` lists every damaged file, see 'Recovering a damaged "
+        "dataset' in the docs"
+    )
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """Files of one log entry whose footers hold other rows than the entry records."""
+
+    paths: tuple[str, ...]  #: the files at fault
+    held: int  #: the rows their footers hold
+    recorded: int  #: the rows the log records for them
+
+
+def footer_disagreement(
+    files: Sequence[str], rows: int, stored: Mapping[str, StoredFile]
+) -> Disagreement | None:
+    """How the readable footers of the files one log entry wrote to a table disagree with
+    what it records; None when they agree.
+
+    The one comparison of footers with the log, for reads, rewrites and ``verify``. The
+    log records a write's rows (tombstones included): files that together hold another
+    number were replaced or truncated; which of them is not known, so all are named.
+    """
+    held = sum(stored[f].rows or 0 for f in files)
+    return None if held == rows else Disagreement(tuple(files), held, rows)
+
+
+def disagreement_error(
+    root: str, task: ScanTask, table: str, wrong: Disagreement
+) -> CorruptFileError:
+    """A write whose footers disagree with the log (``footer_disagreement``)."""
+    paths = wrong.paths
+    shown = ", ".join(paths[:3]) + (f" (and {len(paths) - 3} more)" if len(paths) > 3 else "")
+    one = len(paths) == 1
+    files = f"data file {shown}" if one else f"data files {shown}"
+    hold = "holds" if one else "hold"
+    footers = "its footer" if one else "their footers"
+    return CorruptFileError(
+        f"{root}: {files} of revision {task.entry!r}, table {table!r}, {hold} {wrong.held} "
+        f"rows by {footers}, the log records {wrong.recorded}: refused before reading any "
+        f"row; {RESTORE}, or commit a new major of the table; {REPAIR}"
+    )
+
+
 class FileGate:
-    """The data files one handle's reads may scan: each exists and ends as Parquet does.
+    """The data files one handle's reads may scan: each exists, is Parquet, and the footers
+    of each write hold the rows the log records.
 
     ``storage``: where the files are checked (the dataset's storage, or the reader's
     download cache); ``root``: how messages name the dataset; ``fetch``: brings the files
@@ -66,33 +134,43 @@ class FileGate:
         self.storage = storage
         self.root = root or storage.uri
         self.fetch = fetch
-        #: data files found to exist and end as Parquet does
-        self.checked: set[str] = set()
+        #: (entry, files) of the writes found whole: their files exist, are Parquet and
+        #: hold the rows the log records
+        self.checked: set[tuple[str, tuple[str, ...]]] = set()
 
-    def check(self, table: str, files: Iterable[tuple[str, str]]) -> None:
+    def check(self, table: str, tasks: Iterable[ScanTask]) -> None:
         """Raise MissingFileError naming the first missing file (and how many more are
-        gone), else CorruptFileError for the first that is not Parquet; ``files`` are (the
-        name of the entry that wrote it, path) pairs."""
-        todo = dict((path, entry) for entry, path in files if path not in self.checked)
+        gone), else CorruptFileError for the first file that is not Parquet or whose footer
+        does not parse, else for the first write whose footers disagree with the log.
+        ``tasks``: the writes a plan scans (its ``scanned``)."""
+        todo = {}
+        for task in tasks:
+            key = (task.entry, task.files)
+            if key not in self.checked:
+                todo.setdefault(key, task)
         if not todo:
             return
+        owner = {f: task.entry for task in todo.values() for f in task.files}
+        paths = list(owner)
         if self.fetch is not None:
-            self.fetch(list(todo), todo.__getitem__)
-        paths = list(todo)
-        if isinstance(self.storage, LocalStorage) or len(paths) == 1:
-            tails = [self._tail(path) for path in paths]
+            self.fetch(paths, owner.__getitem__)
+        if isinstance(self.storage, LocalStorage) or len(paths) <= 1:
+            footers = [stored_file(self.storage, path) for path in paths]
         else:
             with ThreadPoolExecutor(min(_THREADS, len(paths))) as pool:
-                tails = list(pool.map(self._tail, paths))
-        missing = [path for path, tail in zip(paths, tails, strict=True) if tail is None]
+                footers = list(pool.map(lambda p: stored_file(self.storage, p), paths))
+        stored = dict(zip(paths, footers, strict=True))
+        missing = [f.path for f in footers if f.problem == "missing"]
         if missing:
             raise missing_file_error(
-                self.root, todo[missing[0]], table, missing[0], len(missing) - 1
+                self.root, owner[missing[0]], table, missing[0], len(missing) - 1
             )
-        for path, tail in zip(paths, tails, strict=True):
-            if tail != PARQUET_MAGIC:
-                raise corrupt_file_error(self.root, todo[path], table, path)
-            self.checked.add(path)
-
-    def _tail(self, path: str) -> bytes | None:
-        return self.storage.read_tail(path, len(PARQUET_MAGIC))
+        for footer in footers:
+            if footer.problem is not None:
+                path = footer.path
+                raise corrupt_file_error(self.root, owner[path], table, path, footer.problem)
+        for key, task in todo.items():
+            wrong = footer_disagreement(task.files, task.rows, stored)
+            if wrong is not None:
+                raise disagreement_error(self.root, task, table, wrong)
+            self.checked.add(key)

@@ -17,7 +17,8 @@ knowing its revision's order). Two physical plans for the base and the rows on t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -28,7 +29,7 @@ from ...columns import DELETED, ROW_HASH, SOURCE_SEQUENCE
 from ...errors import RevisionsError, StorageError
 from ...hashing import row_hash
 from ...log.view import LogView
-from ...spark_errors import storage_cause
+from ...spark_errors import damaged_file, storage_cause
 from ...sqltext import quoted
 from ...storage.base import Storage
 from ...timeutil import to_micros
@@ -36,7 +37,7 @@ from ..plan.as_of_join import AsOfJoinPlan
 from ..plan.scans import MergePlan, current_schema, major_schema
 from ..plan.schema import Schema
 from .as_of_join import spark_as_of_join
-from .files import missing_file_error
+from .files import damaged_file_error, missing_file_error
 from .frames import SMALL_ROWS, SPAN_ORDER, STATE, Executor, Rows, SpanScan
 from .spark_scan import (
     ORDER,
@@ -44,8 +45,10 @@ from .spark_scan import (
     STAMP,
     Scanner,
     empty_frame,
+    file_key,
     revision_rows,
     revision_value,
+    spark_file_key,
     spark_schema,
     with_exprs,
 )
@@ -96,11 +99,14 @@ def latest_frame(
     plan: MergePlan,
     rows_wanted: Rows,
     strategy: MergeStrategy = "auto",
+    check_hashes: bool = False,
 ) -> DataFrame:
     """The latest row per entity over a merge plan, tombstones included, with the revision
-    columns or ``_revision_sequence`` if ``rows_wanted`` asks."""
+    columns or ``_revision_sequence`` if ``rows_wanted`` asks; ``check_hashes``: every row
+    read fails the job if its stored hash disagrees with its values (``Scanner``)."""
     ids = list(plan.id_columns)
-    scan = Scanner(spark, storage, plan.schema, _about(plan))
+    checked = ids if check_hashes else None
+    scan = Scanner(spark, storage, plan.schema, _about(plan), checked)
     newer = plan.newer
     kind = merge_kind(plan, strategy)
 
@@ -145,14 +151,25 @@ def latest_frame(
 class SparkExecutor(Executor[DataFrame]):
     """Runs plans on Spark: the session (asked for only when a read runs), where the files
     are, and the merge strategy. The files of a plan have passed the file gate
-    (``execute/files.py``) first."""
+    (``execute/files.py``) first. ``check_hashes``: the rows a merge reads are checked
+    against their stored hashes as they are read (what compaction rewrites)."""
 
     def __init__(
-        self, storage: Storage, spark: Callable[[], SparkSession], strategy: MergeStrategy
+        self,
+        storage: Storage,
+        spark: Callable[[], SparkSession],
+        strategy: MergeStrategy,
+        check_hashes: bool = False,
     ):
         self.storage = storage
         self._spark = spark
         self.strategy = strategy
+        self.check_hashes = check_hashes
+
+    def checking_hashes(self) -> SparkExecutor:
+        """This executor, checking every row it reads against its stored hash: a row whose
+        values changed since it was written fails the job (``failures`` names its file)."""
+        return SparkExecutor(self.storage, self._spark, self.strategy, check_hashes=True)
 
     @property
     def spark(self) -> SparkSession:
@@ -160,15 +177,8 @@ class SparkExecutor(Executor[DataFrame]):
 
     def merge(self, plan: MergePlan, rows: Rows = STATE) -> DataFrame:
         """The rows of ``plan`` as one Spark plan; a storage failure names the files."""
-        try:
+        with self.failures(plan.table, plan.files):
             return super().merge(plan, rows)
-        except RevisionsError:
-            raise
-        except Exception as exc:
-            failure = self.read_failure(plan.table, plan.files, exc)
-            if failure is None:
-                raise
-            raise failure from exc
 
     def as_of_join(
         self, plan: AsOfJoinPlan, events: DataFrame, *, event_time: str, on: object
@@ -178,21 +188,53 @@ class SparkExecutor(Executor[DataFrame]):
         )
 
     def read_failure(
-        self, table: str, files: Sequence[tuple[str, str]], exc: BaseException
+        self,
+        table: str,
+        files: Sequence[tuple[str, str]],
+        exc: BaseException,
+        operation: str | None = None,
     ) -> StorageError | None:
-        """A storage failure of a read, naming the missing data files when files are gone
-        (removed after the file gate passed them)."""
+        """A storage failure of a Spark job over ``files`` (entry, path) of ``table``, naming
+        the missing data files when files are gone (removed after the file gate passed
+        them), or the damaged file the job failed on (``spark_errors.damaged_file``); None
+        for other failures. ``operation``: what the job did, for another storage failure
+        (by default, a read of the table)."""
         cause = storage_cause(exc)
-        if cause is None:
+        if cause is not None:
+            missing = [(name, f) for name, f in files if not self.storage.exists(f)]
+            if not missing:
+                operation = operation or f"read table {table!r} of {self.storage.uri}"
+                return StorageError(f"{operation}: {cause}")
+            name, path = missing[0]
+            return missing_file_error(self.storage.uri, name, table, path, len(missing) - 1)
+        damage = damaged_file(exc)
+        if damage is None:
             return None
-        missing = [(name, f) for name, f in files if not self.storage.exists(f)]
-        if not missing:
-            return StorageError(f"read table {table!r} of {self.storage.uri}: {cause}")
-        name, path = missing[0]
-        return missing_file_error(self.storage.uri, name, table, path, len(missing) - 1)
+        reported, problem = damage
+        key = spark_file_key(reported)
+        name, path = next(((n, f) for n, f in files if file_key(f) == key), ("?", reported))
+        return damaged_file_error(self.storage.uri, name, table, path, problem)
+
+    @contextmanager
+    def failures(
+        self, table: str, files: Sequence[tuple[str, str]], operation: str | None = None
+    ) -> Iterator[None]:
+        """A block of Spark jobs over ``files`` (entry, path) of ``table``: a storage failure
+        or a damaged file becomes the error that names it (``read_failure``)."""
+        try:
+            yield
+        except RevisionsError:
+            raise
+        except Exception as exc:
+            failure = self.read_failure(table, files, exc, operation)
+            if failure is None:
+                raise
+            raise failure from exc
 
     def latest(self, plan: MergePlan, rows: Rows) -> DataFrame:
-        return latest_frame(self.spark, self.storage, plan, rows, self.strategy)
+        return latest_frame(
+            self.spark, self.storage, plan, rows, self.strategy, check_hashes=self.check_hashes
+        )
 
     def only_entities_of(self, frame: DataFrame, plan: MergePlan) -> DataFrame:
         tasks = plan.only_ids_of or ()

@@ -31,11 +31,12 @@ from pyspark.sql.types import (
 )
 
 from ...columns import DELETED, ROW_HASH, SOURCE_SEQUENCE
+from ...hashing import checked_hash_sql
 from ...sqltext import quoted, sql_literal
 from ...storage.base import Storage
 from ...timeutil import to_micros
 from ..plan.scans import ScanTask
-from ..plan.schema import Schema, agrees, parse_schema, to_struct_json
+from ..plan.schema import Schema, agrees, parse_schema, to_struct_json, value_columns
 
 #: the columns a scan adds to a row: its revision's sequence, order (its index in the
 #: read, or in ``revision_rows``) and timestamp in microseconds
@@ -131,6 +132,7 @@ class Scanner:
         storage: Storage,
         schema: Schema,
         about: dict[int, tuple],
+        checked_ids: Sequence[str] | None = None,
     ):
         self.spark = spark
         self.storage = storage
@@ -138,6 +140,21 @@ class Scanner:
         self.schema = spark_schema(schema)
         #: sequence -> (sequence, order, name, timestamp in µs) of the revisions that rank
         self.about = about
+        #: the id columns, when every row's stored hash is checked against its values as it
+        #: is read (``hashing.checked_hash_sql``: what compaction rewrites); None: not
+        #: checked. Only for a schema of every column the files hold (never a projection:
+        #: the hash covers them all)
+        self.checked_ids = checked_ids
+
+    def _system(self, own: StructType) -> list[str]:
+        """The system columns of rows read from files of schema ``own``: ``_row_hash``
+        checked against the values in the files' own types, when asked."""
+        hashed = quoted(ROW_HASH)
+        if self.checked_ids is not None:
+            values = value_columns(own, self.checked_ids)
+            check = checked_hash_sql(own, values, "_metadata.file_path")
+            hashed = f"{check} AS {hashed}"
+        return [f"coalesce({DELETED}, false) AS {DELETED}", hashed]
 
     def _uris(self, tasks: Sequence[ScanTask]) -> list[str]:
         return [self.storage.spark_uri(f) for t in tasks for f in t.files]
@@ -163,10 +180,9 @@ class Scanner:
             else:
                 others.setdefault(t.schema, []).append(t)
         # files written before tombstones were flagged hold no _deleted column
-        system = [f"coalesce({DELETED}, false) AS {DELETED}", quoted(ROW_HASH)]
-        system += [f"{e} AS {quoted(n)}" for n, e in exprs.items()]
+        computed = [f"{e} AS {quoted(n)}" for n, e in exprs.items()]
         full = StructType([*self.schema.fields, *_SYSTEM_FIELDS, *extra])
-        columns = [*map(quoted, self.schema.fieldNames()), *system]
+        columns = [*map(quoted, self.schema.fieldNames()), *self._system(self.schema), *computed]
         parts = []
         if fitting and (uris := self._uris(fitting)):
             parts.append(self.spark.read.schema(full).parquet(*uris).selectExpr(*columns))
@@ -174,6 +190,7 @@ class Scanner:
             if uris := self._uris(members):
                 own = spark_schema(own_schema)
                 df = self.spark.read.schema(StructType([*own.fields, *_SYSTEM_FIELDS, *extra]))
+                system = [*self._system(own), *computed]
                 own_columns = [*_conform(self.schema, own), *map(F.expr, system)]
                 parts.append(df.parquet(*uris).select(*own_columns))
         if not parts:

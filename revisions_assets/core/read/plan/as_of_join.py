@@ -109,11 +109,16 @@ class AsOfJoinPlan:
     def files(self) -> list[tuple[str, str]]:
         """Every data file a join may read (the spans a vacuum left), with the entry that
         wrote it: what the file gate checks before an executor runs the join."""
+        return [(t.entry, f) for t in self.scanned for f in t.files]
+
+    @property
+    def scanned(self) -> list[ScanTask]:
+        """Every write a join may read (the spans a vacuum left): what the file gate checks
+        before an executor runs the join."""
         return [
-            (span.revision.name, f)
+            scan_task(span.revision, self.table, -1)
             for span in self.spans
             if span.revision.sequence not in self.removed
-            for f in span.revision.tables[self.table].files
         ]
 
     def join_keys(self, event_columns: Sequence[str], event_time: object, on: object) -> dict:

@@ -249,6 +249,10 @@ class StatePlan:
     def files(self) -> list[tuple[str, str]]:
         return self.rows.files
 
+    @property
+    def scanned(self) -> list[ScanTask]:
+        return self.rows.scanned
+
 
 def _plan_state(snapshot: LogSnapshot, request: ReadRequest) -> StatePlan:
     """The state of a table as of a time, as known at a commit time and/or pinned at a
@@ -348,8 +352,17 @@ class ChangePlan:
     @property
     def files(self) -> list[tuple[str, str]]:
         """Every data file the read scans, with the entry that wrote it."""
+        return list(dict.fromkeys(f for p in self._plans for f in p.files))
+
+    @property
+    def scanned(self) -> list[ScanTask]:
+        """Every write the read scans (what the file gate checks)."""
+        return [t for p in self._plans for t in p.scanned]
+
+    @property
+    def _plans(self) -> list[MergePlan]:
         plans = [self.rows, self.before, self.on_top.rows if self.on_top else None]
-        return list(dict.fromkeys(f for p in plans if p is not None for f in p.files))
+        return [p for p in plans if p is not None]
 
 
 def _plan_changes(snapshot: LogSnapshot, request: ReadRequest) -> ChangePlan:
@@ -547,8 +560,12 @@ class HistoryPlan:
     @property
     def files(self) -> list[tuple[str, str]]:
         """Every data file the history scans, with the entry that wrote it."""
-        tasks = [*self.tasks, *([self.base] if self.base else [])]
-        return [(t.entry, f) for t in tasks for f in t.files]
+        return [(t.entry, f) for t in self.scanned for f in t.files]
+
+    @property
+    def scanned(self) -> list[ScanTask]:
+        """Every write the history scans (what the file gate checks)."""
+        return [*self.tasks, *([self.base] if self.base else [])]
 
 
 @dataclass(frozen=True)

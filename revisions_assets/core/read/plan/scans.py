@@ -77,10 +77,14 @@ class MergePlan:
         return (self.base, *self.newer)
 
     @property
+    def scanned(self) -> list[ScanTask]:
+        """Every write the plan scans (what the file gate checks)."""
+        return [*self.tasks, *(self.only_ids_of or ())]
+
+    @property
     def files(self) -> list[tuple[str, str]]:
         """Every data file the plan scans, with the entry that wrote it."""
-        tasks = [*self.tasks, *(self.only_ids_of or ())]
-        return list(dict.fromkeys((t.entry, f) for t in tasks for f in t.files))
+        return list(dict.fromkeys((t.entry, f) for t in self.scanned for f in t.files))
 
     @property
     def tombstones(self) -> int:
