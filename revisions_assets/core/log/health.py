@@ -35,7 +35,7 @@ from .layout import (
     entry_path,
     entry_sequence,
 )
-from .records import KINDS, PURGE, Revision
+from .records import KINDS, PURGE, SHA256_HEX, Revision, decode_id_value, id_types
 
 REPAIR_HINT = (
     "nothing is written to this dataset until the log is repaired: run `revisions verify` "
@@ -86,6 +86,10 @@ def _is_bool(value: Any) -> bool:
     return isinstance(value, bool)
 
 
+def _is_sha256(value: Any) -> bool:
+    return isinstance(value, str) and SHA256_HEX.match(value) is not None
+
+
 def _field_problem(
     doc: Mapping[str, Any],
     key: str,
@@ -120,6 +124,7 @@ _TOP_FIELDS: tuple[tuple[str, Callable[[Any], bool], str, bool], ...] = (
         False,
     ),
     ("properties", lambda v: isinstance(v, dict), "an object", False),
+    ("previous_sha256", lambda v: _is_sha256(v), "a sha256 digest (64 hex digits)", False),
 )
 _TABLE_FIELDS: tuple[tuple[str, Callable[[Any], bool], str, bool], ...] = (
     (
@@ -201,6 +206,44 @@ def _write_problem(table: Any, write: Any, where: str) -> str | None:
             check_relative(file)
         except PathEscapeError:
             return f"references the file {file!r} outside the dataset root"
+    return _file_stats_problem(write, where)
+
+
+#: the counts of one file's stats (``FileStats``)
+_STATS_COUNTS = ("rows", "bytes", "row_groups", "footer_offset", "footer_length")
+
+
+def _file_stats_problem(write: dict[str, Any], where: str) -> str | None:
+    """What is wrong with a write's ``file_stats`` (absent or null in entries written
+    before): one object per file, counts, a digest, and id bounds of the ids' types."""
+    stats = write.get("file_stats")
+    if stats is None:
+        return None
+    where = f"{where}file_stats"
+    if not isinstance(stats, list) or len(stats) != len(write["files"]):
+        return f"has {where!r} that is not a list of one object per file"
+    try:
+        types = id_types(json.dumps(write["schema"]), write["id_columns"])
+    except (AttributeError, TypeError, ValueError):
+        return f"has a schema whose fields are not objects ({where})"
+    for n, one in enumerate(stats):
+        at = f"{where}[{n}]"
+        if not isinstance(one, dict):
+            return f"has {at!r} that is not an object"
+        for key in _STATS_COUNTS:
+            if not _is_count(one.get(key)):
+                return f"has {at}.{key} = {json.dumps(one.get(key))[:60]}, expected a count >= 0"
+        if not _is_sha256(one.get("footer_sha256")):
+            return f"has {at}.footer_sha256 that is not a sha256 digest (64 hex digits)"
+        for key in ("id_min", "id_max"):
+            bounds = one.get(key)
+            if not isinstance(bounds, list) or len(bounds) != len(types):
+                return f"has {at}.{key} that is not a list of one value per id column"
+            for type_name, value in zip(types, bounds, strict=True):
+                try:
+                    decode_id_value(type_name, value)
+                except ValueError as exc:
+                    return f"has {at}.{key}: {exc}"
     return None
 
 

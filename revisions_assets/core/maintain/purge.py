@@ -29,7 +29,7 @@ from pyspark.sql.types import BooleanType, StructField, StructType
 
 from ..columns import DELETED
 from ..errors import CommitConflictError, IdColumnsError, RetentionError, RevisionsError
-from ..log.records import PURGE, PurgedWrite, PurgeMark, Revision
+from ..log.records import PURGE, FileStats, PurgedWrite, PurgeMark, Revision
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
 from ..read.execute.files import FileGate
@@ -39,7 +39,7 @@ from ..read.plan.scans import plan_merge
 from ..read.plan.selection import state_selection
 from ..storage.base import Storage
 from ..timeutil import now_utc
-from ..write.transaction import append_entry, upkeep, write_observed
+from ..write.transaction import append_entry, upkeep, write_observed, written_files
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +238,7 @@ class Purge:
     def _counted(entry: Revision, table: str, hits: Sequence[_Hit]) -> PurgedWrite:
         """A dry run's swap: the counts, the old files."""
         old = entry.tables[table]
-        return _swap(entry, table, hits, old.files, old.bytes)
+        return _swap(entry, table, hits, old.files, old.bytes, old.file_stats)
 
     def _rewrite(
         self, name: str, entry: Revision, table: str, hits: Sequence[_Hit], ids: DataFrame
@@ -253,16 +253,15 @@ class Purge:
         write_observed(
             kept.coalesce(len(source)), self.storage.spark_uri(prefix), sort_by=old.id_columns
         )
-        written = [
-            f
-            for f in self.storage.list_files(prefix)
-            if f.path.endswith(".parquet") and not f.path.rsplit("/", 1)[-1].startswith(("_", "."))
-        ]
+        written = written_files(self.storage, prefix, old.id_columns, old.schema_json)
         folders = {p.rsplit("/", 1)[0] for p in affected}
         old_sizes = {f.path: f.size for folder in folders for f in self.storage.list_files(folder)}
-        files = tuple(f for f in old.files if f not in affected) + tuple(f.path for f in written)
+        logged = zip(old.files, self.log.file_stats(old), strict=True)
+        staying = [(f, s) for f, s in logged if f not in affected]
+        files = tuple(f for f, _ in staying) + written.files
+        stats = tuple(s for _, s in staying) + written.stats
         size = old.bytes - sum(old_sizes.get(p, 0) for p in affected)
-        return _swap(entry, table, hits, files, size + sum(f.size for f in written))
+        return _swap(entry, table, hits, files, size + written.bytes, stats)
 
     def _check_unchanged(
         self, view: LogView, scanned_head: int, table: str, rewritten: Sequence[int]
@@ -283,13 +282,18 @@ class Purge:
 
 
 def _swap(
-    entry: Revision, table: str, hits: Sequence[_Hit], files: tuple[str, ...], size: int
+    entry: Revision,
+    table: str,
+    hits: Sequence[_Hit],
+    files: tuple[str, ...],
+    size: int,
+    stats: tuple[FileStats, ...] | None,
 ) -> PurgedWrite:
     """``entry``'s write of ``table`` without the rows of ``hits``, now in ``files``."""
     old = entry.tables[table]
     removed = sum(h.rows for h in hits)
     tombstones = old.tombstones - sum(h.tombstones for h in hits)
-    write = old.purged(files, old.rows - removed, tombstones, size)
+    write = old.purged(files, old.rows - removed, tombstones, size, stats)
     return PurgedWrite(entry.sequence, write, removed)
 
 

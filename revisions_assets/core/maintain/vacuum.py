@@ -16,7 +16,8 @@ holds them, the major and the revisions read on it); per file a purge swapped ou
 files that replaced it. A damaged one keeps everything it stands for, and the report says
 why (``findings``). It refuses to run on a log that lost its newest entries
 (``revision_log.lost_entries``, a consumer's position past the head): it would commit on
-top of them.
+top of them; and on a broken chain of digests (a rewritten entry, whose folder would look
+like an orphan).
 """
 
 from __future__ import annotations
@@ -185,6 +186,7 @@ class Vacuum:
             from ..write.transaction import append_entry, upkeep
 
         records = self.log.refresh()
+        self.log.refuse_broken_chain()  # a rewritten entry: its folder would look orphaned
         self._refuse_lost_head(records, consumer_positions)
         horizon = retention_horizon(records, now, retain)
         listing = _Listing.of(self.storage)
