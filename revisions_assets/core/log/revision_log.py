@@ -42,6 +42,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -51,7 +52,7 @@ import pyarrow.parquet as pq
 from ..errors import CorruptLogError, InvalidArgumentError
 from ..storage.base import Storage
 from ..storage.footer import stored_file
-from ..timeutil import from_micros, to_micros
+from ..timeutil import to_micros
 from .file_stats import FooterStatsCache, logged_file_stats
 from .health import REPAIR_HINT, check_log_health, entry_problem, parse_entry
 from .layout import DESCRIPTION, LAST_CHECKPOINT, LOG_DIR, checkpoint_path, entry_path
@@ -597,14 +598,20 @@ def _checked_record(text: Any, row: Sequence[Any] | None, sequence: Any, at: int
     return doc
 
 
+#: the times a record may hold, in microseconds (what ``datetime`` can represent)
+_MIN_US = to_micros(datetime.min.replace(tzinfo=UTC))
+_MAX_US = to_micros(datetime.max.replace(tzinfo=UTC))
+
+
 def _columns_problem(doc: dict[str, Any], row: Sequence[Any]) -> str | None:
     """Which of a checkpoint row's columns disagree with its record's JSON (opening builds
     data revisions from the columns)."""
+    if not all(_MIN_US <= doc[k] <= _MAX_US for k in ("timestamp_us", "committed_at_us")):
+        return "has a time out of the range of times"
     try:
         upstream = json.loads(row[8]) if row[8] is not None else None
-        from_micros(doc["timestamp_us"]), from_micros(doc["committed_at_us"])
-    except (ValueError, OverflowError):
-        return "has a time out of range, or an upstream column that is not JSON"
+    except ValueError:
+        return "has an upstream column that is not JSON"
     tables = row[7] or []
     expected = {
         "sequence": (row[0], doc["sequence"]),
