@@ -663,8 +663,9 @@ def read_parquet_bytes(
 
     The file is untrusted: before anything is decoded, its rows (at most ``max_rows``),
     its pages' sizes and its values (``decode_budget``) are checked from the footer;
-    strings are decoded as dictionaries first, so that a value repeated through a
-    dictionary is measured before it is copied. OversizedFileError names what is too large.
+    strings a dictionary encodes are decoded as dictionaries first, so that a value
+    repeated through a dictionary is measured before it is copied (plain pages decode to
+    about their size). OversizedFileError names what is too large.
     """
     file = pq.ParquetFile(pa.BufferReader(raw))
     missing = [c for c in columns or () if c not in file.schema_arrow.names]
@@ -679,29 +680,27 @@ def read_parquet_bytes(
         i for i in range(meta.num_columns) if meta.schema.column(i).path.split(".")[0] in wanted
     ]
     pages = values = 0
+    dictionaries = set()  # leaves some page of which a dictionary encodes
     for group in range(meta.num_row_groups):
         for i in leaves:
             chunk = meta.row_group(group).column(i)
             pages += chunk.total_uncompressed_size
             values += chunk.num_values
+            if chunk.has_dictionary_page and chunk.physical_type == "BYTE_ARRAY":
+                dictionaries.add(chunk.path_in_schema)
     if pages > budget or values * 4 > budget:
         raise OversizedFileError(
             f"its footer promises {pages} bytes of pages and {values} values, more than "
             f"{budget} bytes for {meta.num_rows} rows"
         )
-    strings = [
-        meta.schema.column(i).path
-        for i in leaves
-        if meta.schema.column(i).physical_type == "BYTE_ARRAY"
-    ]
     plain = file.schema_arrow
-    if strings:
-        file = pq.ParquetFile(pa.BufferReader(raw), read_dictionary=strings)
+    if dictionaries:  # plain pages decode to what they hold; a dictionary's values repeat
+        file = pq.ParquetFile(pa.BufferReader(raw), read_dictionary=sorted(dictionaries))
     table = file.read(columns=columns, use_threads=False)
     decoded = sum(_decoded_bytes(chunk) for column in table.columns for chunk in column.chunks)
     if decoded > budget:
         raise OversizedFileError(f"it decodes to {decoded} bytes, more than {budget}")
-    if not strings:
+    if not dictionaries:
         return table
     return table.cast(pa.schema([plain.field(name) for name in table.column_names], plain.metadata))
 
