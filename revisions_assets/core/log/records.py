@@ -700,9 +700,9 @@ class Revision:
         """A data revision from a checkpoint row (the values of ``CHECKPOINT_COLUMNS`` of
         ``core/log/revision_log.py``, in that order); its details are parsed on first use.
 
-        Built without ``__init__`` (its values come from our own checkpoint, already
-        typed): opening a long log creates thousands of these.
-        """
+        Built without ``__init__`` (its values come from a checkpoint whose columns and
+        records ``records_of_checkpoint`` checked): opening a long log creates thousands of
+        these. ``previous``: the digest its record holds (``Revision.previous``)."""
         (
             sequence,
             name,
