@@ -334,6 +334,13 @@ def escape_path(columns) -> None:
     columns["record"][1] = canonical_json(doc)
 
 
+def vacuum_without_mark(columns) -> None:
+    """A maintenance entry whose details the entry checks do not cover."""
+    doc = json.loads(columns["record"][2])
+    doc.update(kind="vacuum", vacuum={"horizon_sequence": 1})
+    columns["record"][2], columns["kind"][2] = canonical_json(doc), "vacuum"
+
+
 def table_name_column(columns) -> None:
     columns["tables"][2] = ["../evil"]
 
@@ -345,6 +352,7 @@ def table_name_column(columns) -> None:
         (table_name_column, "column 'tables'"),
         (lambda c: c["name"].__setitem__(0, "other"), "column 'name'"),
         (lambda c: c["record"].__setitem__(0, "{broken"), "not valid JSON"),
+        (vacuum_without_mark, "cannot be read: KeyError"),
     ],
 )
 def test_a_hostile_checkpoint_is_not_loaded(tmp_path, edit, problem):

@@ -567,11 +567,16 @@ def records_of_checkpoint(table: pa.Table, root: str | None = None) -> list[Revi
     try:
         for at, (text, row) in enumerate(zip(texts, zip(*columns, strict=True), strict=True)):
             doc = _checked_record(text, row if columnar else None, row[0], at + 1)
-            if columnar and row[2] in DATA_KINDS:
-                previous = doc.get("previous_sha256")
-                records.append(Revision.from_checkpoint_row(row, text, root, previous))
-            else:
-                records.append(Revision.from_doc(doc, text, root))
+            try:
+                if columnar and row[2] in DATA_KINDS:
+                    previous = doc.get("previous_sha256")
+                    records.append(Revision.from_checkpoint_row(row, text, root, previous))
+                else:
+                    records.append(Revision.from_doc(doc, text, root))
+            except Exception as exc:  # a shape entry_problem() does not know yet
+                raise CorruptLogError(
+                    f"row {at + 1}: the record cannot be read: {type(exc).__name__}: {exc}"
+                ) from exc
     finally:
         if collecting:
             gc.enable()
