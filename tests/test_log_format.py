@@ -462,6 +462,8 @@ def test_a_checkpoint_that_expands_to_gigabytes_is_never_decoded(tmp_path, rows,
     assert got["open"] == [f"r{s}" for s in range(1, rows + 2)] and got["commit"] is True, got
     assert ["checkpoint_unreadable", LAST_CHECKPOINT] in got["verify"], got
     assert got["peak_mib"] < PEAK_MIB, got
+    if not dictionary:
+        return  # how a checkpoint expands changes nothing below: once is enough
     for seq in range(1, rows + 3):
         (tmp_path / entry_path(seq)).unlink()
     (tmp_path / DESCRIPTION).unlink()

@@ -18,10 +18,14 @@ from typing import TypeVar
 
 from ..errors import CorruptFileError, MissingFileError
 from ..storage.base import LocalStorage, Storage
-from ..storage.footer import StoredFile, column_bounds, stored_file
+from ..storage.footer import FOOTER_READ, StoredFile, column_bounds, stored_file
 from .records import FileStats, TableWrite, decode_id_value, encode_id_value, id_types
 
 _THREADS = 8  # footers fetched at once from an object store
+#: the last bytes one read of a freshly written file fetches (``written_files``): its whole
+#: footer, however many row groups it has (a file of a million rows has some 60, and a
+#: footer near 100 KiB; files of earlier releases, one row group, fit ``FOOTER_READ``)
+WRITTEN_TAIL_READ = 2**20
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 
@@ -68,12 +72,19 @@ def stats_of_footer(
 
 
 def read_file_stats(
-    storage: Storage, paths: Sequence[str], id_columns: Sequence[str], schema_json: str
+    storage: Storage,
+    paths: Sequence[str],
+    id_columns: Sequence[str],
+    schema_json: str,
+    tail_read: int = FOOTER_READ,
 ) -> tuple[FileStats, ...]:
-    """The stats of ``paths`` from their footers (one ranged read each, in threads on an
-    object store). MissingFileError or CorruptFileError for a file gone or not Parquet."""
+    """The stats of ``paths`` from their footers (one ranged read of each file's last
+    ``tail_read`` bytes, a second one for a longer footer; in threads on an object store).
+    MissingFileError or CorruptFileError for a file gone or not Parquet."""
     types = id_types(schema_json, id_columns)
-    stored = in_threads(storage, lambda path: stored_file(storage, path), paths)
+    stored = in_threads(
+        storage, lambda path: stored_file(storage, path, tail_read=tail_read), paths
+    )
     for state in stored:
         if state.problem == "missing":
             raise MissingFileError(f"{storage.uri}: data file {state.path} is missing")
@@ -126,6 +137,7 @@ def check_stored_files(storage: Storage, stats: Iterable[FileStats]) -> list[Sto
 
 
 __all__ = [
+    "WRITTEN_TAIL_READ",
     "FooterStatsCache",
     "check_stored_file",
     "check_stored_files",

@@ -49,12 +49,18 @@ class StoredFile:
     metadata: pq.FileMetaData | None = field(default=None, compare=False, repr=False)
 
 
-def stored_file(storage: Storage, path: str, footer_length: int | None = None) -> StoredFile:
+def stored_file(
+    storage: Storage,
+    path: str,
+    footer_length: int | None = None,
+    tail_read: int = FOOTER_READ,
+) -> StoredFile:
     """The rows (and those of its largest row group) a Parquet file's footer records, where
     its footer lies and its digest, or its problem (missing, not Parquet, a footer that
     does not parse). ``footer_length``: the footer's expected length, so that one read
-    fetches it exactly (a file whose footer is longer costs a second read)."""
-    want = FOOTER_READ if footer_length is None else footer_length + FOOTER_TRAILER
+    fetches it exactly; else the first read fetches the last ``tail_read`` bytes (a file
+    whose footer is longer costs a second read)."""
+    want = tail_read if footer_length is None else footer_length + FOOTER_TRAILER
     got = storage.read_tail_sized(path, want)
     if got is None:
         return StoredFile(path, problem="missing")

@@ -46,7 +46,7 @@ from ..errors import (
 )
 from ..hashing import row_hash
 from ..log.consumers import check_positions, moves_positions
-from ..log.file_stats import read_file_stats
+from ..log.file_stats import WRITTEN_TAIL_READ, read_file_stats
 from ..log.health import mark_dataset
 from ..log.layout import CLAIM_FILE
 from ..log.records import FileStats, Revision, TableWrite, UpstreamPosition, canonical_json
@@ -393,15 +393,16 @@ def written_files(
 ) -> WrittenFiles:
     """What a write into the fresh folder ``prefix`` produced, as its log entry records it:
     its data files (Spark's markers and temporary files left out) and their stats, read
-    from each file's footer (one ranged read each, in threads on an object store; the
-    data is not read again). Commits, compactions and purges record their writes with it."""
+    from each file's footer (one ranged read of its last MiB, in threads on an object
+    store; the data is not read again). Commits, compactions and purges record their
+    writes with it."""
     infos = [
         f
         for f in storage.list_files(prefix)
         if f.path.endswith(".parquet") and not f.path.rsplit("/", 1)[-1].startswith(("_", "."))
     ]
     files = tuple(f.path for f in infos)
-    stats = read_file_stats(storage, files, id_columns, schema_json)
+    stats = read_file_stats(storage, files, id_columns, schema_json, WRITTEN_TAIL_READ)
     return WrittenFiles(files, sum(f.size for f in infos), stats)
 
 
