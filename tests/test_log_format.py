@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from revisions_assets.core.errors import CorruptLogError
+from revisions_assets.core.log import health
 from revisions_assets.core.log.file_stats import check_stored_file, read_file_stats
 from revisions_assets.core.log.health import entry_problem, parse_entry
 from revisions_assets.core.log.layout import DESCRIPTION, LAST_CHECKPOINT
@@ -231,6 +232,13 @@ def test_stats_come_from_footers_and_a_rewritten_file_is_found(tmp_path):
     assert check_stored_file(storage, found).problem == "its last bytes are not PAR1"
     (tmp_path / path).unlink()
     assert check_stored_file(storage, found).problem == "missing"
+
+
+def test_an_entry_larger_than_any_entry_is_not_decoded(tmp_path, monkeypatch):
+    raw = record(1).to_json().encode()
+    monkeypatch.setattr(health, "MAX_ENTRY_BYTES", len(raw) - 1)
+    with pytest.raises(CorruptLogError, match=rf"holds {len(raw)} bytes, more than any entry"):
+        parse_entry(raw, 1, str(tmp_path))
 
 
 # -- the chain of digests --------------------------------------------------------------------

@@ -43,10 +43,20 @@ REPAIR_HINT = (
 )
 
 
+#: the largest entry the log accepts (one that large lists some 100,000 files): JSON is
+#: decoded only below it, in a checkpoint's records too
+MAX_ENTRY_BYTES = 64 * 2**20
+
+
 def parse_entry(raw: bytes, sequence: int, root: str) -> Revision:
     """The revision recorded in log entry ``sequence`` of the dataset at ``root`` (its
     relative upstream roots resolved against it), or CorruptLogError naming the file."""
     path = entry_path(sequence)
+    if len(raw) > MAX_ENTRY_BYTES:
+        raise CorruptLogError(
+            f"{root}: log entry {path} holds {len(raw)} bytes, more than any entry "
+            f"({MAX_ENTRY_BYTES}); {REPAIR_HINT}"
+        )
     try:
         doc = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:

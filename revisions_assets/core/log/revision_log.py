@@ -54,7 +54,7 @@ from ..storage.base import Storage
 from ..storage.footer import stored_file
 from ..timeutil import to_micros
 from .file_stats import FooterStatsCache, logged_file_stats
-from .health import REPAIR_HINT, check_log_health, entry_problem, parse_entry
+from .health import MAX_ENTRY_BYTES, REPAIR_HINT, check_log_health, entry_problem, parse_entry
 from .layout import DESCRIPTION, LAST_CHECKPOINT, LOG_DIR, checkpoint_path, entry_path
 from .records import DATA_KINDS, FileStats, Revision, TableWrite, stored_dataset, upstream_doc
 from .view import LogView
@@ -71,10 +71,9 @@ LOST_HEAD_LIMIT = 1000
 #: the key of a checkpoint's Parquet metadata that holds the sha256 of its last entry
 LAST_ENTRY_DIGEST = b"revisions.last_entry_sha256"
 #: what a log-sized Parquet file (a checkpoint, description.parquet) may decode to: per
-#: row at most ``MAX_RECORD_BYTES`` (an entry that large holds some 100,000 files), and in
-#: all at most ``DECODE_FLOOR`` or ``DECODE_RATIO`` times its size on storage, whichever is
-#: more (the log's JSON compresses far less; a file that expands more is not loaded)
-MAX_RECORD_BYTES = 64 * 2**20
+#: row at most ``MAX_ENTRY_BYTES`` (the largest entry), and in all at most ``DECODE_FLOOR``
+#: or ``DECODE_RATIO`` times its size on storage, whichever is more (the log's JSON
+#: compresses far less; a file that expands more is not loaded)
 DECODE_FLOOR = 256 * 2**20
 DECODE_RATIO = 64
 __all__ = [
@@ -587,7 +586,7 @@ def _checked_record(text: Any, row: Sequence[Any] | None, sequence: Any, at: int
     """The decoded JSON of a checkpoint's row ``at``, checked as an entry and against the
     row's columns (``row``: the values of ``CHECKPOINT_COLUMNS``; None in the first format)."""
     where = f"row {at} (sequence {sequence})"
-    if not isinstance(text, str) or len(text) > MAX_RECORD_BYTES:
+    if not isinstance(text, str) or len(text) > MAX_ENTRY_BYTES:
         raise CorruptLogError(f"{where} has no record, or one larger than any entry")
     try:
         doc = json.loads(text)
@@ -712,7 +711,7 @@ def read_parquet_bytes(
 
 def decode_budget(rows: int, size: int) -> int:
     """What a log-sized Parquet file of ``rows`` rows and ``size`` bytes may decode to."""
-    return min(max(rows, 1) * MAX_RECORD_BYTES, max(DECODE_FLOOR, DECODE_RATIO * size))
+    return min(max(rows, 1) * MAX_ENTRY_BYTES, max(DECODE_FLOOR, DECODE_RATIO * size))
 
 
 def _decoded_bytes(array: pa.Array) -> int:
