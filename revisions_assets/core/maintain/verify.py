@@ -7,17 +7,19 @@ commits (leftovers that vacuum reclaims, a stale derived file that the next comm
 rewrites).
 
 Unlike opening a dataset, which stops at the first damage, ``verify`` reads every log
-entry, lists every file and reads the footer of every referenced file (``integrity``),
+entry (checking the chain of digests over all of them, and each against its checkpoint's
+copy), lists every file and reads the footer of every referenced file (``integrity``),
 so it is meant for operators (``revisions verify``), not for each run. It works on a
 dataset that cannot be opened. Its advice never contradicts itself: while an entry is
 missing or damaged, a folder it may reference is that entry's, never an orphan to delete;
 ``description.parquet`` listing entries past the log's end is a lost head, not staleness.
 
-``deep_findings`` (``verify --deep``) also reads the data, with Spark: per table, one
-job over all its live data revisions (one scan: ``execute/spark_scan.revision_rows``)
-counts per revision the rows, tombstones, null ids and duplicated ids, and compares the
-counts with the log. It runs only when the other checks found no error
-(``deep_skipped`` says so otherwise).
+``deep_findings`` (``verify --deep``) also compares every live file with the size and
+footer its entry recorded (``rewritten_file_findings``), and reads the data, with Spark:
+per table, one job over all its live data revisions (one scan:
+``execute/spark_scan.revision_rows``) counts per revision the rows, tombstones, null ids
+and duplicated ids, and compares the counts with the log. It runs only when the other
+checks found no error (``deep_skipped`` says so otherwise).
 """
 
 from __future__ import annotations
