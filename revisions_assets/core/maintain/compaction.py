@@ -91,9 +91,7 @@ class Compactor:
         snapshot = Snapshot(self.storage.uri, view)
         for table in tables if tables is not None else view.tables():
             state = plan_state(snapshot, table)  # what a default read of the table reads
-            base = view.records[state.rows.base.sequence - 1].tables[table]
-            # a base of an earlier release: files without their stats in the log, too
-            if base.file_stats is None or compaction_needed(self.storage, state.rows):
+            if compaction_needed(self.storage, state.rows):
                 jobs.append(_TableJob(table, state.selection, state.rows))
         if not jobs:
             return None
