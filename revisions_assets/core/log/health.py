@@ -1,9 +1,11 @@
 """Is the log whole and well formed? Checks made when a log is opened and read.
 
-* ``parse_entry``: a log entry's bytes become a ``Revision`` only when every field has the
-  right type (``is_major`` a real bool, counts non-negative ints, …) and every recorded
-  file path stays inside the root; otherwise ``CorruptLogError`` names the file and what
-  is wrong (never an AttributeError, never ``bool("False")``).
+* ``parse_entry``: a log entry's bytes (at most ``MAX_ENTRY_BYTES``) become a ``Revision``
+  only when every field has the right type (``is_major`` a real bool, counts non-negative
+  ints, file stats one per file with bounds of the ids' types, …) and every recorded file
+  path stays inside the root; otherwise ``CorruptLogError`` names the file and what is
+  wrong (never an AttributeError, never ``bool("False")``). A checkpoint's records get the
+  same checks (``entry_problem``, from ``revision_log.records_of_checkpoint``).
 * ``check_log_health``: after an open has read the log up to its head, nothing may lie
   beyond it (an entry past a missing one is a gap), and an empty log must really be an
   empty dataset, not a lost ``_log/``. It lists the names after the head only (one
@@ -150,7 +152,7 @@ _TOP_FIELDS: tuple[tuple[str, Callable[[Any], bool], str, bool], ...] = (
         False,
     ),
     ("properties", lambda v: isinstance(v, dict), "an object", False),
-    ("previous_sha256", lambda v: _is_sha256(v), "a sha256 digest (64 hex digits)", False),
+    ("previous_sha256", _is_sha256, "a sha256 digest (64 hex digits)", False),
 )
 _TABLE_FIELDS: tuple[tuple[str, Callable[[Any], bool], str, bool], ...] = (
     (
