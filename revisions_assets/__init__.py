@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from .core.dataset import RevisionedDataset
     from .core.errors import RevisionsError
-    from .core.log.records import Revision, TableWrite, UpstreamPosition
+    from .core.log.records import FileStats, Revision, TableWrite, UpstreamPosition
     from .core.maintain.vacuum import VacuumReport
     from .core.read.results import ChangeSet, TableInfo
     from .core.read.scan import DatasetSnapshot, PlannedFiles, Scan
@@ -36,6 +36,7 @@ _EXPORTS = {
     "VacuumReport": ".core.maintain.vacuum",
     "DatasetReader": ".core.reader",
     "RevisionsError": ".core.errors",
+    "FileStats": ".core.log.records",
     "Revision": ".core.log.records",
     "TableWrite": ".core.log.records",
     "UpstreamPosition": ".core.log.records",
@@ -46,6 +47,7 @@ __all__ = [
     "ChangeSet",
     "DatasetReader",
     "DatasetSnapshot",
+    "FileStats",
     "PlannedFiles",
     "Revision",
     "RevisionedDataset",

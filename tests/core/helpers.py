@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import LongType, StructField, StructType
 
 from revisions_assets import Revision, TableWrite, UpstreamPosition
+from revisions_assets.core.log.file_stats import read_file_stats
 from revisions_assets.core.log.records import canonical_json
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.write.file_size import FIRST_FILE_ROWS, ROW_GROUP_ROWS
@@ -79,10 +80,10 @@ def stage_revision(
 ) -> Revision:
     """Commit a revision through the log layer, without Spark: ``{(id,): {"v": v} or None}``.
 
-    The data file (columns id, v, _deleted, written by pyarrow) and the log entry are laid out
-    exactly as a commit lays them out; the entry is appended put-if-absent at ``log.head + 1``.
-    Many revisions cost milliseconds instead of Spark jobs. ``committed_at``: a chosen
-    commit time (default now), for tests of the commit axis.
+    The data file (columns id, v, _deleted, written by pyarrow) and the log entry (with the
+    file's stats) are laid out exactly as a commit lays them out; the entry is appended
+    put-if-absent at ``log.head + 1``. Many revisions cost milliseconds instead of Spark
+    jobs. ``committed_at``: a chosen commit time (default now), for tests of the commit axis.
     """
     path = f"{name}/{table}/part-00000.parquet"
     data = pa.table(
@@ -103,6 +104,7 @@ def stage_revision(
         tombstones=sum(r is None for r in rows.values()),
         files=(path,),
         bytes=target.stat().st_size,
+        file_stats=read_file_stats(log.storage, (path,), ("id",), STAGED_SCHEMA),
     )
     record = Revision(
         name=name,
@@ -141,14 +143,16 @@ def stage_frame(
             Path(root) / path, compression="snappy", row_group_size=ROW_GROUP_ROWS
         )
         files.append(path)
+    schema_json = canonical_json(schema.jsonValue())
     write = TableWrite(
         id_columns=("id",),
-        schema_json=canonical_json(schema.jsonValue()),
+        schema_json=schema_json,
         version="v1",
         rows=rows.height,
         tombstones=int(rows["_deleted"].sum()),
         files=tuple(files),
         bytes=sum((Path(root) / f).stat().st_size for f in files),
+        file_stats=read_file_stats(log.storage, files, ("id",), schema_json),
     )
     record = Revision(
         name=name,

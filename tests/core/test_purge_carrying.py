@@ -24,7 +24,7 @@ from harness.dates import day
 
 from revisions_assets import DatasetReader, RevisionedDataset, TableWrite
 from revisions_assets.core.errors import RetentionError
-from revisions_assets.core.log.records import PURGED_FIELDS
+from revisions_assets.core.log.records import PURGED_FIELDS, FileStats
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.storage.backends import open_storage
 
@@ -117,7 +117,8 @@ def test_every_other_field_of_a_write_survives_a_purge():
     here, and must be added to PURGED_FIELDS to be rewritten."""
     write = TableWrite(
         id_columns=("id",),
-        schema_json='{"fields":[],"type":"struct"}',
+        schema_json='{"fields":[{"metadata":{},"name":"id","nullable":true,"type":"long"}],'
+        '"type":"struct"}',
         version="v3",
         rows=10,
         tombstones=2,
@@ -127,22 +128,28 @@ def test_every_other_field_of_a_write_survives_a_purge():
         compared_with=6,
         field_versions={"v": "v2"},
         carries=(1, 2, 5),
+        file_stats=tuple(
+            FileStats(f, 5, 1024, 1, 900, 116, "0" * 64, (0,), (9,))
+            for f in ("a/t/1.parquet", "a/t/2.parquet")
+        ),
     )
     unset = [f.name for f in fields(TableWrite) if getattr(write, f.name) == f.default]
     assert not unset, f"give {unset} a value other than the default"
-    purged = write.purged(("p-9/t/1.parquet",), 7, 1, 1000)
+    stats = (FileStats("p-9/t/1.parquet", 7, 1000, 1, 880, 112, "1" * 64, (0,), (8,)),)
+    purged = write.purged(("p-9/t/1.parquet",), 7, 1, 1000, stats)
     assert {f: getattr(purged, f) for f in PURGED_FIELDS} == {
         "files": ("p-9/t/1.parquet",),
         "rows": 7,
         "tombstones": 1,
         "bytes": 1000,
+        "file_stats": stats,
     }
     for f in fields(TableWrite):
         if f.name not in PURGED_FIELDS:
             assert getattr(purged, f.name) == getattr(write, f.name), f.name
     # what a purge of an earlier release recorded: the view takes only the purged fields
     recorded = TableWrite(write.id_columns, write.schema_json, write.version, 7, 1, (), 1000)
-    assert write.with_purged_fields(recorded) == write.purged((), 7, 1, 1000)
+    assert write.with_purged_fields(recorded) == write.purged((), 7, 1, 1000, None)
     assert TableWrite.from_doc(purged.to_doc()) == purged
 
 
@@ -153,7 +160,7 @@ def earlier_release(monkeypatch) -> None:
     """The purge and the log view of earlier releases: the swapped write rebuilt field by
     field (without ``carries`` and the provenance fields), and applied wholesale."""
 
-    def purged(self, files, rows, tombstones, size):
+    def purged(self, files, rows, tombstones, size, file_stats):
         return TableWrite(
             self.id_columns, self.schema_json, self.version, rows, tombstones, files, size
         )

@@ -122,3 +122,33 @@ def test_a_root_that_is_an_object_is_a_storage_error(s3_root, s3_options, s3_env
     )
     assert done.returncode == 3 and done.stdout == "", done.stderr
     assert f"root {s3_root} is a regular file (an object)" in done.stderr
+
+
+def test_a_footer_is_read_with_the_object_size(s3_root, s3_options):
+    """One ranged GET gives a footer and the object's size (``Content-Range``): what the
+    log's file stats record and ``check_stored_file`` compares."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from revisions_assets.core.log.file_stats import check_stored_file, read_file_stats
+
+    storage = open_storage(s3_root, **s3_options)
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"id": pa.array(range(100_000), pa.int64())}), buf)
+    storage.write("r/t/part-0.parquet", buf.getvalue())
+    assert len(buf.getvalue()) > 4 * 64 * 1024  # larger than the tail one read fetches
+    schema = (
+        '{"fields":[{"metadata":{},"name":"id","nullable":true,"type":"long"}],"type":"struct"}'
+    )
+    (stats,) = read_file_stats(storage, ["r/t/part-0.parquet"], ("id",), schema)
+    assert (stats.bytes, stats.rows, stats.id_min, stats.id_max) == (
+        len(buf.getvalue()),
+        100_000,
+        (0,),
+        (99_999,),
+    )
+    assert check_stored_file(storage, stats).problem is None
+    storage.write("r/t/part-0.parquet", buf.getvalue()[:-1] + b"X")
+    assert check_stored_file(storage, stats).problem == "its last bytes are not PAR1"

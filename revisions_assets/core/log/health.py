@@ -1,9 +1,11 @@
 """Is the log whole and well formed? Checks made when a log is opened and read.
 
-* ``parse_entry``: a log entry's bytes become a ``Revision`` only when every field has the
-  right type (``is_major`` a real bool, counts non-negative ints, …) and every recorded
-  file path stays inside the root; otherwise ``CorruptLogError`` names the file and what
-  is wrong (never an AttributeError, never ``bool("False")``).
+* ``parse_entry``: a log entry's bytes (at most ``MAX_ENTRY_BYTES``) become a ``Revision``
+  only when every field has the right type (``is_major`` a real bool, counts non-negative
+  ints, file stats one per file with bounds of the ids' types, …) and every recorded file
+  path stays inside the root; otherwise ``CorruptLogError`` names the file and what is
+  wrong (never an AttributeError, never ``bool("False")``). A checkpoint's records get the
+  same checks (``entry_problem``, from ``revision_log.records_of_checkpoint``).
 * ``check_log_health``: after an open has read the log up to its head, nothing may lie
   beyond it (an entry past a missing one is a gap), and an empty log must really be an
   empty dataset, not a lost ``_log/``. It lists the names after the head only (one
@@ -35,7 +37,7 @@ from .layout import (
     entry_path,
     entry_sequence,
 )
-from .records import KINDS, PURGE, Revision
+from .records import KINDS, PURGE, SHA256_HEX, Revision, decode_id_value, id_types
 
 REPAIR_HINT = (
     "nothing is written to this dataset until the log is repaired: run `revisions verify` "
@@ -43,10 +45,20 @@ REPAIR_HINT = (
 )
 
 
+#: the largest entry the log accepts (one that large lists some 100,000 files): JSON is
+#: decoded only below it, in a checkpoint's records too
+MAX_ENTRY_BYTES = 64 * 2**20
+
+
 def parse_entry(raw: bytes, sequence: int, root: str) -> Revision:
     """The revision recorded in log entry ``sequence`` of the dataset at ``root`` (its
     relative upstream roots resolved against it), or CorruptLogError naming the file."""
     path = entry_path(sequence)
+    if len(raw) > MAX_ENTRY_BYTES:
+        raise CorruptLogError(
+            f"{root}: log entry {path} holds {len(raw)} bytes, more than any entry "
+            f"({MAX_ENTRY_BYTES}); {REPAIR_HINT}"
+        )
     try:
         doc = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -86,6 +98,10 @@ def _is_bool(value: Any) -> bool:
     return isinstance(value, bool)
 
 
+def _is_sha256(value: Any) -> bool:
+    return isinstance(value, str) and SHA256_HEX.match(value) is not None
+
+
 def _field_problem(
     doc: Mapping[str, Any],
     key: str,
@@ -99,6 +115,22 @@ def _field_problem(
         return f"lacks the field {where}{key!r}" if required else None
     if not ok(doc[key]):
         return f"has {where}{key!r} = {json.dumps(doc[key])[:60]}, expected {what}"
+    return None
+
+
+def _fields_problem(
+    doc: Mapping[str, Any],
+    fields: tuple[tuple[str, Callable[[Any], bool], str, bool], ...],
+    where: str,
+) -> str | None:
+    """The first of ``fields`` that ``doc`` lacks (when required) or holds with a wrong type
+    (a checkpoint checks thousands of records on open: one loop, no call per field)."""
+    for key, ok, what, required in fields:
+        if key in doc:
+            if not ok(doc[key]):
+                return _field_problem(doc, key, ok, what, where=where)
+        elif required:
+            return _field_problem(doc, key, ok, what, where=where)
     return None
 
 
@@ -120,6 +152,7 @@ _TOP_FIELDS: tuple[tuple[str, Callable[[Any], bool], str, bool], ...] = (
         False,
     ),
     ("properties", lambda v: isinstance(v, dict), "an object", False),
+    ("previous_sha256", _is_sha256, "a sha256 digest (64 hex digits)", False),
 )
 _TABLE_FIELDS: tuple[tuple[str, Callable[[Any], bool], str, bool], ...] = (
     (
@@ -162,10 +195,9 @@ def entry_problem(doc: Any) -> str | None:
     """
     if not isinstance(doc, dict):
         return f"is a JSON {type(doc).__name__}, not an object"
-    for key, ok, what, required in _TOP_FIELDS:
-        problem = _field_problem(doc, key, ok, what, required=required)
-        if problem:
-            return problem
+    problem = _fields_problem(doc, _TOP_FIELDS, "")
+    if problem:
+        return problem
     for table, write in doc["tables"].items():
         problem = _write_problem(table, write, f"tables.{table}.")
         if problem:
@@ -192,15 +224,52 @@ def _write_problem(table: Any, write: Any, where: str) -> str | None:
         return f"names a table {table!r} that is not a plain name"
     if not isinstance(write, dict):
         return f"has {where[:-1]!r} = {json.dumps(write)[:60]}, expected an object"
-    for key, ok, what, required in _TABLE_FIELDS:
-        problem = _field_problem(write, key, ok, what, required=required, where=where)
-        if problem:
-            return problem
+    problem = _fields_problem(write, _TABLE_FIELDS, where)
+    if problem:
+        return problem
     for file in write["files"]:
         try:
             check_relative(file)
         except PathEscapeError:
             return f"references the file {file!r} outside the dataset root"
+    return _file_stats_problem(write, where)
+
+
+#: the counts of one file's stats (``FileStats``)
+_STATS_COUNTS = ("rows", "bytes", "row_groups", "footer_offset", "footer_length")
+
+
+def _file_stats_problem(write: dict[str, Any], where: str) -> str | None:
+    """What is wrong with a write's ``file_stats`` (absent or null in entries written
+    before): one object per file, counts, a digest, and id bounds of the ids' types."""
+    stats = write.get("file_stats")
+    if stats is None:
+        return None
+    where = f"{where}file_stats"
+    if not isinstance(stats, list) or len(stats) != len(write["files"]):
+        return f"has {where!r} that is not a list of one object per file"
+    try:
+        types = id_types(json.dumps(write["schema"]), write["id_columns"])
+    except (AttributeError, TypeError, ValueError):
+        return f"has a schema whose fields are not objects ({where})"
+    for n, one in enumerate(stats):
+        at = f"{where}[{n}]"
+        if not isinstance(one, dict):
+            return f"has {at!r} that is not an object"
+        for key in _STATS_COUNTS:
+            if not _is_count(one.get(key)):
+                return f"has {at}.{key} = {json.dumps(one.get(key))[:60]}, expected a count >= 0"
+        if not _is_sha256(one.get("footer_sha256")):
+            return f"has {at}.footer_sha256 that is not a sha256 digest (64 hex digits)"
+        for key in ("id_min", "id_max"):
+            bounds = one.get(key)
+            if not isinstance(bounds, list) or len(bounds) != len(types):
+                return f"has {at}.{key} that is not a list of one value per id column"
+            for type_name, value in zip(types, bounds, strict=True):
+                try:
+                    decode_id_value(type_name, value)
+                except ValueError as exc:
+                    return f"has {at}.{key}: {exc}"
     return None
 
 

@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal, InvalidOperation
 from types import MappingProxyType
 from typing import Any
 
 from ..timeutil import from_micros, to_micros
 
-#: 1: data revisions only (``kind`` derived from ``is_major``); 2: entries carry ``kind``
-LOG_FORMAT = 2
+#: 1: data revisions only (``kind`` derived from ``is_major``); 2: entries carry ``kind``;
+#: 3: each entry records the digest of its predecessor (``previous_sha256``) and each
+#: write the statistics of its files (``file_stats``)
+LOG_FORMAT = 3
 
 MAJOR = "major"
 MINOR = "minor"
@@ -39,6 +43,137 @@ KINDS = DATA_KINDS | MAINTENANCE_KINDS
 def canonical_json(value: Any) -> str:
     """Compact, key-sorted JSON: equal values serialize to equal strings."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+#: a sha256 digest as the log records it: 64 lowercase hex digits
+SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+#: the id types whose min and max the log records (Spark's type names); ids of other types
+#: (refused at commit) record none
+_INT_TYPES = frozenset({"byte", "short", "integer", "long"})
+_DECIMAL_TYPE = re.compile(r"^decimal\(\d+,\s*\d+\)$")
+#: a string id's min or max longer than this is not recorded (the log stays small; a
+#: reader that finds no bound prunes nothing)
+MAX_ID_TEXT = 256
+_EPOCH = datetime(1970, 1, 1)
+
+
+def id_types(schema_json: str, id_columns: Sequence[str]) -> tuple[str, ...]:
+    """The recorded Spark type name of each id column ("" for a type without a name, or an
+    id the schema lacks)."""
+    fields = {f.get("name"): f.get("type") for f in json.loads(schema_json).get("fields", ())}
+    return tuple(t if isinstance(t := fields.get(c), str) else "" for c in id_columns)
+
+
+def encode_id_value(type_name: str, value: Any) -> Any:
+    """An id's value as the log records it: JSON typed by the column's Spark type (ints,
+    booleans and strings as they are, a date as ``"YYYY-MM-DD"``, a timestamp as integer
+    microseconds since the epoch, a decimal as its text); None when the type records no
+    bound or the value does not fit it (``decode_id_value`` reads it back to the same
+    value)."""
+    if type_name in _INT_TYPES:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if type_name == "string":
+        if isinstance(value, bytes):
+            try:
+                value = value.decode()
+            except UnicodeDecodeError:
+                return None
+        return value if isinstance(value, str) and len(value) <= MAX_ID_TEXT else None
+    if type_name == "boolean":
+        return value if isinstance(value, bool) else None
+    if type_name == "date":
+        ok = isinstance(value, date) and not isinstance(value, datetime)
+        return value.isoformat() if ok else None
+    if type_name == "timestamp" and isinstance(value, datetime):
+        return to_micros(value if value.tzinfo else value.replace(tzinfo=UTC))
+    if type_name == "timestamp_ntz" and isinstance(value, datetime) and value.tzinfo is None:
+        return (value - _EPOCH) // timedelta(microseconds=1)
+    if _DECIMAL_TYPE.match(type_name) and isinstance(value, Decimal) and value.is_finite():
+        return str(value)
+    return None
+
+
+def decode_id_value(type_name: str, value: Any) -> Any:
+    """The value ``encode_id_value`` recorded (None stays None); ValueError when the JSON does
+    not fit the type."""
+    if value is None:
+        return None
+    if type_name in _INT_TYPES and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if type_name == "string" and isinstance(value, str) and len(value) <= MAX_ID_TEXT:
+        return value
+    if type_name == "boolean" and isinstance(value, bool):
+        return value
+    if type_name == "date" and isinstance(value, str) and len(value) == 10:
+        return date.fromisoformat(value)
+    if type_name in ("timestamp", "timestamp_ntz") and type(value) is int:
+        try:
+            if type_name == "timestamp":
+                return from_micros(value)
+            return _EPOCH + timedelta(microseconds=value)
+        except OverflowError:
+            raise ValueError(f"{value} microseconds is out of the range of times") from None
+    if _DECIMAL_TYPE.match(type_name) and isinstance(value, str):
+        try:
+            number = Decimal(value)
+        except InvalidOperation:
+            raise ValueError(f"{value!r} is not a decimal") from None
+        if number.is_finite() and str(number) == value:
+            return number
+    raise ValueError(f"{json.dumps(value)[:60]} is not a bound of an id of type {type_name!r}")
+
+
+@dataclass(frozen=True)
+class FileStats:
+    """What the job that wrote one data file recorded about it, read from the file's footer
+    right after the write: so a plan prunes files by their id ranges without opening any,
+    and a reader fetches a footer in one ranged request (or never, when the log answers).
+
+    ``id_min``/``id_max``: per id column, in the order of the write's ``id_columns``, the
+    smallest and largest value of the file, typed by the schema (int, str, bool, date,
+    datetime, Decimal), or None where the footer holds no statistics (Spark writes none for
+    its INT96 timestamps) or a string is longer than ``MAX_ID_TEXT``. ``footer_offset`` and
+    ``footer_length``: the footer's place (bytes ``[footer_offset, bytes)`` are the footer,
+    its length and the closing magic); ``footer_sha256``: the digest of the footer, which a
+    file rewritten with other values cannot keep (``log/file_stats.check_stored_file``).
+    """
+
+    path: str
+    rows: int
+    bytes: int
+    row_groups: int
+    footer_offset: int
+    footer_length: int
+    footer_sha256: str
+    id_min: tuple[Any, ...]
+    id_max: tuple[Any, ...]
+
+    def to_doc(self, types: Sequence[str]) -> dict[str, Any]:
+        """As the log stores it: without the path (the write's ``files`` at the same index)."""
+        return {
+            "rows": self.rows,
+            "bytes": self.bytes,
+            "row_groups": self.row_groups,
+            "footer_offset": self.footer_offset,
+            "footer_length": self.footer_length,
+            "footer_sha256": self.footer_sha256,
+            "id_min": [encode_id_value(t, v) for t, v in zip(types, self.id_min, strict=True)],
+            "id_max": [encode_id_value(t, v) for t, v in zip(types, self.id_max, strict=True)],
+        }
+
+    @classmethod
+    def from_doc(cls, path: str, doc: Mapping[str, Any], types: Sequence[str]) -> FileStats:
+        return cls(
+            path=path,
+            rows=int(doc["rows"]),
+            bytes=int(doc["bytes"]),
+            row_groups=int(doc["row_groups"]),
+            footer_offset=int(doc["footer_offset"]),
+            footer_length=int(doc["footer_length"]),
+            footer_sha256=str(doc["footer_sha256"]),
+            id_min=tuple(decode_id_value(t, v) for t, v in zip(types, doc["id_min"], strict=True)),
+            id_max=tuple(decode_id_value(t, v) for t, v in zip(types, doc["id_max"], strict=True)),
+        )
 
 
 @dataclass(frozen=True)
@@ -71,6 +206,9 @@ class TableWrite:
     #: merge of the table's state as of its timestamp when it was written); its own rows
     #: are the changed entities and tombstones on top of them. Empty: a complete major
     carries: tuple[int, ...] = ()
+    #: per file of ``files`` (same order), what its footer said when it was written; None
+    #: in entries written before (``RevisionLog.file_stats`` reads them from the footers)
+    file_stats: tuple[FileStats, ...] | None = None
 
     def to_doc(self) -> dict[str, Any]:
         doc = {
@@ -90,18 +228,30 @@ class TableWrite:
             doc["field_versions"] = dict(sorted(self.field_versions.items()))
         if self.carries:
             doc["carries"] = to_ranges(self.carries)
+        if self.file_stats is not None:
+            types = id_types(self.schema_json, self.id_columns)
+            doc["file_stats"] = [s.to_doc(types) for s in self.file_stats]
         return doc
 
     def field_version(self, column: str) -> str | None:
         """The version of one value column: recorded, else the table's version."""
         return (self.field_versions or {}).get(column, self.version)
 
-    def purged(self, files: tuple[str, ...], rows: int, tombstones: int, size: int) -> TableWrite:
+    def purged(
+        self,
+        files: tuple[str, ...],
+        rows: int,
+        tombstones: int,
+        size: int,
+        file_stats: tuple[FileStats, ...] | None,
+    ) -> TableWrite:
         """This write after a purge rewrote its files: only ``PURGED_FIELDS`` change.
 
         Everything else (what it carries, its versions, what it offered and compared with)
         is what the revision recorded: a purge removes entities, never provenance."""
-        return replace(self, files=files, rows=rows, tombstones=tombstones, bytes=size)
+        return replace(
+            self, files=files, rows=rows, tombstones=tombstones, bytes=size, file_stats=file_stats
+        )
 
     def with_purged_fields(self, swapped: TableWrite) -> TableWrite:
         """This write with ``PURGED_FIELDS`` taken from ``swapped`` (a purge's record of it).
@@ -114,13 +264,22 @@ class TableWrite:
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> TableWrite:
+        schema_json = canonical_json(doc["schema"])
+        files = tuple(doc["files"])
+        stats = None
+        if doc.get("file_stats") is not None:
+            types = id_types(schema_json, doc["id_columns"])
+            stats = tuple(
+                FileStats.from_doc(path, s, types)
+                for path, s in zip(files, doc["file_stats"], strict=True)
+            )
         return cls(
             id_columns=tuple(doc["id_columns"]),
-            schema_json=canonical_json(doc["schema"]),
+            schema_json=schema_json,
             version=doc.get("version"),
             rows=int(doc["rows"]),
             tombstones=int(doc["tombstones"]),
-            files=tuple(doc["files"]),
+            files=files,
             bytes=int(doc["bytes"]),
             rows_offered=int(doc["rows_offered"]) if doc.get("rows_offered") is not None else None,
             compared_with=(
@@ -128,12 +287,13 @@ class TableWrite:
             ),
             field_versions=dict(doc["field_versions"]) if doc.get("field_versions") else None,
             carries=from_ranges(doc.get("carries") or ()),
+            file_stats=stats,
         )
 
 
 #: the fields of a ``TableWrite`` a purge rewrites (its files without the purged rows);
 #: every other field survives a purge unchanged
-PURGED_FIELDS = ("files", "rows", "tombstones", "bytes")
+PURGED_FIELDS = ("files", "rows", "tombstones", "bytes", "file_stats")
 
 
 @dataclass(frozen=True)
@@ -416,6 +576,10 @@ class Revision:
     vacuum: VacuumMark | None = None
     #: purge: the files it swaps and its audit record
     purge: PurgeMark | None = None
+    #: the sha256 (hex) of the stored bytes of the entry before it (``sequence - 1``): the
+    #: chain that a rewritten entry breaks. None for the first entry and in entries written
+    #: before (the chain starts at the first entry that records one)
+    previous: str | None = None
     #: the stored JSON this record was read from (to_json() returns it unchanged)
     raw: str | None = field(default=None, compare=False, repr=False)
 
@@ -490,13 +654,23 @@ class Revision:
             doc["vacuum"] = self.vacuum.to_doc()
         if self.purge is not None:
             doc["purge"] = self.purge.to_doc()
+        if self.previous is not None:
+            doc["previous_sha256"] = self.previous
         return canonical_json(doc)
 
     @classmethod
     def from_json(cls, text: str | bytes, root: str | None = None) -> Revision:
-        """A record from its stored JSON; ``root``: the dataset's own root, against which
-        relative upstream roots are resolved (``located_dataset``)."""
+        """A record from its stored JSON, which it keeps (``to_json`` gives it back, so a
+        checkpoint holds the entry's very bytes); ``root``: the dataset's own root, against
+        which relative upstream roots are resolved (``located_dataset``)."""
         doc = json.loads(text)
+        return cls.from_doc(doc, text if isinstance(text, str) else text.decode(), root)
+
+    @classmethod
+    def from_doc(
+        cls, doc: Mapping[str, Any], text: str | None, root: str | None = None
+    ) -> Revision:
+        """A record from its decoded JSON ``doc`` (stored as ``text``)."""
         return cls(
             name=doc["name"],
             timestamp=from_micros(doc["timestamp_us"]),
@@ -515,18 +689,20 @@ class Revision:
             },
             vacuum=VacuumMark.from_doc(doc["vacuum"]) if doc.get("vacuum") else None,
             purge=PurgeMark.from_doc(doc["purge"]) if doc.get("purge") else None,
+            previous=doc.get("previous_sha256"),
+            raw=text,
         )
 
     @classmethod
     def from_checkpoint_row(
-        cls, row: Sequence[Any], record: str, root: str | None = None
+        cls, row: Sequence[Any], record: str, root: str | None = None, previous: str | None = None
     ) -> Revision:
         """A data revision from a checkpoint row (the values of ``CHECKPOINT_COLUMNS`` of
         ``core/log/revision_log.py``, in that order); its details are parsed on first use.
 
-        Built without ``__init__`` (its values come from our own checkpoint, already
-        typed): opening a long log creates thousands of these.
-        """
+        Built without ``__init__`` (its values come from a checkpoint whose columns and
+        records ``records_of_checkpoint`` checked): opening a long log creates thousands of
+        these. ``previous``: the digest its record holds (``Revision.previous``)."""
         (
             sequence,
             name,
@@ -557,6 +733,7 @@ class Revision:
             replaces=_NO_REPLACES,
             vacuum=None,
             purge=None,
+            previous=previous,
             raw=record,
         )
         return revision

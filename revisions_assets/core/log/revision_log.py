@@ -21,6 +21,14 @@ needs them. ``description.parquet`` is derived: it is rewritten after each commi
 (appending to what the previous one holds, and healed on open if a writer died
 before rewriting it); the engine itself never trusts it.
 
+A dataset is untrusted input. Every entry records the sha256 of the stored bytes of the
+one before it (``Revision.previous``), and a checkpoint the digest of the last entry it
+covers: a handle checks that chain over the entries it reads as files, and refuses to
+write on a broken one (``CorruptLogError``; reads go on). A checkpoint's records get the
+checks of entries (``records_of_checkpoint``); a checkpoint, like ``description.parquet``,
+is decoded only once its footer promises no more than the log can hold
+(``read_parquet_bytes``).
+
 The file names are spelled in ``layout``; ``loghealth`` parses entries strictly and
 checks, on the first refresh, that the log is whole (no gap, not lost).
 """
@@ -28,45 +36,86 @@ checks, on the first refresh, that the log is whole (no gap, not lost).
 from __future__ import annotations
 
 import gc
+import hashlib
 import io
 import json
+import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import CorruptLogError, InvalidArgumentError
 from ..storage.base import Storage
 from ..storage.footer import stored_file
 from ..timeutil import to_micros
-from .health import REPAIR_HINT, check_log_health, parse_entry
+from .file_stats import FooterStatsCache, logged_file_stats
+from .health import MAX_ENTRY_BYTES, REPAIR_HINT, check_log_health, entry_problem, parse_entry
 from .layout import DESCRIPTION, LAST_CHECKPOINT, LOG_DIR, checkpoint_path, entry_path
-from .records import DATA_KINDS, Revision, stored_dataset, upstream_doc
+from .records import DATA_KINDS, FileStats, Revision, TableWrite, stored_dataset, upstream_doc
 from .view import LogView
 
 if TYPE_CHECKING:  # pandas loads only when a frame is asked for
     import pandas as pd
 
+log = logging.getLogger(__name__)
+
 CHECKPOINT_INTERVAL = 100
+#: description.parquet lists at most this many entries past the log's last one as the
+#: evidence of a lost head; a description listing more is stale (or forged), not decoded
+LOST_HEAD_LIMIT = 1000
+#: the key of a checkpoint's Parquet metadata that holds the sha256 of its last entry
+LAST_ENTRY_DIGEST = b"revisions.last_entry_sha256"
+#: what a log-sized Parquet file (a checkpoint, description.parquet) may decode to: per
+#: row at most ``MAX_ENTRY_BYTES`` (the largest entry), and in all at most ``DECODE_FLOOR``
+#: or ``DECODE_RATIO`` times its size on storage, whichever is more (the log's JSON
+#: compresses far less; a file that expands more is not loaded)
+DECODE_FLOOR = 256 * 2**20
+DECODE_RATIO = 64
 __all__ = [
     "CHECKPOINT_INTERVAL",
     "DESCRIPTION",
     "LOG_DIR",
+    "LOST_HEAD_LIMIT",
+    "CheckpointError",
     "LostEntry",
+    "OversizedFileError",
     "RevisionLog",
     "checkpoint_path",
     "description_table",
+    "entry_digest",
     "entry_path",
     "log_frame",
     "lost_entries",
     "lost_head_message",
+    "read_checkpoint",
     "read_description",
     "read_parquet_bytes",
     "records_of_checkpoint",
     "table_frame",
 ]
+
+
+def entry_digest(stored: bytes) -> str:
+    """The digest the next entry records of an entry's stored bytes (``Revision.previous``)."""
+    return hashlib.sha256(stored).hexdigest()
+
+
+class OversizedFileError(ValueError):
+    """A log-sized Parquet file whose footer promises more than the log can hold."""
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be loaded: ``invalid`` when its records fail the checks of
+    entries (hostile or forged: an error), else damaged or oversized (only a longer probe)."""
+
+    def __init__(self, message: str, invalid: bool = False):
+        super().__init__(message)
+        self.invalid = invalid
 
 
 class RevisionLog:
@@ -84,6 +133,12 @@ class RevisionLog:
         #: entries description.parquet proves committed past the head (``lost_entries``),
         #: found when it is first read: nothing is appended or published on top of them
         self._lost: tuple[LostEntry, ...] | None = None
+        #: the digest of the stored bytes of the head entry (None: not known yet)
+        self._head_digest: str | None = None
+        #: why the chain of digests is broken (the first break found), or None
+        self._broken: str | None = None
+        #: the footers' stats of writes whose entries recorded none, by path
+        self._footer_stats: FooterStatsCache = {}
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -106,42 +161,81 @@ class RevisionLog:
         """Bring the cached log up to date with storage and return it.
 
         The first refresh also checks that the log is whole (no gap, not lost): a damaged
-        log raises CorruptLogError before anything could be written on top of it.
+        log raises CorruptLogError before anything could be written on top of it. Every
+        refresh checks the chain of digests over the entries it reads (a break refuses
+        writes, ``refuse_broken_chain``).
         """
         opening = not self._loaded
+        skipped: tuple[int, str] | None = None  # a checkpoint not loaded, and why
         if opening:
-            self._records = self._read_checkpoint()
+            self._records, self._head_digest, skipped = self._read_checkpoint()
             self._loaded = True
         while True:
-            entry = self._read_entry(self.head + 1)
-            if entry is None:
+            read = self._read_entry(self.head + 1)
+            if read is None:
                 break
+            entry, digest = read
+            self._check_link(entry)
             self._records.append(entry)
+            self._head_digest = digest
+        if opening and skipped is not None and self.head < skipped[0]:
+            sequence, why = skipped
+            raise CorruptLogError(
+                f"{self.root}: {why}, and the log's entry files stop at sequence {self.head} "
+                f"({entry_path(self.head + 1)} is missing): restore the checkpoint or the "
+                f"entries from a backup; {REPAIR_HINT}"
+            )
         if opening:
             check_log_health(self.storage, self.head)
         return self.records
 
-    def _read_entry(self, sequence: int) -> Revision | None:
+    def _check_link(self, entry: Revision) -> None:
+        """Note a break of the chain: ``entry`` records another digest of the entry before
+        it than that entry's stored bytes (or the checkpoint's record of them) have."""
+        if entry.previous is None or self._head_digest is None or self._broken is not None:
+            return
+        if entry.previous != self._head_digest:
+            before = entry_path(entry.sequence - 1)
+            self._broken = (
+                f"{self.root}: the chain of log entries is broken: {entry_path(entry.sequence)} "
+                f"records a digest of {before} other than the stored entry's (or its "
+                f"checkpoint's record of it): one of them was rewritten after its commit; "
+                f"restore it from a backup; {REPAIR_HINT}"
+            )
+            log.warning("%s", self._broken)
+
+    def refuse_broken_chain(self) -> None:
+        """Raise CorruptLogError when the entries this handle read break the chain of
+        digests: nothing is written on top of a rewritten entry (reads go on)."""
+        if self._broken is not None:
+            raise CorruptLogError(self._broken)
+
+    def _read_entry(self, sequence: int) -> tuple[Revision, str] | None:
         raw = self.storage.read(entry_path(sequence))
         if raw is None:
             return None
-        return parse_entry(raw, sequence, self.root)
+        return parse_entry(raw, sequence, self.root), entry_digest(raw)
 
-    def _read_checkpoint(self) -> list[Revision]:
-        hint = self.storage.read(LAST_CHECKPOINT)
-        if hint is None:
-            return []
+    def _read_checkpoint(self) -> tuple[list[Revision], str | None, tuple[int, str] | None]:
+        """The records of the newest checkpoint and the digest of its last entry, or none
+        and (its sequence, why) when it cannot be loaded: then the entry files are read
+        (a damaged or oversized checkpoint only costs a longer probe; one whose records
+        fail the checks of entries is not loaded either)."""
         try:
-            sequence = int(json.loads(hint)["sequence"])
-            raw = self.storage.read(checkpoint_path(sequence))
-            if raw is None:
-                return []
-            records = records_of_checkpoint(read_parquet_bytes(raw), self.root)
-        except (ValueError, KeyError, TypeError, pa.ArrowException):
-            return []  # a damaged hint or checkpoint only costs a longer probe
-        if [r.sequence for r in records] != list(range(1, len(records) + 1)):
-            return []
-        return records
+            sequence, records, digest = read_checkpoint(self.storage, self.root)
+        except CheckpointError as exc:
+            if exc.invalid:
+                log.warning("%s: %s; reading the entry files instead", self.root, exc)
+            return [], None, (checkpoint_sequence(self.storage) or 0, str(exc))
+        if sequence == 0:
+            return [], None, None
+        return records, digest, None
+
+    def file_stats(self, write: TableWrite) -> tuple[FileStats, ...]:
+        """The stats of every file of ``write`` (aligned with ``write.files``): as its entry
+        recorded them, or, for entries written before, from the files' footers, read once
+        per handle (``logged_file_stats``)."""
+        return logged_file_stats(self.storage, write, self._footer_stats)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -151,14 +245,29 @@ class RevisionLog:
             raise InvalidArgumentError(
                 f"record sequence {record.sequence} is not the log's head + 1 ({self.head + 1})"
             )
+        self.refuse_broken_chain()
         if self._description is None:  # once per handle: is the head the log's end?
             self._description = self._stored_description()
         self._refuse_lost_head()
-        payload = record.to_json(self.root).encode()
+        chained = replace(record, previous=self._digest_of(self.head), raw=None)
+        payload = chained.to_json(self.root).encode()
         if not self.storage.create_exclusive(entry_path(record.sequence), payload):
             return False
-        self._records.append(record)
+        self._records.append(chained)
+        self._head_digest = entry_digest(payload)
         return True
+
+    def _digest_of(self, sequence: int) -> str | None:
+        """The digest of entry ``sequence``'s stored bytes: known for the head, recorded by
+        the next entry, else read (None: no entry, or its file is gone)."""
+        if sequence == 0:
+            return None
+        if sequence == self.head and self._head_digest is not None:
+            return self._head_digest
+        if sequence < self.head and self._records[sequence].previous is not None:
+            return self._records[sequence].previous
+        raw = self.storage.read(entry_path(sequence))
+        return None if raw is None else entry_digest(raw)
 
     def after_commit(self) -> None:
         """Post-commit upkeep: checkpoint when due, then bring description.parquet current."""
@@ -167,9 +276,10 @@ class RevisionLog:
         self.publish_description()
 
     def write_checkpoint(self, sequence: int) -> None:
-        table = checkpoint_table(self._records[:sequence], self.root)
+        table = checkpoint_table(self._records[:sequence], self.root, self._digest_of(sequence))
         buf = io.BytesIO()
-        pq.write_table(table, buf, compression="zstd")
+        # no dictionaries: a reader bounds what a checkpoint decodes to by its pages' sizes
+        pq.write_table(table, buf, compression="zstd", use_dictionary=False)
         self.storage.create_exclusive(checkpoint_path(sequence), buf.getvalue())
         current = self.storage.read(LAST_CHECKPOINT)
         if current is None or int(json.loads(current)["sequence"]) < sequence:
@@ -183,6 +293,7 @@ class RevisionLog:
         """
         for _ in range(max_rounds):
             self.refresh()
+            self.refuse_broken_chain()
             parquet = self._description_parquet()
             self._refuse_lost_head()  # never shrink the evidence of a lost head
             self.storage.write(DESCRIPTION, parquet)
@@ -217,7 +328,7 @@ class RevisionLog:
         """The rows description.parquet already holds for this log, so a fresh handle
         appends to them instead of tabulating every record (empty if unusable). Notes the
         entries it proves committed past the head (``lost_entries``)."""
-        stored = read_description(self.storage)
+        stored = read_description(self.storage, self.head)
         if stored is None:
             return description_table([])  # missing, damaged or older: tabulate again
         self._lost = lost_entries(self.storage, self._records, stored)
@@ -248,38 +359,66 @@ class LostEntry:
     kind: str
 
 
-def read_description(storage: Storage) -> pa.Table | None:
-    """description.parquet, or None when it is missing, damaged or of an older version."""
+def read_description(storage: Storage, head: int | None = None) -> pa.Table | None:
+    """description.parquet, or None when it is missing, damaged, of an older version, or
+    (given the log's ``head``) lists more than ``LOST_HEAD_LIMIT`` entries past it: rows
+    that many are no evidence of a lost head (``description_overlong``), and are never
+    decoded (a description of millions of rows is a few MB on storage)."""
     raw = storage.read(DESCRIPTION)
     if raw is None:
         return None
     empty = description_table([])
     try:
-        stored = read_parquet_bytes(raw, columns=empty.column_names)
+        if head is not None and description_rows(raw) > head + LOST_HEAD_LIMIT:
+            return None
+        stored = read_parquet_bytes(
+            raw,
+            columns=empty.column_names,
+            max_rows=None if head is None else head + LOST_HEAD_LIMIT,
+        )
     except (pa.ArrowException, ValueError, KeyError):
         return None
     return stored if stored.schema == empty.schema else None
+
+
+def description_rows(raw: bytes) -> int:
+    """How many entries a description.parquet lists, from its footer alone."""
+    return pq.ParquetFile(pa.BufferReader(raw)).metadata.num_rows
+
+
+def description_overlong(storage: Storage, head: int) -> int | None:
+    """How many entries description.parquet lists when that is more than ``head`` +
+    ``LOST_HEAD_LIMIT`` (too many to be the log's lost head: stale, or forged), else None."""
+    raw = storage.read(DESCRIPTION)
+    if raw is None:
+        return None
+    try:
+        rows = description_rows(raw)
+    except (pa.ArrowException, ValueError):
+        return None
+    return rows if rows > head + LOST_HEAD_LIMIT else None
 
 
 def lost_entries(
     storage: Storage, records: Sequence[Revision], stored: pa.Table | None = None
 ) -> tuple[LostEntry, ...]:
     """The entries description.parquet lists after ``records`` (the log read up to its
-    head) when it lists exactly ``records`` before them.
+    head) when it lists exactly ``records`` before them, and at most ``LOST_HEAD_LIMIT``
+    after them.
 
     description.parquet is rewritten only after a commit, so such entries were committed
     and their entry files are lost (deleted, or never restored with the rest of the log).
     Empty when it lists no more, lists another history (a log an operator cut by hand:
-    stale, not evidence), or the next entry exists (committed while we looked).
-    ``stored``: description.parquet already read (else its footer is read first).
+    stale, not evidence), lists too many more, or the next entry exists (committed while
+    we looked). ``stored``: description.parquet already read (else its footer is read first).
     """
     head = len(records)
     if stored is None:
         footer = stored_file(storage, DESCRIPTION)
         if footer.rows is None or footer.rows <= head:
             return ()
-        stored = read_description(storage)
-    if stored is None or stored.num_rows <= head:
+        stored = read_description(storage, head)
+    if stored is None or stored.num_rows <= head or stored.num_rows > head + LOST_HEAD_LIMIT:
         return ()
     names = stored.column("name").to_pylist()
     if names[:head] != [r.name for r in records] or storage.exists(entry_path(head + 1)):
@@ -320,10 +459,13 @@ CHECKPOINT_COLUMNS = (
 )
 
 
-def checkpoint_table(records: Sequence[Revision], root: str | None = None) -> pa.Table:
+def checkpoint_table(
+    records: Sequence[Revision], root: str | None = None, last_digest: str | None = None
+) -> pa.Table:
     """A checkpoint: every entry's JSON, and its small fields as columns (upstream roots
-    stored relative to the dataset's ``root`` where they can be)."""
-    return pa.table(
+    stored relative to the dataset's ``root`` where they can be); ``last_digest``: the
+    digest of the stored bytes of its last entry, kept in the file's metadata."""
+    table = pa.table(
         {
             "sequence": pa.array([r.sequence for r in records], pa.int64()),
             "name": pa.array([r.name for r in records], pa.string()),
@@ -344,33 +486,153 @@ def checkpoint_table(records: Sequence[Revision], root: str | None = None) -> pa
             "record": pa.array([r.to_json(root) for r in records], pa.string()),
         }
     )
+    if last_digest is None:
+        return table
+    return table.replace_schema_metadata({LAST_ENTRY_DIGEST: last_digest.encode()})
+
+
+#: the Arrow type of each column of a checkpoint
+_CHECKPOINT_TYPES = {f.name: f.type for f in checkpoint_table([]).schema}
+
+
+def checkpoint_sequence(storage: Storage) -> int | None:
+    """The sequence ``_log/_last_checkpoint`` names, or None (none, or not a hint)."""
+    hint = storage.read(LAST_CHECKPOINT)
+    if hint is None or len(hint) > 1024:  # a hint is a few bytes of JSON
+        return None
+    try:
+        sequence = json.loads(hint)["sequence"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return sequence if isinstance(sequence, int) and sequence >= 1 else None
+
+
+def read_checkpoint(
+    storage: Storage, root: str | None = None
+) -> tuple[int, list[Revision], str | None]:
+    """The newest checkpoint: its sequence, its records and the digest of its last entry
+    (None in checkpoints written before); ``(0, [], None)`` without one. CheckpointError
+    when the hint or the checkpoint cannot be used: damaged, decoding to more than its
+    ``sequence`` entries can hold, or (``invalid``) holding records that fail the checks of
+    entries (``records_of_checkpoint``)."""
+    if storage.read(LAST_CHECKPOINT) is None:
+        return 0, [], None
+    sequence = checkpoint_sequence(storage)
+    if sequence is None:
+        raise CheckpointError(f"{LAST_CHECKPOINT} does not name a checkpoint")
+    path = checkpoint_path(sequence)
+    raw = storage.read(path)
+    if raw is None:
+        raise CheckpointError(f"checkpoint {path} is missing")
+    try:
+        table = read_parquet_bytes(raw, max_rows=sequence)
+    except (ValueError, KeyError, TypeError, pa.ArrowException) as exc:
+        raise CheckpointError(f"checkpoint {path} cannot be read: {exc}") from None
+    if table.num_rows != sequence:
+        raise CheckpointError(f"checkpoint {path} holds {table.num_rows} entries, not {sequence}")
+    try:
+        records = records_of_checkpoint(table, root)
+    except CorruptLogError as exc:
+        raise CheckpointError(f"checkpoint {path} {exc}", invalid=True) from None
+    digest = (table.schema.metadata or {}).get(LAST_ENTRY_DIGEST)
+    return sequence, records, None if digest is None else digest.decode("ascii", "replace")
 
 
 def records_of_checkpoint(table: pa.Table, root: str | None = None) -> list[Revision]:
-    """The entries of a checkpoint of the dataset at ``root``. Data revisions are
-    materialized from the columns and parse their JSON only when a detail is needed;
+    """The entries of a checkpoint of the dataset at ``root``, each checked as an entry
+    file is (``health.entry_problem``), its columns against its JSON, its sequence against
+    its row: CorruptLogError naming the first that fails. Data revisions are materialized
+    from the columns and build their details from their JSON only when a detail is needed;
     maintenance entries (few) are parsed. A checkpoint of the first format (sequence and
     JSON only) is parsed in full."""
+    if "record" not in table.column_names or "sequence" not in table.column_names:
+        raise CorruptLogError("lacks the columns 'sequence' and 'record'")
+    columnar = set(CHECKPOINT_COLUMNS) <= set(table.column_names)
+    for name in (CHECKPOINT_COLUMNS if columnar else ("sequence",)) + ("record",):
+        if table.schema.field(name).type != _CHECKPOINT_TYPES[name]:
+            raise CorruptLogError(
+                f"has a column {name!r} of type {table.schema.field(name).type}, expected "
+                f"{_CHECKPOINT_TYPES[name]}"
+            )
     texts = table.column("record").to_pylist()
-    if not set(CHECKPOINT_COLUMNS) <= set(table.column_names):
-        return [Revision.from_json(text, root) for text in texts]
-    columns = [table.column(c).to_pylist() for c in CHECKPOINT_COLUMNS]
-    kinds = columns[CHECKPOINT_COLUMNS.index("kind")]
+    columns = [
+        table.column(c).to_pylist() for c in (CHECKPOINT_COLUMNS if columnar else ("sequence",))
+    ]
     records = []
     # thousands of small objects, none of them garbage: a collection pass (which walks
     # every object of the process) would cost more than building them
     collecting = gc.isenabled()
     gc.disable()
     try:
-        for text, kind, row in zip(texts, kinds, zip(*columns, strict=True), strict=True):
-            if kind in DATA_KINDS:
-                records.append(Revision.from_checkpoint_row(row, text, root))
-            else:
-                records.append(Revision.from_json(text, root))
+        for at, (text, row) in enumerate(zip(texts, zip(*columns, strict=True), strict=True)):
+            doc = _checked_record(text, row if columnar else None, row[0], at + 1)
+            try:
+                if columnar and row[2] in DATA_KINDS:
+                    previous = doc.get("previous_sha256")
+                    records.append(Revision.from_checkpoint_row(row, text, root, previous))
+                else:
+                    records.append(Revision.from_doc(doc, text, root))
+            except Exception as exc:  # a shape entry_problem() does not know yet
+                raise CorruptLogError(
+                    f"row {at + 1}: the record cannot be read: {type(exc).__name__}: {exc}"
+                ) from exc
     finally:
         if collecting:
             gc.enable()
     return records
+
+
+def _checked_record(text: Any, row: Sequence[Any] | None, sequence: Any, at: int) -> dict:
+    """The decoded JSON of a checkpoint's row ``at``, checked as an entry and against the
+    row's columns (``row``: the values of ``CHECKPOINT_COLUMNS``; None in the first format)."""
+    where = f"row {at} (sequence {sequence})"
+    if not isinstance(text, str) or len(text) > MAX_ENTRY_BYTES:
+        raise CorruptLogError(f"{where} has no record, or one larger than any entry")
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise CorruptLogError(f"{where} holds a record that is not valid JSON ({exc})") from None
+    problem = entry_problem(doc)
+    if problem is None and (doc["sequence"] != at or sequence != at):
+        problem = f"claims sequence {doc['sequence']}"
+    if problem is None and row is not None:
+        problem = _columns_problem(doc, row)
+    if problem is not None:
+        raise CorruptLogError(f"{where}: the record {problem}")
+    return doc
+
+
+#: the times a record may hold, in microseconds (what ``datetime`` can represent)
+_MIN_US = to_micros(datetime.min.replace(tzinfo=UTC))
+_MAX_US = to_micros(datetime.max.replace(tzinfo=UTC))
+
+
+def _columns_problem(doc: dict[str, Any], row: Sequence[Any]) -> str | None:
+    """Which of a checkpoint row's columns disagree with its record's JSON (opening builds
+    data revisions from the columns)."""
+    if not all(_MIN_US <= doc[k] <= _MAX_US for k in ("timestamp_us", "committed_at_us")):
+        return "has a time out of the range of times"
+    try:
+        upstream = json.loads(row[8]) if row[8] is not None else None
+    except ValueError:
+        return "has an upstream column that is not JSON"
+    tables = row[7] or []
+    expected = {
+        "sequence": (row[0], doc["sequence"]),
+        "name": (row[1], doc["name"]),
+        "kind": (row[2], doc.get("kind") or ("major" if doc["is_major"] else "minor")),
+        "is_major": (row[3], doc["is_major"]),
+        "timestamp_us": (row[4], doc["timestamp_us"]),
+        "committed_at_us": (row[5], doc["committed_at_us"]),
+        "version": (row[6], doc.get("version")),
+        "tables": (len(tables) == len(set(tables)) and set(tables), set(doc["tables"])),
+        "upstream": (upstream, doc.get("upstream") or None),
+        "data_change": (row[9], doc.get("data_change", True)),
+    }
+    for name, (have, want) in expected.items():
+        if have != want:
+            return f"disagrees with its column {name!r}"
+    return None
 
 
 def with_vacuum_marks(description: pa.Table, view: LogView) -> pa.Table:
@@ -391,20 +653,76 @@ def log_frame(records: Sequence[Revision]) -> pd.DataFrame:
     return table_frame(description_table(records))
 
 
-def read_parquet_bytes(raw: bytes, columns: Sequence[str] | None = None) -> pa.Table:
-    """A log-sized Parquet file (a checkpoint, description.parquet), decoded in this thread.
+def read_parquet_bytes(
+    raw: bytes, columns: Sequence[str] | None = None, max_rows: int | None = None
+) -> pa.Table:
+    """A log-sized Parquet file (a checkpoint, description.parquet), decoded in this thread,
+    and only once its footer promises no more than the log can hold.
 
     ``pq.read_table`` hands even a 1 KiB file to Arrow's I/O and CPU thread pools, and a
     process that started them can abort at exit ("terminate called without an active
     exception", apache/arrow#34314) when interpreter teardown races their idle workers.
     Every command reads the log, and most of them never need those pools. A requested
     column the file lacks is a KeyError (``ParquetFile.read`` alone would leave it out).
+
+    The file is untrusted: before anything is decoded, its rows (at most ``max_rows``),
+    its pages' sizes and its values (``decode_budget``) are checked from the footer;
+    strings a dictionary encodes are decoded as dictionaries first, so that a value
+    repeated through a dictionary is measured before it is copied (plain pages decode to
+    about their size). OversizedFileError names what is too large.
     """
     file = pq.ParquetFile(pa.BufferReader(raw))
     missing = [c for c in columns or () if c not in file.schema_arrow.names]
     if missing:
         raise KeyError(f"the file has no column {missing[0]!r}")
-    return file.read(columns=columns, use_threads=False)
+    meta = file.metadata
+    if max_rows is not None and meta.num_rows > max_rows:
+        raise OversizedFileError(f"it holds {meta.num_rows} rows, more than {max_rows}")
+    budget = decode_budget(meta.num_rows, len(raw))
+    wanted = set(columns if columns is not None else file.schema_arrow.names)
+    leaves = [
+        i for i in range(meta.num_columns) if meta.schema.column(i).path.split(".")[0] in wanted
+    ]
+    pages = values = 0
+    dictionaries = set()  # leaves some page of which a dictionary encodes
+    for group in range(meta.num_row_groups):
+        for i in leaves:
+            chunk = meta.row_group(group).column(i)
+            pages += chunk.total_uncompressed_size
+            values += chunk.num_values
+            if chunk.has_dictionary_page and chunk.physical_type == "BYTE_ARRAY":
+                dictionaries.add(chunk.path_in_schema)
+    if pages > budget or values * 4 > budget:
+        raise OversizedFileError(
+            f"its footer promises {pages} bytes of pages and {values} values, more than "
+            f"{budget} bytes for {meta.num_rows} rows"
+        )
+    plain = file.schema_arrow
+    if dictionaries:  # plain pages decode to what they hold; a dictionary's values repeat
+        file = pq.ParquetFile(pa.BufferReader(raw), read_dictionary=sorted(dictionaries))
+    table = file.read(columns=columns, use_threads=False)
+    decoded = sum(_decoded_bytes(chunk) for column in table.columns for chunk in column.chunks)
+    if decoded > budget:
+        raise OversizedFileError(f"it decodes to {decoded} bytes, more than {budget}")
+    if not dictionaries:
+        return table
+    return table.cast(pa.schema([plain.field(name) for name in table.column_names], plain.metadata))
+
+
+def decode_budget(rows: int, size: int) -> int:
+    """What a log-sized Parquet file of ``rows`` rows and ``size`` bytes may decode to."""
+    return min(max(rows, 1) * MAX_ENTRY_BYTES, max(DECODE_FLOOR, DECODE_RATIO * size))
+
+
+def _decoded_bytes(array: pa.Array) -> int:
+    """The bytes ``array`` takes once its dictionaries are decoded."""
+    if pa.types.is_dictionary(array.type):
+        lengths = pc.binary_length(array.dictionary)
+        used = pc.sum(pc.take(lengths, array.indices)).as_py() or 0
+        return int(used) + 4 * len(array)
+    if pa.types.is_list(array.type):
+        return 4 * (len(array) + 1) + _decoded_bytes(array.flatten())
+    return array.nbytes
 
 
 def table_frame(table: pa.Table) -> pd.DataFrame:

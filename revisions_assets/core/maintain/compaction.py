@@ -5,7 +5,8 @@ kept, every row tagged with the sequence of the revision that wrote it) into a f
 in the engine's layout (sorted by the ids, row groups sized for streaming:
 ``write/file_size.py``), and commits a ``compaction`` entry recording which revisions it
 holds. A table is compacted when revisions lie on its base, or when its base's files were
-written before that layout (an earlier release's major or compaction alone). Reads that contain
+written before that layout or before the log recorded their stats (an earlier release's
+major or compaction alone). Reads that contain
 all of those revisions use it as their base (``read/plan/scans.py``). This module only
 runs Spark jobs and commits; what a compaction may serve is decided by the pure rules of
 ``read/plan/``.
@@ -47,6 +48,7 @@ from ..write.transaction import (
     release_folder,
     upkeep,
     write_observed,
+    written_files,
 )
 from .defaults import DEFAULT_TARGET_FILE_BYTES
 from .integrity import write_findings
@@ -212,20 +214,18 @@ class Compactor:
                 max_records_per_file=max(1, math.ceil(in_rows / files)),
                 sort_by=plan.id_columns,
             )
-        written = [
-            f
-            for f in self.storage.list_files(prefix)
-            if f.path.endswith(".parquet") and not f.path.rsplit("/", 1)[-1].startswith(("_", "."))
-        ]
+        schema_json = to_struct_json(plan.schema)
+        written = written_files(self.storage, prefix, plan.id_columns, schema_json)
         newest = max(plan.merge, key=lambda r: r.sequence)
         return TableWrite(
             id_columns=plan.id_columns,
-            schema_json=to_struct_json(plan.schema),
+            schema_json=schema_json,
             version=newest.tables[table].version,
             rows=stats["rows"],
             tombstones=stats["tombstones"],
-            files=tuple(f.path for f in written),
-            bytes=sum(f.size for f in written),
+            files=written.files,
+            bytes=written.bytes,
+            file_stats=written.stats,
         )
 
     def _entry(

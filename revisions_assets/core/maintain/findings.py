@@ -29,6 +29,24 @@ KINDS: dict[str, tuple[Severity, str]] = {
         "if the last entry is damaged beyond repair, move it out of _log/ (its revision is "
         "dropped) and delete description.parquet (it lists it)",
     ),
+    "log_chain_broken": (
+        "error",
+        "an entry was rewritten after its commit (each entry records the digest of the one "
+        "before it): restore the entries named from a backup (entries are immutable files); "
+        "until then commits, compactions, purges and vacuums are refused",
+    ),
+    "log_entry_rewritten": (
+        "error",
+        "the entry file differs from its copy in the checkpoint that covers it (opens read "
+        "the checkpoint's): restore the entry from a backup (entries are immutable files)",
+    ),
+    "checkpoint_invalid": (
+        "error",
+        "a record of the checkpoint fails the checks of log entries (a forged or damaged "
+        "checkpoint; opens read the entry files instead): when every entry file it covers is "
+        "present, delete the checkpoint and _log/_last_checkpoint (a later commit writes a "
+        "new one); otherwise restore it from a backup",
+    ),
     "log_missing": (
         "error",
         "restore _log/ from a backup; if no revision was ever committed here, delete the "

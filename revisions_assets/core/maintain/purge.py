@@ -30,7 +30,7 @@ from pyspark.sql.types import BooleanType, StructField, StructType
 from ..columns import DELETED, ROW_HASH
 from ..errors import CommitConflictError, IdColumnsError, RetentionError
 from ..hashing import checked_hash_sql
-from ..log.records import PURGE, PurgedWrite, PurgeMark, Revision, TableWrite
+from ..log.records import PURGE, FileStats, PurgedWrite, PurgeMark, Revision, TableWrite
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
 from ..read.execute.files import FileGate
@@ -42,7 +42,7 @@ from ..read.plan.selection import state_selection
 from ..sqltext import quoted
 from ..storage.base import Storage
 from ..timeutil import now_utc
-from ..write.transaction import append_entry, upkeep, write_observed
+from ..write.transaction import append_entry, upkeep, write_observed, written_files
 
 log = logging.getLogger(__name__)
 
@@ -241,7 +241,7 @@ class Purge:
     def _counted(entry: Revision, table: str, hits: Sequence[_Hit]) -> PurgedWrite:
         """A dry run's swap: the counts, the old files."""
         old = entry.tables[table]
-        return _swap(entry, table, hits, old.files, old.bytes)
+        return _swap(entry, table, hits, old.files, old.bytes, old.file_stats)
 
     def _rewrite(
         self, name: str, entry: Revision, table: str, hits: Sequence[_Hit], ids: DataFrame
@@ -261,16 +261,15 @@ class Purge:
             write_observed(
                 kept.coalesce(len(source)), self.storage.spark_uri(prefix), sort_by=old.id_columns
             )
-        written = [
-            f
-            for f in self.storage.list_files(prefix)
-            if f.path.endswith(".parquet") and not f.path.rsplit("/", 1)[-1].startswith(("_", "."))
-        ]
+        written = written_files(self.storage, prefix, old.id_columns, old.schema_json)
         folders = {p.rsplit("/", 1)[0] for p in affected}
         old_sizes = {f.path: f.size for folder in folders for f in self.storage.list_files(folder)}
-        files = tuple(f for f in old.files if f not in affected) + tuple(f.path for f in written)
+        logged = zip(old.files, self.log.file_stats(old), strict=True)
+        staying = [(f, s) for f, s in logged if f not in affected]
+        files = tuple(f for f, _ in staying) + written.files
+        stats = tuple(s for _, s in staying) + written.stats
         size = old.bytes - sum(old_sizes.get(p, 0) for p in affected)
-        return _swap(entry, table, hits, files, size + sum(f.size for f in written))
+        return _swap(entry, table, hits, files, size + written.bytes, stats)
 
     def _remove_rewritten(self, name: str, affected: Sequence[Revision]) -> None:
         """The folders of a purge that will not be committed."""
@@ -310,13 +309,18 @@ def _hash_checked(stored: DataFrame, write: TableWrite) -> DataFrame:
 
 
 def _swap(
-    entry: Revision, table: str, hits: Sequence[_Hit], files: tuple[str, ...], size: int
+    entry: Revision,
+    table: str,
+    hits: Sequence[_Hit],
+    files: tuple[str, ...],
+    size: int,
+    stats: tuple[FileStats, ...] | None,
 ) -> PurgedWrite:
     """``entry``'s write of ``table`` without the rows of ``hits``, now in ``files``."""
     old = entry.tables[table]
     removed = sum(h.rows for h in hits)
     tombstones = old.tombstones - sum(h.tombstones for h in hits)
-    write = old.purged(files, old.rows - removed, tombstones, size)
+    write = old.purged(files, old.rows - removed, tombstones, size, stats)
     return PurgedWrite(entry.sequence, write, removed)
 
 

@@ -21,7 +21,8 @@ nor a folder that holds files a live entry misses (``misplaced``: a renamed revi
 folder is the only copy of its data); and while ``verify`` reports an error it deletes no
 orphan folder at all. It refuses to run on a log that lost its newest entries
 (``revision_log.lost_entries``, a consumer's position past the head): it would commit on
-top of them.
+top of them; and on a broken chain of digests (a rewritten entry, whose folder would look
+like an orphan).
 """
 
 from __future__ import annotations
@@ -208,6 +209,7 @@ class Vacuum:
             from ..write.transaction import append_entry, upkeep
 
         records = self.log.refresh()
+        self.log.refuse_broken_chain()  # a rewritten entry: its folder would look orphaned
         self._refuse_lost_head(records, consumer_positions)
         horizon = retention_horizon(records, now, retain)
         listing = _Listing.of(self.storage)

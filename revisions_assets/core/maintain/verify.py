@@ -7,30 +7,29 @@ commits (leftovers that vacuum reclaims, a stale derived file that the next comm
 rewrites).
 
 Unlike opening a dataset, which stops at the first damage, ``verify`` reads every log
-entry, lists every file and reads the footer of every referenced file (``integrity``),
+entry (checking the chain of digests over all of them, and each against its checkpoint's
+copy), lists every file and reads the footer of every referenced file (``integrity``),
 so it is meant for operators (``revisions verify``), not for each run. It works on a
 dataset that cannot be opened. Its advice never contradicts itself: while an entry is
 missing or damaged, a folder it may reference is that entry's, never an orphan to delete;
 ``description.parquet`` listing entries past the log's end is a lost head, not staleness.
 
-``deep_findings`` (``verify --deep``) also reads the data, with Spark: per table, one
-job over all its live data revisions (one scan: ``execute/spark_scan.revision_rows``)
-counts per revision the rows, tombstones, null ids and duplicated ids, and compares the
-counts with the log; one more recomputes every row hash of its live revisions and
-compactions (``hash_findings``). It runs only when the other checks found no error
-(``deep_skipped`` says so otherwise).
+``deep_findings`` (``verify --deep``) also compares every live file with the size and
+footer its entry recorded (``rewritten_file_findings``), and reads the data, with Spark:
+per table, one job over all its live data revisions (one scan:
+``execute/spark_scan.revision_rows``) counts per revision the rows, tombstones, null ids
+and duplicated ids, and compares the counts with the log; one more recomputes every row
+hash of its live revisions and compactions (``hash_findings``). It runs only when the
+other checks found no error (``deep_skipped`` says so otherwise).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-import pyarrow as pa
 
 from ..errors import (
     CorruptLogError,
@@ -41,24 +40,27 @@ from ..errors import (
     StorageError,
 )
 from ..log.consumers import recorded_positions
+from ..log.file_stats import check_stored_files
 from ..log.health import lost_log_evidence, parse_entry
 from ..log.layout import (
     DESCRIPTION,
     LAST_CHECKPOINT,
     LOG_DIR,
-    checkpoint_path,
     entry_path,
     entry_sequence,
     holds_log,
     is_temp_name,
     not_a_dataset,
 )
-from ..log.records import COMPACTION, MAJOR, MINOR, Revision, stored_dataset
+from ..log.records import COMPACTION, MAJOR, MINOR, FileStats, Revision, stored_dataset
 from ..log.revision_log import (
+    LOST_HEAD_LIMIT,
+    CheckpointError,
     RevisionLog,
+    description_overlong,
+    entry_digest,
+    read_checkpoint,
     read_description,
-    read_parquet_bytes,
-    records_of_checkpoint,
 )
 from ..log.view import LogView
 from ..read.plan.scans import ScanTask, head_plan, plan_merge, scan_task
@@ -138,37 +140,37 @@ class _LogScan:
     last: int
 
 
-def _checkpoint(storage: Storage, findings: list[Finding]) -> list[Revision]:
-    """The entries of the newest checkpoint, none when it is not usable."""
+@dataclass(frozen=True)
+class _Checkpoint:
+    """The newest usable checkpoint: its records by sequence and its last entry's digest."""
+
+    records: dict[int, Revision]
+    last_digest: str | None = None
+
+
+def _checkpoint(storage: Storage, findings: list[Finding]) -> _Checkpoint:
+    """The entries of the newest checkpoint, none when it is not usable (an error when its
+    records fail the checks of entries, a warning when it is only damaged or too large)."""
     try:
-        hint = storage.read(LAST_CHECKPOINT)
-        if hint is None:
-            return []
-        sequence = int(json.loads(hint)["sequence"])
-        raw = storage.read(checkpoint_path(sequence))
-        if raw is None:
-            raise ValueError(f"{checkpoint_path(sequence)} is missing")
-        records = records_of_checkpoint(read_parquet_bytes(raw), storage.uri)
-        if [r.sequence for r in records] != list(range(1, sequence + 1)):
-            raise ValueError(
-                f"{checkpoint_path(sequence)} holds {len(records)} entries, not {sequence}"
-            )
-        return records
-    except (ValueError, KeyError, TypeError, pa.ArrowException, StorageError) as exc:
-        findings.append(
-            Finding.of(
-                "checkpoint_unreadable",
-                LAST_CHECKPOINT,
-                f"the newest checkpoint cannot be used: {exc}; opens probe every entry instead",
-            )
-        )
-        return []
+        sequence, records, digest = read_checkpoint(storage, storage.uri)
+    except CheckpointError as exc:
+        kind = "checkpoint_invalid" if exc.invalid else "checkpoint_unreadable"
+        message = f"the newest checkpoint cannot be used: {exc}; opens probe every entry instead"
+        findings.append(Finding.of(kind, LAST_CHECKPOINT, message))
+        return _Checkpoint({})
+    except StorageError as exc:
+        message = f"the newest checkpoint cannot be read: {exc}; opens probe every entry instead"
+        findings.append(Finding.of("checkpoint_unreadable", LAST_CHECKPOINT, message))
+        return _Checkpoint({})
+    return _Checkpoint({r.sequence: r for r in records}, digest if sequence else None)
 
 
 def _check_log(storage: Storage, findings: list[Finding]) -> _LogScan:
-    """Every entry parsed; gaps and bad entries reported."""
-    checkpointed = {r.sequence: r for r in _checkpoint(storage, findings)}
-    checkpoint = len(checkpointed)
+    """Every entry parsed; gaps, bad entries, breaks of the chain of digests and entries
+    that differ from their checkpoint's copy reported."""
+    checkpoint = _checkpoint(storage, findings)
+    checkpointed = checkpoint.records
+    covered = len(checkpointed)
     sequences = []
     for name in storage.list_names(LOG_DIR):
         sequence = entry_sequence(name.rstrip("/"))
@@ -176,6 +178,7 @@ def _check_log(storage: Storage, findings: list[Finding]) -> _LogScan:
             continue
         sequences.append(sequence)
     parsed: dict[int, Revision] = {}
+    digests: dict[int, str] = {}
     bad: set[int] = set()
     for sequence in sorted(sequences):
         path = entry_path(sequence)
@@ -183,6 +186,7 @@ def _check_log(storage: Storage, findings: list[Finding]) -> _LogScan:
             raw = storage.read(path)
             if raw is None:
                 raise StorageError(f"{path} is listed but cannot be read as a file")
+            digests[sequence] = entry_digest(raw)
             parsed[sequence] = parse_entry(raw, sequence, storage.uri)
         except PathEscapeError as exc:
             bad.add(sequence)
@@ -190,12 +194,13 @@ def _check_log(storage: Storage, findings: list[Finding]) -> _LogScan:
         except (CorruptLogError, StorageError) as exc:
             bad.add(sequence)
             findings.append(Finding.of("log_entry_corrupt", path, str(exc)))
+    findings += _chain_findings(storage.uri, parsed, digests, bad, checkpoint)
     previous = 0
     missing: set[int] = set()
     for sequence in sorted(sequences):
         if sequence > previous + 1:
             first, last = previous + 1, sequence - 1
-            covered = last <= checkpoint
+            in_checkpoint = last <= covered
             missing |= set(range(first, last + 1))
             gone = entry_path(first) if first == last else f"{entry_path(first)} … {last}"
             findings.append(
@@ -204,11 +209,11 @@ def _check_log(storage: Storage, findings: list[Finding]) -> _LogScan:
                     entry_path(first),
                     f"log entries {gone} are missing while {entry_path(sequence)} exists"
                     + (
-                        f" (covered by checkpoint {checkpoint}: opens are not affected)"
-                        if covered
+                        f" (covered by checkpoint {covered}: opens are not affected)"
+                        if in_checkpoint
                         else ""
                     ),
-                    severity="warning" if covered else None,
+                    severity="warning" if in_checkpoint else None,
                 )
             )
         previous = sequence
@@ -223,6 +228,43 @@ def _check_log(storage: Storage, findings: list[Finding]) -> _LogScan:
     return _LogScan(
         [readable[s] for s in sorted(readable)], head, damaged, max(sequences, default=0)
     )
+
+
+def _chain_findings(
+    root: str,
+    parsed: Mapping[int, Revision],
+    digests: Mapping[int, str],
+    bad: Collection[int],
+    checkpoint: _Checkpoint,
+) -> list[Finding]:
+    """Entries whose recorded digest of the entry before them is not that entry's (its
+    file's, or the checkpoint's record of the last entry it covers), and entry files that
+    differ from the checkpoint's copy of them."""
+    findings = []
+    last = max(checkpoint.records, default=0)
+    for sequence, record in sorted(parsed.items()):
+        before = sequence - 1
+        known = digests.get(before) or (checkpoint.last_digest if before == last else None)
+        if record.previous is None or before in bad or known is None or known == record.previous:
+            continue
+        message = (
+            f"{entry_path(sequence)} records a digest of {entry_path(before)} other than "
+            f"{'that file' if before in digests else 'the checkpoint records'}: "
+            f"{entry_path(before)} was rewritten after its commit, or "
+            f"{entry_path(sequence)} is not the entry committed after it"
+        )
+        findings.append(Finding.of("log_chain_broken", entry_path(sequence), message))
+    for sequence, copy in sorted(checkpoint.records.items()):
+        stored = parsed.get(sequence)
+        if stored is None or stored.raw == copy.raw:
+            continue
+        if Revision.from_json(copy.raw or "", root) != stored:  # an older checkpoint's spelling
+            message = (
+                f"{entry_path(sequence)} differs from its copy in checkpoint {last} "
+                f"({copy.kind} {copy.name!r} there, {stored.kind} {stored.name!r} in the file)"
+            )
+            findings.append(Finding.of("log_entry_rewritten", entry_path(sequence), message))
+    return findings
 
 
 def file_findings(
@@ -307,7 +349,9 @@ def _check_description(storage: Storage, scan: _LogScan, findings: list[Finding]
     were committed and lost (``log_head_lost``); a missing, damaged or lagging one is
     stale. Returns the names it gives the entries the log lacks or cannot read, when it
     agrees with every entry the log can read (else it names nothing)."""
-    stored = read_description(storage)
+    last = max(scan.head, scan.last)
+    overlong = description_overlong(storage, last)
+    stored = read_description(storage, last)
     rows = stored.to_pylist() if stored is not None else []
     names = {row["sequence"]: row["name"] for row in rows}
     agrees = [row["sequence"] for row in rows] == list(range(1, len(rows) + 1)) and all(
@@ -325,7 +369,12 @@ def _check_description(storage: Storage, scan: _LogScan, findings: list[Finding]
         findings.append(Finding.of("log_head_lost", path, message))
     if not lost:
         head = scan.head
-        if stored is None:
+        if overlong is not None:
+            problem = (
+                f"lists {overlong} revisions, the log has {head}: more than {LOST_HEAD_LIMIT} "
+                "past its last entry are no lost head (it was not decoded)"
+            )
+        elif stored is None:
             raw = storage.read(DESCRIPTION)
             problem = (
                 (f"is missing while the log has {head} revisions" if head else None)
@@ -509,6 +558,7 @@ def revision_counts(
 
 #: the checks ``verify --deep`` adds, as its ``deep_checks_skipped`` finding names them
 DEEP_CHECKS = (
+    "every live file against the size and footer its entry recorded (corrupt_file)",
     "rows, tombstones, null and duplicated ids of every live revision against its log entry",
     "the row hashes of every live revision and compaction against their values",
     "what each purge removed (purge_lost_rows)",
@@ -537,14 +587,16 @@ def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[
     (``table_counts``); the stored row hashes against the values, per live file of the
     table's revisions and compactions: one more job per table (``hash_mismatches``); then
     what each purge removed from reads (``purge_findings``), but for purges whose reads
-    take a file found damaged (its answer would be the damage's). A data file a job cannot
-    read (its bytes fail their ``.crc`` checksum, Spark cannot decode it) is a
-    ``corrupt_file`` finding, and ends the checks of its table."""
+    take a file found damaged (its answer would be the damage's). Before any job, every
+    live file is compared with the size and footer its entry recorded
+    (``rewritten_file_findings``). A data file a job cannot read (its bytes fail their
+    ``.crc`` checksum, Spark cannot decode it) is a ``corrupt_file`` finding, and ends the
+    checks of its table."""
     from ..read.execute.spark import SparkExecutor
 
     executor = SparkExecutor(storage, lambda: spark, "auto")
-    findings: list[Finding] = []
-    damaged: set[str] = set()
+    findings: list[Finding] = rewritten_file_findings(storage, view)
+    damaged: set[str] = {f.path for f in findings}
     replaced = rebuilt(view.records, set(view.removed))
     for table in view.tables():
         revisions = [r for r in view.table_revisions(table) if not view.is_removed(r.sequence)]
@@ -686,6 +738,30 @@ def hash_mismatches(
         )
         for row in per_file
     }
+
+
+def rewritten_file_findings(storage: Storage, view: LogView) -> list[Finding]:
+    """Every live file whose entry recorded its stats, against them: one that holds other
+    bytes, or whose footer (hence its rows, row groups or statistics) differs from the one
+    its writer read, was rewritten after its commit (``check_stored_file``)."""
+    owners: dict[str, tuple[Revision, str, FileStats]] = {}
+    for record in view.records:
+        if view.is_removed(record.sequence):
+            continue
+        for table, write in record.tables.items():
+            for stats in write.file_stats or ():
+                owners.setdefault(stats.path, (record, table, stats))
+    findings = []
+    for state in check_stored_files(storage, [stats for *_, stats in owners.values()]):
+        if state.problem is None or state.problem == "missing":  # missing: file_findings'
+            continue
+        record, table, _ = owners[state.path]
+        message = (
+            f"data file {state.path} of {record.kind} {record.name!r} (sequence "
+            f"{record.sequence}), table {table!r}: {state.problem}"
+        )
+        findings.append(Finding.of("corrupt_file", state.path, message))
+    return findings
 
 
 def table_counts(
@@ -830,6 +906,7 @@ __all__ = [
     "merged_revisions",
     "purge_findings",
     "revision_counts",
+    "rewritten_file_findings",
     "table_counts",
     "verify",
     "verify_storage",

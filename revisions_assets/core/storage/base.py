@@ -74,6 +74,11 @@ class Storage(ABC):
         does not exist: a Parquet footer without fetching the data."""
 
     @abstractmethod
+    def read_tail_sized(self, rel: str, length: int) -> tuple[bytes, int] | None:
+        """The last ``length`` bytes of the object and its size in bytes, in one request, or
+        None when it does not exist: a footer checked against the size the log records."""
+
+    @abstractmethod
     def write(self, rel: str, data: bytes) -> None:
         """Replace (or create) the object atomically: readers see old or new bytes."""
 
@@ -203,11 +208,16 @@ class LocalStorage(Storage):
                 return None
 
     def read_tail(self, rel: str, length: int) -> bytes | None:
+        tail = self.read_tail_sized(rel, length)
+        return None if tail is None else tail[0]
+
+    def read_tail_sized(self, rel: str, length: int) -> tuple[bytes, int] | None:
         with self._os_errors("read", rel):
             try:
                 with open(self._abs(rel), "rb") as fh:
-                    fh.seek(max(0, fh.seek(0, os.SEEK_END) - length))
-                    return fh.read()
+                    size = fh.seek(0, os.SEEK_END)
+                    fh.seek(max(0, size - length))
+                    return fh.read(), size
             except FileNotFoundError:
                 return None
 

@@ -174,6 +174,23 @@ class S3Storage(Storage):
         key = self.key(rel)
         return self._call("GetObject", key, lambda: self._get_or_none(key, f"bytes=-{length}"))
 
+    def read_tail_sized(self, rel: str, length: int) -> tuple[bytes, int] | None:
+        key = self.key(rel)
+
+        def get() -> tuple[bytes, int] | None:
+            try:
+                got = self.client.get_object(Bucket=self.bucket, Key=key, Range=f"bytes=-{length}")
+            except ClientError as exc:
+                if _code(exc) in _NOT_FOUND_CODES:
+                    return None
+                raise
+            body = got["Body"].read()
+            # "bytes 100-199/200": the object's size after the slash; a whole object: its length
+            whole = str(got.get("ContentRange") or "").rpartition("/")[2]
+            return body, int(whole) if whole.isdigit() else len(body)
+
+        return self._call("GetObject", key, get)
+
     def write(self, rel: str, data: bytes) -> None:
         key = self.key(rel)
         self._call(

@@ -72,6 +72,17 @@ def laid_out_for_streaming(storage: Storage, files: Sequence[str]) -> bool:
 
 def compaction_needed(storage: Storage, plan: MergePlan) -> bool:
     """Whether a compaction of the state ``plan`` reads would change its files: revisions lie
-    on its base, or the base's files are not laid out for streaming (read from their
-    footers, only when nothing lies on the base)."""
-    return bool(plan.on_base) or not laid_out_for_streaming(storage, plan.base.files)
+    on its base, or an earlier release wrote the base's files: without their stats in the
+    log, or not laid out for streaming (read from their footers, only when nothing lies on
+    the base)."""
+    if plan.on_base or not _stats_logged(plan):
+        return True
+    return not laid_out_for_streaming(storage, plan.base.files)
+
+
+def _stats_logged(plan: MergePlan) -> bool:
+    """Whether the entry of ``plan``'s base recorded its files' stats (``file_stats``)."""
+    if plan.compaction is not None:
+        return plan.compaction.write.file_stats is not None
+    base = next((r for r in plan.merge if r.sequence == plan.base.sequence), None)
+    return base is None or base.tables[plan.table].file_stats is not None

@@ -46,9 +46,10 @@ from ..errors import (
 )
 from ..hashing import row_hash
 from ..log.consumers import check_positions, moves_positions
+from ..log.file_stats import WRITTEN_TAIL_READ, read_file_stats
 from ..log.health import mark_dataset
 from ..log.layout import CLAIM_FILE
-from ..log.records import Revision, TableWrite, UpstreamPosition, canonical_json
+from ..log.records import FileStats, Revision, TableWrite, UpstreamPosition, canonical_json
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
 from ..read.execute.frames import SMALL_ROWS, hinted, lazy, real_changes
@@ -80,6 +81,7 @@ class StagedTable:
     tombstones: int = 0
     files: tuple[str, ...] = ()
     bytes: int = 0
+    file_stats: tuple[FileStats, ...] | None = None
     prefix: str = ""
     #: columns of the current schema absent from the data: allowed on tombstone rows only
     filled: tuple[str, ...] = ()
@@ -118,6 +120,7 @@ class StagedTable:
             compared_with=self.compared_with,
             field_versions=self.field_versions,
             carries=self.carries,
+            file_stats=self.file_stats,
         )
 
 
@@ -313,13 +316,9 @@ class CommitTransaction:
                 cached.unpersist()
         if offered is not None:
             staged.rows_offered = observed_offers(offered, given)
-        files = [
-            f
-            for f in self.storage.list_files(staged.prefix)
-            if f.path.endswith(".parquet") and not f.path.rsplit("/", 1)[-1].startswith(("_", "."))
-        ]
-        staged.files = tuple(f.path for f in files)
-        staged.bytes = sum(f.size for f in files)
+        schema_json = canonical_json(staged.schema.jsonValue())
+        written = written_files(self.storage, staged.prefix, staged.id_columns, schema_json)
+        staged.files, staged.bytes, staged.file_stats = written.files, written.bytes, written.stats
         bad = {c: stats[f"null_{i}"] for i, c in enumerate(nulls) if stats[f"null_{i}"]}
         if bad:
             raise NullIdError(
@@ -377,6 +376,34 @@ class CommitTransaction:
         record = append_entry(self.log, build, f"revision {request.name!r}")
         assert record is not None
         return record
+
+
+@dataclass(frozen=True)
+class WrittenFiles:
+    """The data files one Spark write produced: their paths (relative to the root), their
+    bytes in all, and each one's stats (``FileStats``, aligned with ``files``)."""
+
+    files: tuple[str, ...]
+    bytes: int
+    stats: tuple[FileStats, ...]
+
+
+def written_files(
+    storage: Storage, prefix: str, id_columns: Sequence[str], schema_json: str
+) -> WrittenFiles:
+    """What a write into the fresh folder ``prefix`` produced, as its log entry records it:
+    its data files (Spark's markers and temporary files left out) and their stats, read
+    from each file's footer (one ranged read of its last MiB, in threads on an object
+    store; the data is not read again). Commits, compactions and purges record their
+    writes with it."""
+    infos = [
+        f
+        for f in storage.list_files(prefix)
+        if f.path.endswith(".parquet") and not f.path.rsplit("/", 1)[-1].startswith(("_", "."))
+    ]
+    files = tuple(f.path for f in infos)
+    stats = read_file_stats(storage, files, id_columns, schema_json, WRITTEN_TAIL_READ)
+    return WrittenFiles(files, sum(f.size for f in infos), stats)
 
 
 def upkeep(revision_log: RevisionLog, record: Revision) -> None:
@@ -437,8 +464,10 @@ def append_entry(
     for _attempt in range(MAX_COMMIT_ATTEMPTS):
         revision_log.refresh()
         record = build(revision_log.view())
-        if record is None or revision_log.try_append(record):
-            return record
+        if record is None:
+            return None
+        if revision_log.try_append(record):
+            return revision_log.records[-1]  # as stored: chained to the entry before it
         # one record per lost race: how operators (and the race tests) see contention
         log.info(
             "%s: lost the race for sequence %d with %s; re-validating and retrying",

@@ -87,7 +87,9 @@ class DownloadCache:
             return
         head = records[-1].sequence
         buf = io.BytesIO()
-        pq.write_table(checkpoint_table(records, root), buf, compression="zstd")
+        pq.write_table(
+            checkpoint_table(records, root), buf, compression="zstd", use_dictionary=False
+        )
         _write_atomically(self.path(checkpoint_path(head)), buf.getvalue())
         _write_atomically(self.path(LAST_CHECKPOINT), json.dumps({"sequence": head}).encode())
         _write_atomically(self.path(LOG_MARKER), b"")

@@ -1,0 +1,114 @@
+"""The file statistics the log records (``TableWrite.file_stats``), against the files: a
+commit, a compaction and a purge record, per file, exactly what the file holds (its rows,
+bytes, row groups, footer and the min and max of each id column, computed here from the
+data itself); an entry written before gets the same from the footers, and ``compact``
+rewrites a base without them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import date
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from harness.dates import day
+
+from revisions_assets import RevisionedDataset
+from revisions_assets.core.log.records import COMPACTION, PURGE, FileStats, TableWrite
+from revisions_assets.core.log.revision_log import RevisionLog, entry_path
+from revisions_assets.core.storage.backends import open_storage
+
+from .helpers import frame
+
+SCHEMA = "id long, k string, d date, v long"
+IDS = ["id", "k", "d"]
+
+
+def rows(ids: range, v: int) -> list[tuple]:
+    return [(i, f"key-{i % 7}", date(2020, 1, 1 + i % 28), v) for i in ids]
+
+
+def as_written(root: str, path: str, id_columns: tuple[str, ...]) -> FileStats:
+    """What the file at ``path`` holds, computed here: from its bytes and its data."""
+    data = (Path(root) / path).read_bytes()
+    length = int.from_bytes(data[-8:-4], "little")
+    ids = pq.read_table(Path(root) / path, columns=list(id_columns))
+    return FileStats(
+        path=path,
+        rows=ids.num_rows,
+        bytes=len(data),
+        row_groups=pq.read_metadata(Path(root) / path).num_row_groups,
+        footer_offset=len(data) - 8 - length,
+        footer_length=length,
+        footer_sha256=hashlib.sha256(data[-8 - length : -8]).hexdigest(),
+        id_min=tuple(pc.min(ids.column(c)).as_py() for c in id_columns),
+        id_max=tuple(pc.max(ids.column(c)).as_py() for c in id_columns),
+    )
+
+
+def check_recorded(root: str, write: TableWrite) -> None:
+    assert write.file_stats is not None and len(write.file_stats) == len(write.files)
+    assert write.file_stats == tuple(as_written(root, f, write.id_columns) for f in write.files)
+    assert sum(s.rows for s in write.file_stats) == write.rows
+    assert sum(s.bytes for s in write.file_stats) == write.bytes
+
+
+@pytest.fixture(scope="module")
+def maintained(spark, tmp_path_factory):
+    """A major of three files, a minor, a compaction and a purge of one entity."""
+    root = str(tmp_path_factory.mktemp("stats") / "ds")
+    ds = RevisionedDataset(root, spark=spark, id_columns=IDS, compact_after=None)
+    ds.commit({"t": frame(spark, rows(range(30), 0), SCHEMA).repartition(3)}, day(0), True)
+    ds.commit({"t": frame(spark, rows(range(25, 40), 1), SCHEMA)}, day(1), False)
+    ds.maintenance.compact()
+    gone = frame(spark, rows(range(3, 4), 0), SCHEMA).select(*IDS)
+    ds.maintenance.purge("t", gone, reason="test")
+    return root, RevisionLog(open_storage(root)).refresh()
+
+
+def test_commits_compactions_and_purges_record_what_their_files_hold(maintained):
+    root, records = maintained
+    major, minor, compaction, purge = records
+    assert (compaction.kind, purge.kind) == (COMPACTION, PURGE)
+    assert len(major.tables["t"].files) == 3
+    for record in (major, minor, compaction):
+        check_recorded(root, record.tables["t"])
+    swapped = purge.purge.swaps["t"]
+    assert {s.sequence for s in swapped} >= {major.sequence, compaction.sequence}
+    for swap in swapped:  # the rewritten files and the ones it kept
+        check_recorded(root, swap.write)
+    first = major.tables["t"].file_stats[0]
+    assert isinstance(first.id_min[2], date) and isinstance(first.id_min[1], str)
+    stored = json.loads((Path(root) / entry_path(1)).read_text())["tables"]["t"]["file_stats"]
+    assert stored[0]["id_min"][2] == first.id_min[2].isoformat()  # "YYYY-MM-DD" in the entry
+
+
+def test_an_entry_written_before_gets_its_stats_from_the_footers(spark, tmp_path):
+    """An entry without ``file_stats`` (an earlier format): a handle reads them from the
+    footers, and ``compact`` rewrites the base, recording them."""
+    root = str(tmp_path / "ds")
+    ds = RevisionedDataset(root, spark=spark, id_columns=IDS, compact_after=None)
+    ds.commit({"t": frame(spark, rows(range(10), 0), SCHEMA)}, day(0), True)
+    path = Path(root) / entry_path(1)
+    doc = json.loads(path.read_text())
+    recorded = doc["tables"]["t"].pop("file_stats")
+    doc["format"] = 2
+    path.write_text(json.dumps(doc))  # the head: no entry records its digest yet
+
+    log = RevisionLog(open_storage(root))
+    (old,) = log.refresh()
+    assert old.tables["t"].file_stats is None
+    from_footers = log.file_stats(old.tables["t"])
+    assert [s.footer_sha256 for s in from_footers] == [s["footer_sha256"] for s in recorded]
+    assert from_footers == tuple(
+        as_written(root, f, old.tables["t"].id_columns) for f in old.tables["t"].files
+    )
+
+    fresh = RevisionedDataset(root, spark=spark)
+    compaction = fresh.maintenance.compact()
+    assert compaction is not None and compaction.kind == COMPACTION
+    check_recorded(root, compaction.tables["t"])
+    assert fresh.maintenance.compact() is None  # its base has them now
