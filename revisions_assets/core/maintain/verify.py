@@ -595,8 +595,10 @@ def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[
     from ..read.execute.spark import SparkExecutor
 
     executor = SparkExecutor(storage, lambda: spark, "auto")
-    findings: list[Finding] = rewritten_file_findings(storage, view)
-    damaged: set[str] = {f.path for f in findings}
+    rewritten = {f.path: f for f in rewritten_file_findings(storage, view)}
+    findings: list[Finding] = []
+    damaged: set[str] = set(rewritten)
+    bad_paths: set[str] = set()
     replaced = rebuilt(view.records, set(view.removed))
     for table in view.tables():
         revisions = [r for r in view.table_revisions(table) if not view.is_removed(r.sequence)]
@@ -607,14 +609,19 @@ def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[
                 findings += count_findings(table, table_counts(spark, storage, table, revisions))
             records = [*revisions, *compactions]
             bad = hash_mismatches(spark, storage, table, records)
+            bad_paths |= set(bad)
             damaged |= set(bad)
             findings += hash_findings(table, records, bad, replaced)
-    damaged |= {f.path for f in findings if f.kind == "corrupt_file"}
+    named = {f.path for f in findings if f.kind == "corrupt_file"}
+    damaged |= named
     live = [r for r in view.records if not view.is_removed(r.sequence)]
     every = [(r.name, f) for r in live for w in r.tables.values() for f in w.files]
     with _damage_found(executor, "", every, findings):
         findings += purge_findings(spark, storage, view, damaged)
-    return findings
+    # a rewritten file the jobs told more of (its values changed, its bytes fail their
+    # checksum) is reported once, by what they found
+    told = named | set(bad_paths)
+    return [f for path, f in rewritten.items() if path not in told] + findings
 
 
 @contextmanager
