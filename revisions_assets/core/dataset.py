@@ -321,12 +321,21 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
         is_major: bool,
         version: str | None,
         name: str,
+        after: int,
     ) -> Revision | None:
         """A revision of an imported original dataset (``maintain/legacy.py``): as ``commit``,
-        and its original name is kept even when all digits (``at="0"`` finds it by name)."""
+        and its original name is kept even when all digits (``at="0"`` finds it by name).
+        ``after``: the sequence of the import's previous entry; CommitConflictError when
+        another writer committed since."""
         self._require_writable("commit")
         request = self._planner.plan(
-            check_tables(tables), timestamp, is_major, version, name, digit_name=True
+            check_tables(tables),
+            timestamp,
+            is_major,
+            version,
+            name,
+            digit_name=True,
+            imported_after=after,
         )
         return self._run_commit(request, tables)
 

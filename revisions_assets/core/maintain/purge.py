@@ -37,8 +37,10 @@ from ..read.execute.spark import SparkExecutor
 from ..read.execute.spark_scan import file_key, recorded_schema, spark_file_key
 from ..read.plan.scans import plan_merge
 from ..read.plan.selection import state_selection
+from ..spark_errors import spark_storage_errors
 from ..storage.base import Storage
 from ..timeutil import now_utc
+from ..write.conflicts import ReadSet
 from ..write.transaction import append_entry, upkeep, write_observed
 
 log = logging.getLogger(__name__)
@@ -92,21 +94,25 @@ class Purge:
         name = f"purge-{uuid.uuid4().hex}"
         affected = [e for e in entries if e.sequence in hits]
         offered = self._offered_removed(view, table, ids, id_columns, hits)
-        if dry_run:
-            swaps = tuple(self._counted(e, table, hits[e.sequence]) for e in affected)
-        else:
-            swaps = tuple(self._rewrite(name, e, table, hits[e.sequence], ids) for e in affected)
-        mark = PurgeMark(
-            reason=reason,
-            entities=entities,
-            swaps={table: swaps} if swaps else {},
-            offered_removed={table: offered} if offered else {},
+        # it scanned every live file of the table and rewrites the affected entries' files:
+        # a commit of the table since (rows it did not scan: a revision, a compaction, a
+        # purge) or a vacuum of an entry it rewrites invalidates it (``conflicts.py``)
+        read = ReadSet(
+            f"purge of table {table!r}",
+            "run the purge again",
+            view.head,
+            complete=frozenset({table}),
+            rewrites=frozenset(e.sequence for e in affected),
         )
-        scanned_head = view.head
 
-        def build(current: LogView) -> Revision:
-            self._check_unchanged(current, scanned_head, table, [e.sequence for e in affected])
+        def build(current: LogView, swaps: tuple[PurgedWrite, ...]) -> Revision:
             now = now_utc()
+            mark = PurgeMark(
+                reason=reason,
+                entities=entities,
+                swaps={table: swaps} if swaps else {},
+                offered_removed={table: offered} if offered else {},
+            )
             return Revision(
                 name=name,
                 timestamp=now,
@@ -120,14 +126,20 @@ class Purge:
             )
 
         if dry_run:
-            return build(view)
-        try:
-            record = append_entry(self.log, build, f"purge {name!r}")
-        except BaseException:
+            return build(view, tuple(self._counted(e, table, hits[e.sequence]) for e in affected))
+        try:  # from the first rewrite on, every folder it writes is its own to remove
+            swaps = tuple(self._rewrite(name, e, table, hits[e.sequence], ids) for e in affected)
+            record = append_entry(
+                self.log, lambda current: build(current, swaps), f"purge {name!r}", read
+            )
+        except BaseException as exc:
             for entry in affected:
                 self.storage.delete_tree(f"{name}-{entry.sequence}")
+            if isinstance(exc, Exception) and not isinstance(exc, CommitConflictError):
+                self._explain_failure(read, exc)
             raise
-        assert record is not None
+        assert record is not None and record.purge is not None
+        mark = record.purge
         upkeep(self.log, record)
         log.info(
             "%s: purge %s (sequence %d) of table %r: %d rows removed from %d entries",
@@ -136,9 +148,20 @@ class Purge:
             record.sequence,
             table,
             mark.rows_removed,
-            len(swaps),
+            len(mark.swaps.get(table, ())),
         )
         return record
+
+    def _explain_failure(self, read: ReadSet, exc: Exception) -> None:
+        """A rewrite that failed because a concurrent vacuum removed the files it was
+        reading gives up as the conflict it is (CommitConflictError), not as a missing file."""
+        try:
+            self.log.refresh()
+            read.check(self.log.view(), self.storage.uri)
+        except CommitConflictError as conflict:
+            raise conflict from exc
+        except Exception:  # the original failure is the one to report
+            return
 
     def _ids(
         self, ids: DataFrame, table: str, id_columns: Sequence[str], schema_json: str
@@ -250,9 +273,10 @@ class Purge:
         stored = self.spark.read.parquet(*source)
         kept = stored.join(ids, on=list(old.id_columns), how="left_anti").select(*stored.columns)
         prefix = f"{name}-{entry.sequence}/{table}"
-        write_observed(
-            kept.coalesce(len(source)), self.storage.spark_uri(prefix), sort_by=old.id_columns
-        )
+        with spark_storage_errors("write", f"{self.storage.uri}/{prefix}"):
+            write_observed(
+                kept.coalesce(len(source)), self.storage.spark_uri(prefix), sort_by=old.id_columns
+            )
         written = [
             f
             for f in self.storage.list_files(prefix)
@@ -263,23 +287,6 @@ class Purge:
         files = tuple(f for f in old.files if f not in affected) + tuple(f.path for f in written)
         size = old.bytes - sum(old_sizes.get(p, 0) for p in affected)
         return _swap(entry, table, hits, files, size + sum(f.size for f in written))
-
-    def _check_unchanged(
-        self, view: LogView, scanned_head: int, table: str, rewritten: Sequence[int]
-    ) -> None:
-        """Refuse to commit when an entry committed since the scan may hold the entities
-        (a revision, compaction or purge of the table) or removed a rewritten entry."""
-        for record in view.records[scanned_head:]:
-            touches = table in record.tables or (
-                record.purge is not None and table in record.purge.swaps
-            )
-            gone = record.vacuum is not None and set(record.vacuum.removed) & set(rewritten)
-            if touches or gone:
-                raise CommitConflictError(
-                    f"{self.storage.uri}: purge of table {table!r} gave up: {record.kind} "
-                    f"{record.name!r} (sequence {record.sequence}) was committed meanwhile; "
-                    "nothing was committed: run the purge again"
-                )
 
 
 def _swap(
