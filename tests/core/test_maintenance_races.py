@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -45,7 +46,7 @@ from revisions_assets.core.storage.backends import open_storage
 from revisions_assets.core.write.conflicts import ReadSet
 
 from .helpers import frame, stage_revision, tree
-from .legacy_layout import worked_example
+from .legacy_layout import write_legacy
 from .model import Model
 
 SCHEMA = "id long, v long"
@@ -126,7 +127,11 @@ def test_an_import_gives_up_when_another_writer_commits_to_its_root(spark, tmp_p
     """The import's own compactions (the ``compact_after`` policy, here after every revision)
     are its own; a commit of another writer between two of its revisions stops it."""
     src, root = tmp_path / "original", str(tmp_path / "imported")
-    worked_example(src)
+    revisions = [  # one featurizer: a major, two minors
+        (name, day(n), n == 0, "", {"f": pd.DataFrame({"id": [n, 9], "v": [n, n]}).set_index("id")})
+        for n, name in enumerate(["revision_0", "revision_2", "revision_4"])
+    ]
+    write_legacy(src, revisions)
     monkeypatch.setattr(DatasetMaintenance, "compaction_due", lambda self, table: True)
     import_commit = RevisionedDataset._import_commit
     calls = []
@@ -161,12 +166,13 @@ def ids_stored(root: str) -> set[int]:
 
 
 def every_read_lacks(ds: RevisionedDataset, root: str, purged: set[int], rows: int) -> None:
-    """No read of table ``t`` returns the purged ids, on both engines, and ``describe``
-    counts the ``rows`` left."""
+    """No read of table ``t`` returns the purged ids, on both engines (the one plan of each
+    read is run by Spark for the latest state, by Polars at every position and for the
+    changes and history), and ``describe`` counts the ``rows`` left."""
     assert not purged & {r.id for r in ds.read("t").select("id").collect()}
-    for sequence in range(1, ds.head_sequence + 1):
-        assert not purged & {r.id for r in ds.read("t", at=sequence).select("id").collect()}
     reader = DatasetReader(root)
+    for sequence in range(1, reader.head_sequence + 1):
+        assert not purged & set(reader.read("t", at=sequence)["id"])
     assert not purged & set(reader.read("t")["id"])
     assert not purged & set(reader.changes("t", since_sequence=0).df["id"])
     assert not purged & set(reader.history("t")["id"])
@@ -220,7 +226,7 @@ def test_a_compaction_racing_a_purge_never_brings_the_ids_back(spark, root):
     compacted = ds.maintenance.compact()  # run again: it reads the purged files
     assert compacted is not None and compacted.replaces["t"].read_at == 4
     every_read_lacks(ds, root, purged, rows=5)
-    assert [f for f in ds.maintenance.verify(deep=True) if f.severity == "error"] == []
+    assert ds.maintenance.verify() == []
 
 
 def earlier_release(monkeypatch) -> None:
@@ -427,7 +433,7 @@ def test_every_pair_of_commands_interleaved(spark, first, second, point, shape, 
             except CarriedStateError:
                 outcome = "carried"
         landed_entry = landed[0] if landed else None
-        event(f"{first} then {second} at {point}: {outcome}")
+        event(f"{first} then {second} at {point}: {outcome if landed else 'nothing landed'}")
         expected = expected_outcome(first, landed_entry, first_stamp)
         assert expected in (None, outcome), (first, landed_entry, outcome)
         ds = RevisionedDataset(root, spark=spark, compact_after=None)
