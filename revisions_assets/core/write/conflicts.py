@@ -4,9 +4,9 @@
 A command whose entry is derived from what it read of the dataset declares what it read
 as a ``ReadSet``: a compaction writes the state it read, a purge rewrites the files it
 scanned, a skip-unchanged minor or carrying major wrote only the rows that differ from a
-state it read, an import expects the log to hold nothing but its own entries. Every
-attempt to append its entry (``transaction.append_entry``) first checks the entries
-committed after its snapshot against it and refuses with ``CommitConflictError``,
+state it read, an import expects the log to hold nothing but its own entries. Before
+every attempt to append its entry (``transaction.append_entry``), the entries committed
+after its snapshot are checked against it, and it gives up with ``CommitConflictError``,
 committing nothing, when one of them changed what it read — the rule of Delta Lake's
 conflict checker and of Iceberg's commit validations, kept in this one place:
 

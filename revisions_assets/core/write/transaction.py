@@ -461,19 +461,20 @@ def append_entry(
 ) -> Revision | None:
     """Commit the entry ``build`` makes from the current log as ``head + 1``, put-if-absent.
 
-    ``read``: what the entry is derived from (``conflicts.py``), checked first against the
-    entries committed since it was read. ``build`` validates against the log it is given
-    (raising, or returning None when there is nothing left to commit). Both are run again
-    after every lost race, with jittered, growing backoff: so every kind of entry is
-    committed under the same precondition.
+    ``build`` validates against the log it is given (raising, or returning None when there
+    is nothing left to commit); then ``read``, what the entry is derived from
+    (``conflicts.py``), is checked against the entries committed since it was read (after
+    ``build``, so that its more specific refusals, such as a consumer position another run
+    moved, come first). Both run again after every lost race, with jittered, growing
+    backoff: so every kind of entry is committed under the same precondition.
     """
     delay = 0.005
     for _attempt in range(MAX_COMMIT_ATTEMPTS):
         revision_log.refresh()
         view = revision_log.view()
-        if read is not None:
-            read.check(view, revision_log.storage.uri)
         record = build(view)
+        if record is not None and read is not None:
+            read.check(view, revision_log.storage.uri)
         if record is None or revision_log.try_append(record):
             return record
         # one record per lost race: how operators (and the race tests) see contention
