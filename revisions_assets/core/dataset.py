@@ -327,12 +327,21 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
         is_major: bool,
         version: str | None,
         name: str,
+        after: int,
     ) -> Revision | None:
         """A revision of an imported original dataset (``maintain/legacy.py``): as ``commit``,
-        and its original name is kept even when all digits (``at="0"`` finds it by name)."""
+        and its original name is kept even when all digits (``at="0"`` finds it by name).
+        ``after``: the sequence of the import's previous entry; CommitConflictError when
+        another writer committed since."""
         self._require_writable("commit")
         request = self._planner.plan(
-            check_tables(tables), timestamp, is_major, version, name, digit_name=True
+            check_tables(tables),
+            timestamp,
+            is_major,
+            version,
+            name,
+            digit_name=True,
+            imported_after=after,
         )
         return self._run_commit(request, tables)
 
@@ -432,7 +441,9 @@ class DatasetMaintenance:
         anything on top of its base and every base is in that layout (a base an earlier
         release wrote is rewritten). Concurrent commits are neither lost nor blocked: the
         entry is appended like any revision. Raises CommitConflictError, committing
-        nothing, when a concurrent vacuum removed files it was reading.
+        nothing, when a concurrent vacuum removed files it was reading, or a purge of one
+        of its tables committed while it was written (it holds the erased rows): run it
+        again.
         ``rebuild``: the name (or sequence) of a damaged compaction to write again from
         the revisions it holds (``Compactor.rebuild``), instead of compacting ``table``.
         """
@@ -510,7 +521,9 @@ class DatasetMaintenance:
         entry keeps ``reason`` and the counts, never the purged values. None, writing and
         committing nothing, when no live file holds any of the entities (already purged, or
         never there). ``dry_run``: nothing written or committed; the entry returned has the
-        counts and the old files.
+        counts and the old files. Raises CommitConflictError, committing nothing, when a
+        revision, compaction or purge of ``table`` (or a vacuum of an entry it rewrites)
+        committed while it ran: run it again.
         """
         ds = self._ds
         if not check_bool(dry_run, "dry_run"):

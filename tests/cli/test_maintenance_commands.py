@@ -13,7 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from harness.frames import frame
+from harness.race_points import landing_at
 
+from revisions_assets import RevisionedDataset
 from revisions_assets.cli import cli
 
 from .conftest import Staged
@@ -121,6 +123,30 @@ def test_compact_then_vacuum(spark, staged, tmp_path):
     assert vacuum["vacuum"]["folders"] == ["r0", "r2", "r6", "r7"]
     text = run("log", root, "--limit", "0").stdout
     assert "compaction" in text and f"by {log[-1]['sequence']}" in text
+
+
+def test_a_compaction_a_purge_overtakes_exits_3_and_says_to_run_it_again(spark, staged, tmp_path):
+    """A purge commits while `revisions compact` writes (deterministically, in the middle of
+    it): the compaction gives up, exits 3 and says what to run again; run again, it holds
+    the purged state."""
+    root = copy(staged, tmp_path)
+
+    def purge():
+        ds = RevisionedDataset(root, spark=spark)
+        return ds.maintenance.purge("t", frame(spark, [(6,)], "id long"), reason="erasure")
+
+    with landing_at("append", purge) as landed:
+        lost = run("compact", root, code=3)
+    # stderr: the command's progress (here the purge's too: it ran in this process), then
+    # the one-line error
+    error = lost.stderr.splitlines()[-1]
+    assert lost.stdout == "" and error.startswith("revisions: error: ")
+    assert f"gave up: purge {landed[0].name!r}" in error
+    assert error.endswith("nothing was committed: run the compaction again")
+    assert json.loads(run("log", root, "--json").stdout)[-1]["kind"] == "purge"
+    assert json.loads(run("compact", root, "--json").stdout)  # run again: it commits
+    shown = json.loads(run("show", root, "t", "--json").stdout)
+    assert 6 not in {r["id"] for r in shown}
 
 
 def test_purge_over_two_roots(spark, staged, tmp_path):

@@ -7,14 +7,14 @@ live entry references, or a log entry, is truncated, deleted or overwritten with
 or the newest log entry is lost; or the folder of a live data file is moved (its revision
 or compaction folder renamed, or its table folder moved into another folder) and aged past
 vacuum's grace period; or a data file is rewritten with the same rows and schema but other
-values (with or without the ``.crc`` of its old bytes). Every maintenance command runs on
-the damaged copy — vacuum (retention 0, no grace), compact, purge, verify --deep — each
-refusing (a ``RevisionsError``) or doing what it does. Then the damaged file is restored
-from its copy (a moved folder moved back): every read (latest, at every position, as of
-every time, changes since every position, the SCD2 history, all through ``DatasetReader``)
-must equal the read before the damage, less the entities a purge removed, or be refused
-with RetentionError where a vacuum's horizon no longer covers it; and ``verify`` finds no
-error.
+values (with or without the ``.crc`` of its old bytes). First, as drawn, two commands race
+on the intact history (``RACES``). Every maintenance command runs on the damaged copy —
+vacuum (retention 0, no grace), compact, purge, verify --deep — each refusing (a
+``RevisionsError``) or doing what it does. Then the damaged file is restored from its copy
+(a moved folder moved back): every read (latest, at every position, as of every time,
+changes since every position, the SCD2 history, all through ``DatasetReader``) must equal
+the read before the damage, less the entities a purge removed, or be refused with
+RetentionError where a vacuum's horizon no longer covers it; and ``verify`` finds no error.
 """
 
 from __future__ import annotations
@@ -29,11 +29,18 @@ from pathlib import Path
 import pytest
 from harness.dates import instant
 from harness.examples import examples
+from harness.race_points import POINTS, landing_at
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from revisions_assets import DatasetReader, RevisionedDataset
-from revisions_assets.core.errors import RetentionError, RevisionsError
+from revisions_assets.core.errors import (
+    CommitConflictError,
+    NoMajorRevisionError,
+    RetentionError,
+    RevisionsError,
+    UnknownTableError,
+)
 from revisions_assets.core.log.layout import entry_path
 from revisions_assets.core.maintain.verify import verify
 
@@ -160,6 +167,52 @@ def maintain_damaged(
     return horizon, purge_entry
 
 
+# -- racing maintenance (issue 52) ----------------------------------------------------------
+#: a command on the intact history, one landing in the middle of it (after the first planned
+#: on its snapshot: before it writes, or before it appends its entry), and where
+RACERS = ("compact", "purge", "vacuum", "commit")
+RACES = st.one_of(
+    st.none(), st.tuples(st.sampled_from(RACERS), st.sampled_from(RACERS), st.sampled_from(POINTS))
+)
+
+
+def race(spark, root: str, drawn: tuple, table: str, purged: set[int]) -> set[int]:
+    """The first command of ``drawn`` with the second landing in its middle, each on a handle
+    of its own; the first commits, has nothing to do or gives up (CommitConflictError), and
+    fails no other way. Returns the ids a purge of the race erased from ``table``."""
+    erased: set[int] = set()
+
+    def run(command: str) -> object:
+        ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
+        if command == "compact":
+            return ds.maintenance.compact()
+        if command == "vacuum":
+            return ds.maintenance.vacuum(retain=timedelta(0)).entry
+        try:  # a table without revisions, or without a major
+            if command == "purge":
+                ids_df = engine_frame(spark, dict.fromkeys(purged, 0)).select("id")
+                entry = ds.maintenance.purge(table, ids_df, reason="race")
+                erased.update(purged if entry is not None else ())
+                return entry
+            # a minor of an id no purge draws, after every revision
+            return ds.commit({table: engine_frame(spark, {99: 0})}, instant(100), is_major=False)
+        except (UnknownTableError, NoMajorRevisionError):
+            return None
+
+    first, second, point = drawn
+    with landing_at(point, lambda: run(second)) as landed:
+        try:
+            run(first)
+            outcome = "committed"
+        except CommitConflictError:
+            outcome = "gave up"
+    event(f"race: {second} {'landed in' if landed else 'never landed in'} {first}: {outcome}")
+    return erased
+
+
+# -- end of racing maintenance --------------------------------------------------------------
+
+
 def without(result: Outcome, purged: set[int]) -> Outcome:
     kind, value = result
     return (kind, frozenset(r for r in value if r[0] not in purged)) if kind == "rows" else result
@@ -187,9 +240,12 @@ def covered(key: tuple, horizon: tuple[int, object]) -> bool:
     damage=DAMAGE,
     target=st.integers(min_value=0, max_value=1000),
     purged=st.sets(ids, min_size=1, max_size=2),
+    racing=RACES,
     data=st.data(),
 )
-def test_no_maintenance_turns_damage_into_loss(spark, first, rest, damage, target, purged, data):
+def test_no_maintenance_turns_damage_into_loss(
+    spark, first, rest, damage, target, purged, racing, data
+):
     with tempfile.TemporaryDirectory() as tmp:
         root = f"{tmp}/ds"
         ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
@@ -199,7 +255,12 @@ def test_no_maintenance_turns_damage_into_loss(spark, first, rest, damage, targe
             maintain(spark, engine, model, data, data.draw(MAINTENANCE, label="maintenance"))
         if not ds.revisions():
             return
+        # racing maintenance (issue 52): no read returns what a purge of the race erased
+        race_table = data.draw(st.sampled_from(TABLES), label="race table")
+        erased = race(spark, root, racing, race_table, purged) if racing else set()
         before = every_read(root)
+        for (_kind, table, _where), (outcome, rows) in before.items():
+            assert table != race_table or outcome != "rows" or not {r[0] for r in rows} & erased
         records = ds.revisions()
         head = len(records)
         # the damaged copy's vacuum: its horizon mostly near the head, as maintain() draws it

@@ -1,5 +1,5 @@
-"""A full or read-only filesystem under a commit: a clean StorageError naming the path, the
-dataset exactly as it was, and no temporary file or claimed folder left behind.
+"""A full or read-only filesystem under a commit or a purge: a clean StorageError naming the
+path, the dataset exactly as it was, and no temporary file or claimed folder left behind.
 
 The filesystem is a small tmpfs mounted for the test. It needs root and permission to
 mount, which CI has: a machine that cannot mount fails the test (with the reason) rather
@@ -160,3 +160,21 @@ def test_a_disk_filling_up_during_compaction_and_purge(small_fs, template, spark
 
     filler.unlink()
     assert ds.maintenance.verify() == []
+
+
+def test_a_purge_on_a_full_disk_leaves_no_folder(small_fs, template, spark):
+    """Issue 52: the purge rewrites the files of r1 and r2 (both hold id 2) into folders of
+    its own; the disk fills up under them. Every folder it created goes."""
+    root = copy_dataset(template, small_fs / "dataset")
+    ds = RevisionedDataset(str(root), spark=spark, id_columns=["id"])
+    ids = frame(spark, [(2,)], "id long")
+    filler = fill(small_fs)
+
+    error = unchanged_after(root, lambda: ds.maintenance.purge(TABLE, ids, reason="erasure"))
+    assert "No space left on device" in str(error)
+
+    filler.unlink()
+    assert ds.maintenance.verify() == []
+    record = ds.maintenance.purge(TABLE, ids, reason="erasure")
+    assert [s.sequence for s in record.purge.swaps[TABLE]] == [1, 2]
+    assert sorted(r.id for r in ds.read(TABLE).select("id").collect()) == [1, 3, 4]

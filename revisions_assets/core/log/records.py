@@ -362,29 +362,39 @@ class CompactedRange:
     Exactly the merge set of a default read pinned at ``through``: every data revision of
     the table committed at or before ``through`` and ordered at or after the major
     ``major`` (by ``(timestamp, sequence)``). ``through`` is the newest sequence in the
-    set, ``timestamp`` its newest timestamp, ``revisions`` its size.
+    set, ``timestamp`` its newest timestamp, ``revisions`` its size. ``read_at``: the head
+    of the log the compaction was planned on (None: written by an earlier release, which
+    did not record it); a purge committed between it and the compaction's own sequence
+    erased rows the compaction may hold (``LogView``: ``Compaction.missed_purge``). Two
+    ranges of the same revisions are equal, whenever they were read.
     """
 
     major: int
     through: int
     revisions: int
     timestamp: datetime
+    read_at: int | None = field(default=None, compare=False)
 
     def to_doc(self) -> dict[str, Any]:
-        return {
+        doc = {
             "major": self.major,
             "through": self.through,
             "revisions": self.revisions,
             "timestamp_us": to_micros(self.timestamp),
         }
+        if self.read_at is not None:
+            doc["read_at"] = self.read_at
+        return doc
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> CompactedRange:
+        read_at = doc.get("read_at")
         return cls(
             major=int(doc["major"]),
             through=int(doc["through"]),
             revisions=int(doc["revisions"]),
             timestamp=from_micros(int(doc["timestamp_us"])),
+            read_at=None if read_at is None else int(read_at),
         )
 
 

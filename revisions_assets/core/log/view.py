@@ -50,6 +50,10 @@ class Compaction:
     #: state of the revisions from its major on only (``carried`` is empty), so reads that
     #: use it take the carried revisions from their own files
     partial: bool = False
+    #: a purge of its table committed after it read the log and before it was committed,
+    #: which rewrote files it was built from: it may hold the rows that purge erased, so
+    #: no read uses it (an earlier release committed such compactions; see ``_compaction``)
+    missed_purge: Revision | None = None
 
     @property
     def write(self) -> TableWrite:
@@ -77,7 +81,8 @@ class Compaction:
         history: Sequence[Revision] = (),
     ) -> bool:
         """Whether every revision it replaces is in the merge set of a state read whose
-        governing major is ``major``, pinned at ``max_sequence`` and as of ``as_of``.
+        governing major is ``major``, pinned at ``max_sequence`` and as of ``as_of`` (never,
+        when it missed a purge: ``missed_purge``).
 
         That merge set is every visible revision ordered at or after ``major`` (plus those
         ``major`` carries); the replaced set is every revision up to ``through`` ordered at
@@ -87,8 +92,10 @@ class Compaction:
         it keeps), every replaced revision of ``history`` must be carried or ordered at or
         after it.
         """
-        if self.covers.through > max_sequence or (
-            as_of is not None and self.covers.timestamp > as_of
+        if (
+            self.missed_purge is not None
+            or self.covers.through > max_sequence
+            or (as_of is not None and self.covers.timestamp > as_of)
         ):
             return False
         if self.covers.major == major.sequence:
@@ -118,6 +125,7 @@ class LogView:
         self._compaction_records: dict[str, list[Revision]] = {}
         self._compactions: dict[str, list[Compaction]] = {}
         self._removed_by: dict[int, Revision] = {}
+        self._purges: list[Revision] = []
         self._memo: dict[Hashable, Any] = {}
         for record in self.records:
             if record.kind in DATA_KINDS:
@@ -130,7 +138,9 @@ class LogView:
                 assert record.vacuum is not None
                 for sequence in record.vacuum.removed:
                     self._removed_by.setdefault(sequence, record)
-            elif record.kind != PURGE:  # purges are applied to the records already
+            elif record.kind == PURGE:  # applied to the records already
+                self._purges.append(record)
+            else:
                 raise CorruptLogError(
                     f"log entry {record.sequence} ({record.name!r}) has kind {record.kind!r}, "
                     "unknown to this version of revisions-assets: upgrade it to read this dataset"
@@ -196,8 +206,37 @@ class LogView:
         if carried and compaction.held(history) != covers.revisions:
             partial = replace(compaction, carried=frozenset(), partial=True)
             if partial.held(history) == covers.revisions:
-                return partial
-        return compaction
+                compaction = partial
+        missed = self._missed_purge(compaction, history)
+        return compaction if missed is None else replace(compaction, missed_purge=missed)
+
+    def _missed_purge(self, compaction: Compaction, history: Sequence[Revision]) -> Revision | None:
+        """The first purge committed after ``compaction`` read the log and before it was
+        committed that rewrote, in its table, a revision it holds or a compaction (its base
+        may have been one): it built its state from the files that purge swapped out.
+
+        A compaction records the head it read (``CompactedRange.read_at``) and is refused
+        when such a purge landed (``write/conflicts.py``), so this finds only compactions an
+        earlier release committed, which recorded no ``read_at``: for them the head they
+        read is taken to be the newest revision they hold (``through``), the earliest it
+        can be, so a compaction built right after a purge counts as one that missed it.
+        """
+        covers, table = compaction.covers, compaction.table
+        read_at = covers.read_at if covers.read_at is not None else covers.through
+        missed = [
+            p
+            for p in self._purges
+            if read_at < p.sequence < compaction.sequence and p.purge and table in p.purge.swaps
+        ]
+        if not missed:  # the rule for nearly every compaction: no scan of the history
+            return None
+        built_from = {r.sequence for r in history if compaction.contains(r)}
+        built_from |= {c.sequence for c in self._compaction_records.get(table, [])}
+        for purge in missed:
+            assert purge.purge is not None
+            if {swap.sequence for swap in purge.purge.swaps[table]} & built_from:
+                return purge
+        return None
 
     def removed_by(self, sequence: int) -> Revision | None:
         """The vacuum entry that removed the files of entry ``sequence``, if any."""

@@ -41,6 +41,7 @@ from ..read.plan.selection import Selection, state_selection
 from ..storage.base import Storage
 from ..storage.footer import StoredFile
 from ..timeutil import now_utc
+from ..write.conflicts import ReadSet
 from ..write.file_size import compaction_needed
 from ..write.transaction import (
     append_entry,
@@ -95,23 +96,33 @@ class Compactor:
                 jobs.append(_TableJob(table, state.selection, state.rows))
         if not jobs:
             return None
-        return self._commit(jobs, target_file_bytes)
+        return self._commit(jobs, target_file_bytes, view.head)
 
     def _commit(
         self,
         jobs: Sequence[_TableJob],
         target_file_bytes: int,
+        snapshot: int,
         rebuilds: Revision | None = None,
     ) -> Revision | None:
-        """Write the state of each job into a new folder and commit it as one entry."""
+        """Write the state of each job, planned on the log at sequence ``snapshot``, into a
+        new folder and commit it as one entry; CommitConflictError, committing nothing, when
+        a purge of one of its tables landed since (it read the rows the purge erased)."""
         name = f"compaction-{uuid.uuid4().hex}"
+        read = ReadSet(
+            f"compaction {name!r}",
+            "run the compaction again",
+            snapshot,
+            read=frozenset(job.table for job in jobs),
+        )
         token = claim_folder(self.storage, name)
         try:
             writes = {job.table: self._write(name, job, target_file_bytes) for job in jobs}
             record = append_entry(
                 self.log,
-                lambda v: self._entry(v, name, jobs, writes, rebuilds),
+                lambda v: self._entry(v, name, jobs, writes, snapshot, rebuilds),
                 f"compaction {name!r}",
+                read,
             )
         except BaseException as exc:
             release_folder(self.storage, name, token)
@@ -171,7 +182,7 @@ class Compactor:
                     f"commit a new major of table {table!r}"
                 ) from None
             jobs.append(_TableJob(table, selection, plan))
-        record = self._commit(jobs, target_file_bytes, rebuilds=damaged)
+        record = self._commit(jobs, target_file_bytes, view.head, rebuilds=damaged)
         assert record is not None  # a rebuild always commits
         return record
 
@@ -234,12 +245,15 @@ class Compactor:
         name: str,
         jobs: Sequence[_TableJob],
         writes: Mapping[str, TableWrite],
+        snapshot: int,
         rebuilds: Revision | None = None,
     ) -> Revision | None:
         """The compaction entry at the current head, without the tables whose state another
         compaction committed meanwhile (a rebuild replaces the one it rebuilds, whatever
         else holds the state). A compaction describes a fixed set of revisions: later
-        commits can make it unused, never wrong, so no other re-validation."""
+        commits can make it unused, never wrong; only a purge can make its rows wrong, which
+        ``append_entry`` checks (``conflicts.py``). It records the ``snapshot`` it was
+        planned on, so reads can tell that no purge landed while it was written."""
         covers = {}
         for job in jobs:
             merge = job.selection.merge
@@ -248,8 +262,13 @@ class Compactor:
                 through=max(r.sequence for r in merge),
                 revisions=len(merge),
                 timestamp=max(r.timestamp for r in merge),
+                read_at=snapshot,
             )
-            others = [c for c in view.compactions(job.table) if c.record is not rebuilds]
+            others = [
+                c
+                for c in view.compactions(job.table)
+                if c.record is not rebuilds and c.missed_purge is None
+            ]
             if rebuilds is not None or not any(c.covers == covered for c in others):
                 covers[job.table] = covered
         if not covers:

@@ -181,6 +181,17 @@ KINDS: dict[str, tuple[Severity, str]] = {
         "own files; compact the table to write a complete compaction, and a vacuum past "
         "the retention horizon removes this one",
     ),
+    "compaction_missed_purge": (
+        "error",
+        "an earlier release committed this compaction although a purge landed while it was "
+        "written: reads no longer use it, but its files may still hold the erased rows. Run "
+        "the purge again with the same ids (`revisions purge`: it rewrites this "
+        "compaction's files too), then `revisions vacuum ROOT --retain 0 --force` deletes the old "
+        "files at once (any vacuum past the purge deletes them; the finding goes once a "
+        "vacuum removes the compaction); `revisions compact` writes a compaction reads "
+        "use. If a vacuum also removed the revisions it holds (state_removed), commit a "
+        "new major of the table",
+    ),
     "purge_lost_rows": (
         "error",
         "reads after the purge lack rows of entities it was not asked to remove, or differ "

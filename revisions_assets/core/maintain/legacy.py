@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from os import PathLike
-from typing import Protocol
+from typing import Any, Protocol
 
 import pandas as pd
 import pyarrow as pa
@@ -105,7 +105,12 @@ class CommitTarget(Protocol):
     @property
     def head_sequence(self) -> int: ...
 
-    def _import_commit(self, tables, timestamp, is_major, version, name) -> Revision | None: ...
+    @property
+    def maintenance(self) -> Any: ...
+
+    def _import_commit(
+        self, tables, timestamp, is_major, version, name, after
+    ) -> Revision | None: ...
 
 
 @dataclass
@@ -128,7 +133,11 @@ class LegacyImport:
         spark: SparkSession,
         progress: Callable[[LegacyRevision, Revision | None], None] | None = None,
     ) -> list[Revision]:
-        """Commit every revision of the source to ``target`` (which must have none)."""
+        """Commit every revision of the source to ``target`` (which must have none).
+
+        Each commit requires that the log holds nothing but the import's own entries (its
+        revisions and the compactions its ``compact_after`` policy wrote right after them):
+        a commit of another writer meanwhile raises CommitConflictError."""
         if target.root == self.source.uri:
             raise DatasetNotEmptyError(f"{target.root}: the import target is the source itself")
         if target.head_sequence:
@@ -139,12 +148,23 @@ class LegacyImport:
         previous = spark.conf.get(_NANOS_AS_LONG, "false")
         spark.conf.set(_NANOS_AS_LONG, "true")  # pandas writes nanosecond timestamps
         committed = []
+        last = 0  # the import's last entry: nothing else may be committed after it
         try:
             for revision in self.revisions:
                 frames = {t: self._frame(spark, revision, t) for t in self._written(revision)}
                 record = target._import_commit(
-                    frames, revision.timestamp, revision.is_major, revision.version, revision.name
+                    frames,
+                    revision.timestamp,
+                    revision.is_major,
+                    revision.version,
+                    revision.name,
+                    after=last,
                 )
+                if record is not None:
+                    last = record.sequence
+                    for compaction in target.maintenance.last_compactions:
+                        if compaction.sequence == last + 1:  # the policy's, right after it
+                            last = compaction.sequence
                 if record is None:
                     warnings.warn(
                         f"{self.source.uri}: revision {revision.name!r} holds no rows; the "

@@ -42,6 +42,7 @@ from ..read.plan.selection import state_selection
 from ..sqltext import quoted
 from ..storage.base import Storage
 from ..timeutil import now_utc
+from ..write.conflicts import ReadSet
 from ..write.transaction import append_entry, upkeep, write_observed, written_files
 
 log = logging.getLogger(__name__)
@@ -90,27 +91,25 @@ class Purge:
         affected = [e for e in entries if e.sequence in hits]
         with self._executor.failures(table, files, f"purge of table {table!r}"):
             offered = self._offered_removed(view, table, ids, id_columns, hits)
-        if dry_run:
-            swaps = tuple(self._counted(e, table, hits[e.sequence]) for e in affected)
-        else:
-            try:  # a file that fails its check: the files rewritten before it go too
-                swaps = tuple(
-                    self._rewrite(name, e, table, hits[e.sequence], ids) for e in affected
-                )
-            except BaseException:
-                self._remove_rewritten(name, affected)
-                raise
-        mark = PurgeMark(
-            reason=reason,
-            entities=entities,
-            swaps={table: swaps} if swaps else {},
-            offered_removed={table: offered} if offered else {},
+        # it scanned every live file of the table and rewrites the affected entries' files:
+        # a commit of the table since (rows it did not scan: a revision, a compaction, a
+        # purge) or a vacuum of an entry it rewrites invalidates it (``conflicts.py``)
+        read = ReadSet(
+            f"purge of table {table!r}",
+            "run the purge again",
+            view.head,
+            complete=frozenset({table}),
+            rewrites=frozenset(e.sequence for e in affected),
         )
-        scanned_head = view.head
 
-        def build(current: LogView) -> Revision:
-            self._check_unchanged(current, scanned_head, table, [e.sequence for e in affected])
+        def build(current: LogView, swaps: tuple[PurgedWrite, ...]) -> Revision:
             now = now_utc()
+            mark = PurgeMark(
+                reason=reason,
+                entities=entities,
+                swaps={table: swaps} if swaps else {},
+                offered_removed={table: offered} if offered else {},
+            )
             return Revision(
                 name=name,
                 timestamp=now,
@@ -124,13 +123,19 @@ class Purge:
             )
 
         if dry_run:
-            return build(view)
-        try:
-            record = append_entry(self.log, build, f"purge {name!r}")
-        except BaseException:
+            return build(view, tuple(self._counted(e, table, hits[e.sequence]) for e in affected))
+        try:  # from the first rewrite on, every folder it writes is its own to remove
+            swaps = tuple(self._rewrite(name, e, table, hits[e.sequence], ids) for e in affected)
+            record = append_entry(
+                self.log, lambda current: build(current, swaps), f"purge {name!r}", read
+            )
+        except BaseException as exc:
             self._remove_rewritten(name, affected)
+            if isinstance(exc, Exception) and not isinstance(exc, CommitConflictError):
+                self._explain_failure(read, exc)
             raise
-        assert record is not None
+        assert record is not None and record.purge is not None
+        mark = record.purge
         upkeep(self.log, record)
         log.info(
             "%s: purge %s (sequence %d) of table %r: %d rows removed from %d entries",
@@ -139,9 +144,20 @@ class Purge:
             record.sequence,
             table,
             mark.rows_removed,
-            len(swaps),
+            len(mark.swaps.get(table, ())),
         )
         return record
+
+    def _explain_failure(self, read: ReadSet, exc: Exception) -> None:
+        """A rewrite that failed because a concurrent vacuum removed the files it was
+        reading gives up as the conflict it is (CommitConflictError), not as a missing file."""
+        try:
+            self.log.refresh()
+            read.check(self.log.view(), self.storage.uri)
+        except CommitConflictError as conflict:
+            raise conflict from exc
+        except Exception:  # the original failure is the one to report
+            return
 
     def _ids(
         self, ids: DataFrame, table: str, id_columns: Sequence[str], schema_json: str
@@ -275,23 +291,6 @@ class Purge:
         """The folders of a purge that will not be committed."""
         for entry in affected:
             self.storage.delete_tree(f"{name}-{entry.sequence}")
-
-    def _check_unchanged(
-        self, view: LogView, scanned_head: int, table: str, rewritten: Sequence[int]
-    ) -> None:
-        """Refuse to commit when an entry committed since the scan may hold the entities
-        (a revision, compaction or purge of the table) or removed a rewritten entry."""
-        for record in view.records[scanned_head:]:
-            touches = table in record.tables or (
-                record.purge is not None and table in record.purge.swaps
-            )
-            gone = record.vacuum is not None and set(record.vacuum.removed) & set(rewritten)
-            if touches or gone:
-                raise CommitConflictError(
-                    f"{self.storage.uri}: purge of table {table!r} gave up: {record.kind} "
-                    f"{record.name!r} (sequence {record.sequence}) was committed meanwhile; "
-                    "nothing was committed: run the purge again"
-                )
 
 
 def _hash_checked(stored: DataFrame, write: TableWrite) -> DataFrame:

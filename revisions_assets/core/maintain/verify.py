@@ -62,7 +62,7 @@ from ..log.revision_log import (
     read_checkpoint,
     read_description,
 )
-from ..log.view import LogView
+from ..log.view import Compaction, LogView
 from ..read.plan.scans import ScanTask, head_plan, plan_merge, scan_task
 from ..read.plan.schema import Schema, table_schema
 from ..read.plan.selection import carried_by, head_state
@@ -335,6 +335,8 @@ def _check_states(view: LogView, findings: list[Finding]) -> None:
                         "state from that major on only",
                     )
                 )
+            if compaction.missed_purge is not None and not view.is_removed(compaction.sequence):
+                findings.append(_missed_purge(compaction))
         try:
             state = head_state(view, table)
             plan_merge(view, state, f"the default read of table {table!r}")
@@ -342,6 +344,23 @@ def _check_states(view: LogView, findings: list[Finding]) -> None:
             continue
         except RetentionError as exc:
             findings.append(Finding.of("state_removed", state.major.name, str(exc)))
+
+
+def _missed_purge(compaction: Compaction) -> Finding:
+    """A compaction committed after a purge it did not see (``Compaction.missed_purge``)."""
+    purge, covers = compaction.missed_purge, compaction.covers
+    assert purge is not None
+    read = covers.read_at if covers.read_at is not None else covers.through
+    return Finding.of(
+        "compaction_missed_purge",
+        compaction.record.name,
+        f"compaction {compaction.record.name!r} (sequence {compaction.sequence}) of table "
+        f"{compaction.table!r} was planned on the log at sequence {read}"
+        + (" or later" if covers.read_at is None else "")
+        + f" and committed after purge {purge.name!r} (sequence {purge.sequence}) rewrote "
+        "files it was built from: it may hold the rows that purge erased; reads do not "
+        "use it",
+    )
 
 
 def _check_description(storage: Storage, scan: _LogScan, findings: list[Finding]) -> dict[int, str]:

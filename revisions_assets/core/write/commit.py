@@ -87,8 +87,11 @@ class CommitPlanner:
         carry: bool = False,
         skip: bool = False,
         digit_name: bool = False,
+        imported_after: int | None = None,
     ) -> CommitRequest:
-        """The checked request of one commit: every argument checked against the log's state."""
+        """The checked request of one commit: every argument checked against the log's state.
+        ``imported_after``: a revision of an import, whose previous entry is that sequence
+        (``CommitRequest.imported_after``)."""
         for table in tables:
             check_name(table, "table")
         check_version(version, tables)
@@ -103,6 +106,7 @@ class CommitPlanner:
             upstream=check_upstream(upstream),
             expected_positions=check_expected_positions(expected_positions),
             properties=check_string_map(properties, "properties"),
+            imported_after=imported_after,
         )
         records = self._log.refresh()
         view = self._log.view()
@@ -162,7 +166,7 @@ class CommitPlanner:
             _major, current = state_schemas(view, table)
             check_compatible(table, major=current, current=current, new=staged.schema)
             carries = tuple(r.sequence for r in state.selection.merge)
-            check_carried(view, table, timestamp, carries, self._log.head)
+            check_carried(view, table, timestamp, carries)
         except (NoMajorRevisionError, RetentionError, SchemaMismatchError):
             if required:
                 raise

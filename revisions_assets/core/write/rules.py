@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from ..errors import CarriedStateError, CommitConflictError, RetentionError
+from ..errors import CarriedStateError, RetentionError
 from ..log.view import LogView
 from ..read.plan.scans import retention_message
 from ..read.plan.selection import carried_by
@@ -22,15 +22,14 @@ def check_carried(
     table: str,
     timestamp: datetime,
     carries: Sequence[int] = (),
-    compared_with: int | None = None,
 ) -> None:
     """The commit rules of carrying majors, re-checked on every attempt of a major.
 
     A major stamped before a carrying major must not void a revision that major carries
     (it would leave the state at the major's time and return at the carrying major's). A
-    carrying major (``carries``, compared with the state at ``compared_with``) needs its
-    carried revisions' files, and no major ordered before it may have landed since it
-    compared: its carried state would not know that major.
+    carrying major (``carries``) needs its carried revisions' files. (That no revision
+    ordered before it landed since it read the state it carries is checked with every
+    other conflict: ``CommitRequest.read_set``, ``conflicts.py``.)
     """
     if table not in view.tables():
         return
@@ -55,6 +54,7 @@ def check_carried(
         c
         for c in view.compactions(table)
         if not view.is_removed(c.sequence)
+        and c.missed_purge is None  # reads never use it
         and c.covers.major in kept
         and all(r.sequence in kept or r.timestamp > timestamp for r in history if c.contains(r))
     ]
@@ -66,17 +66,6 @@ def check_carried(
                     f"a carrying major of table {table!r}", view.records[sequence - 1], vacuum
                 )
             )
-    landed = [
-        r
-        for r in history
-        if r.is_major and r.sequence > (compared_with or 0) and r.timestamp <= timestamp
-    ]
-    if landed:
-        raise CommitConflictError(
-            f"table {table!r}: major {landed[0].name!r} (sequence {landed[0].sequence}) landed "
-            "while a carrying major compared its rows with the state before it; nothing was "
-            "committed: commit again"
-        )
 
 
 def check_major_after_vacuum(view: LogView, table: str, major_timestamp: datetime) -> None:

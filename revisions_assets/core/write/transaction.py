@@ -11,7 +11,8 @@ session, the prepared ``CommitRequest`` and the DataFrames) and runs one commit:
    columns of the written files;
 4. append the log entry ``head + 1`` put-if-absent, re-validating against the log and
    retrying with jittered backoff when another writer took the sequence (``append_entry``,
-   which compactions and vacuums use too);
+   which every kind of entry goes through, after checking what the entry was derived from
+   against what landed since: ``conflicts.py``);
 5. upkeep (checkpoint, ``description.parquet``), which never fails the commit.
 
 A failure before step 4 deletes the claimed folder; nothing is committed.
@@ -58,6 +59,7 @@ from ..read.plan.schema import value_columns
 from ..spark_errors import spark_storage_errors
 from ..storage.base import Storage
 from ..timeutil import now_utc
+from .conflicts import ReadSet
 from .file_size import DICTIONARY_PAGE_BYTES, FIRST_FILE_ROWS, ROW_GROUP_BYTES, ROW_GROUP_ROWS
 from .rules import check_carried, check_major_after_vacuum
 from .validation import check_compatible
@@ -138,6 +140,35 @@ class CommitRequest:
     expected_positions: dict[tuple[str, str], int]
     properties: dict[str, str]
     staged: list[StagedTable] = field(default_factory=list)
+    #: an imported revision: the sequence of the import's previous entry, after which the
+    #: log must hold nothing but this one (``maintain/legacy.py``)
+    imported_after: int | None = None
+
+    def read_set(self) -> ReadSet | None:
+        """What this commit read of the dataset and must find unchanged when it appends
+        (``conflicts.py``): the states its skip-unchanged tables compared their rows with (a
+        purge of them since would leave rows written, or skipped, against rows that are
+        gone; a major ordered before it would replace that state), the states its carrying
+        tables keep (a revision ordered before the major since would be voided, not
+        carried), and for an imported revision the whole log."""
+        if self.imported_after is not None:
+            return ReadSet(
+                f"the import of revision {self.name!r}",
+                "the dataset holds part of the import and another writer's entries: import "
+                "into a new root, which no other writer uses",
+                self.imported_after,
+                exclusive=True,
+            )
+        compared = [s for s in self.staged if s.replaced is not None or s.carries]
+        if not compared:
+            return None
+        return ReadSet(
+            f"revision {self.name!r}",
+            "commit it again (it then compares with, or carries, the state that includes it)",
+            min(s.compared_with or 0 for s in compared),
+            compared={s.table: self.timestamp for s in compared if s.replaced is not None},
+            carried={s.table: self.timestamp for s in compared if s.carries},
+        )
 
     @property
     def common_version(self) -> str | None:
@@ -200,9 +231,7 @@ def check_against_log(view: LogView, request: CommitRequest, root: str) -> None:
     for staged in request.staged:
         if request.is_major:
             check_major_after_vacuum(view, staged.table, request.timestamp)
-            check_carried(
-                view, staged.table, request.timestamp, staged.carries, staged.compared_with
-            )
+            check_carried(view, staged.table, request.timestamp, staged.carries)
             if not staged.carries:
                 continue
         known = staged.table in view.tables()
@@ -373,7 +402,7 @@ class CommitTransaction:
                 properties=request.properties,
             )
 
-        record = append_entry(self.log, build, f"revision {request.name!r}")
+        record = append_entry(self.log, build, f"revision {request.name!r}", request.read_set())
         assert record is not None
         return record
 
@@ -452,20 +481,29 @@ def release_folder(storage: Storage, name: str, token: bytes) -> None:
 
 
 def append_entry(
-    revision_log: RevisionLog, build: Callable[[LogView], Revision | None], what: str
+    revision_log: RevisionLog,
+    build: Callable[[LogView], Revision | None],
+    what: str,
+    read: ReadSet | None = None,
 ) -> Revision | None:
     """Commit the entry ``build`` makes from the current log as ``head + 1``, put-if-absent.
 
     ``build`` validates against the log it is given (raising, or returning None when there
-    is nothing left to commit) and is called again after every lost race, with jittered,
-    growing backoff: so every kind of entry is committed under the same precondition.
+    is nothing left to commit); then ``read``, what the entry is derived from
+    (``conflicts.py``), is checked against the entries committed since it was read (after
+    ``build``, so that its more specific refusals, such as a consumer position another run
+    moved, come first). Both run again after every lost race, with jittered, growing
+    backoff: so every kind of entry is committed under the same precondition.
     """
     delay = 0.005
     for _attempt in range(MAX_COMMIT_ATTEMPTS):
         revision_log.refresh()
-        record = build(revision_log.view())
+        view = revision_log.view()
+        record = build(view)
         if record is None:
             return None
+        if read is not None:
+            read.check(view, revision_log.storage.uri)
         if revision_log.try_append(record):
             return revision_log.records[-1]  # as stored: chained to the entry before it
         # one record per lost race: how operators (and the race tests) see contention
