@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -129,22 +129,3 @@ class S3Server:
 def objects_under(prefix: str) -> Callable[[Request], bool]:
     """Requests on the objects whose keys start with ``prefix``."""
     return lambda r: bool(r.key) and r.key.startswith(prefix)
-
-
-def served_ranges(
-    requests: Iterable[Request], sizes: dict[str, int]
-) -> Iterator[tuple[str, int, int]]:
-    """(key, start, end) of the bytes each successful GET returned, ``end`` exclusive, from
-    its ``Range`` header and the object's size (``sizes``)."""
-    for r in requests:
-        if r.method != "GET" or r.status not in (200, 206) or r.key not in sizes:
-            continue
-        size = sizes[r.key]
-        spec = (r.range or "").removeprefix("bytes=")
-        if not spec:
-            yield r.key, 0, size
-        elif spec.startswith("-"):
-            yield r.key, max(0, size - int(spec[1:])), size
-        else:
-            first, _, last = spec.partition("-")
-            yield r.key, int(first), min(size, int(last) + 1) if last else size
