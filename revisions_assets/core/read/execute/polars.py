@@ -230,6 +230,7 @@ class Scanner:
         if key not in self._ids:
             self._ids[key] = pl.scan_parquet(
                 self.local(files),
+                glob=False,  # a URI is one object, literally
                 schema=types,
                 extra_columns="ignore",
                 cast_options=_CAST,
