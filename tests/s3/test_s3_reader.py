@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from bench.s3_server import Request, Traffic
 from revisions_assets import DatasetReader, RevisionedDataset
-from revisions_assets.core.errors import NotCachedError
+from revisions_assets.core.errors import MissingFileError, NotCachedError
 
 from .conftest import BUCKET
 
@@ -90,6 +90,12 @@ def test_read_an_s3_root_by_ranges_and_through_the_cache(
         offline.read("t")
     assert secret not in str(missing.value)
     assert reader.history("t").height == 40_400
+
+    gone = sorted(set(sizes) - major_files)[0]  # a file of the minor, deleted
+    client.delete_object(Bucket=BUCKET, Key=gone)
+    with pytest.raises(MissingFileError, match=gone.rsplit("/", 1)[1]) as damaged:
+        DatasetReader(root, storage_options=s3_options).read("t", columns=["c0"])
+    assert secret not in str(damaged.value)
 
 
 def test_the_feast_store_reads_an_s3_root(s3_spark, s3_options, s3_root_factory, tmp_path):
