@@ -31,6 +31,7 @@ from .plot import plot
 from .provenance import soft_major, unchanged_rows_skipped
 from .reader import reading_without_a_jvm
 from .results import RunInfo, load_average, summary, write
+from .s3_reads import reads_on_object_storage
 from .scenarios import incremental_scoring, minor_vs_major, read_after_minors
 from .training import training_set
 
@@ -53,6 +54,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("13", "executors"): executors,
     ("14", "pipes"): pipes_commit,
     ("15", "feast"): training_sets,
+    ("16", "s3"): reads_on_object_storage,
 }
 
 BENCH = Path(__file__).resolve().parent

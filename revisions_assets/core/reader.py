@@ -4,17 +4,15 @@ The same plans as the Spark engine (``read/plan/``): the same rows, the same err
 Polars executor (``read/execute/polars.py``) runs them lazily in this process: a scan
 (``read/scan.py``) converts to a ``LazyFrame`` whose projections and id filters reach the
 Parquet scans (``to_polars``), streams (``to_batches``), or collects (``read``,
-``to_arrow``). With ``cache_dir`` a read first downloads the files it needs, and only
-those, into a local cache (``read/execute/download_cache.py``), which an offline reader
-reads alone.
+``to_arrow``). On object storage a read fetches byte ranges: each file's footer, the column
+chunks it projects, the row groups its id filters keep (``read/execute/remote.py``). With
+``cache_dir`` a read first downloads the files it needs, and only those, whole, into a
+local cache (``read/execute/download_cache.py``), which an offline reader reads alone.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +35,7 @@ from .log.view import LogView
 from .read.execute.download_cache import DownloadCache
 from .read.execute.files import FileGate
 from .read.execute.polars import PolarsExecutor, polars_schema
+from .read.execute.remote import remote_files
 from .read.facade import DatasetReads
 from .read.plan.refs import Position
 from .read.plan.schema import Schema
@@ -58,11 +57,15 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
     batches.
 
     ``root``: a local path, ``file://`` or ``s3://`` URI; ``storage_options`` as for
-    ``RevisionedDataset`` (S3 endpoint and credentials). ``cache_dir``: a local folder
-    where reads keep the files they fetched (an S3 root without one uses a temporary
-    folder). ``offline=True`` reads only ``cache_dir``: the log and files an earlier online
-    reader cached; the root is never touched. Every online read first catches up with the
-    log; the reader never writes to the root.
+    ``RevisionedDataset`` (S3 endpoint, region and credentials, or a ready boto3 ``client``:
+    the reads use what it signs with). Without ``cache_dir``, a read of an ``s3://`` root
+    fetches byte ranges and keeps nothing: each file's footer, the column chunks of the
+    columns it reads, in the row groups its id filters keep. ``cache_dir``: a local folder
+    where reads keep the files they fetch, whole: a read fetches the files of the revisions
+    it needs and only those, each once; later reads of those revisions, and offline ones,
+    fetch nothing. ``offline=True`` reads only ``cache_dir``: the log and files an earlier
+    online reader cached; the root is never touched. Every online read first catches up
+    with the log; the reader never writes to the root.
     """
 
     def __init__(
@@ -91,12 +94,13 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
         else:
             self._source = open_storage(root, **options)
             self.root = self._source.uri
-            if cache_dir is None and not isinstance(self._source, LocalStorage):
-                cache_dir = tempfile.mkdtemp(prefix="revisions-reader-")
-                weakref.finalize(self, shutil.rmtree, cache_dir, ignore_errors=True)
             self._cache = DownloadCache(cache_dir, self._source) if cache_dir else None
             self._log = RevisionLog(self._source)
-        self._executor = PolarsExecutor(self._local)
+        #: an object store's files, read in place by byte range (no cache_dir), or None
+        self._remote = remote_files(self._source) if self._source and not self._cache else None
+        self._executor = PolarsExecutor(
+            self._local, self._remote.scan_options if self._remote else None
+        )
         if self._cache is not None:
             self._gate = FileGate(self._cache.storage(), self.root, self._cache.local)
         else:
@@ -225,9 +229,12 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
         return [self._cache.path(f) for f in dict.fromkeys(f for _, f in files)]
 
     def _local(self, files: Sequence[str]) -> list[str]:
-        """Local paths of data files the file gate passed: in the cache or a local root."""
+        """What the scans open for data files the file gate passed: their paths in the cache
+        or a local root, or their URIs on an object store (read there by byte range)."""
         if self._cache is not None:
             return [str(self._cache.path(f)) for f in files]
+        if self._remote is not None:
+            return self._remote.paths(files)
         source = self._source
         assert isinstance(source, LocalStorage)
         return [str(source.local_path(f)) for f in files]

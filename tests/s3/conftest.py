@@ -1,4 +1,6 @@
-"""An S3-compatible server on loopback (moto), started and stopped by the tests themselves.
+"""An S3-compatible server on loopback (moto), started and stopped by the tests themselves
+(``bench/s3_server.py``: the benchmarks run the same one); its log of requests counts what a
+read fetched.
 
 Spark reaches it through the real ``s3a`` connector. The connector's jars must be on the
 JVM's classpath when it starts, so the shared SparkSession has to be built with
@@ -9,7 +11,6 @@ the connector is already running.
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 import uuid
@@ -20,11 +21,11 @@ import pytest
 from harness.sessions import TEST_SESSION_CONF
 from pyspark.sql import SparkSession
 
+from bench.s3_server import S3Server
 from revisions_assets.core.spark_session import build_spark_session
 from revisions_assets.s3a import apply_s3a_conf, s3a_conf
 
 BUCKET = "revisions-tests"
-REGION = "us-east-1"
 #: fake credentials for the loopback server; tests assert they never leak
 ACCESS_KEY = "AKIAREVISIONSTESTKEY"
 SECRET_KEY = "revisions/Test+Secret/Key/never-printed"
@@ -37,23 +38,18 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def s3_options() -> Iterator[dict[str, str]]:
-    """Storage options of a fresh moto server on 127.0.0.1 holding bucket BUCKET."""
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access-log line per request
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    options = {
-        "endpoint_url": f"http://127.0.0.1:{port}",
-        "region_name": REGION,
-        "aws_access_key_id": ACCESS_KEY,
-        "aws_secret_access_key": SECRET_KEY,
-    }
-    boto3.client("s3", **options).create_bucket(Bucket=BUCKET)
-    yield options
+def s3_server() -> Iterator[S3Server]:
+    """A fresh moto server on 127.0.0.1 holding bucket BUCKET, logging its requests."""
+    server = S3Server()
+    boto3.client("s3", **server.options(ACCESS_KEY, SECRET_KEY)).create_bucket(Bucket=BUCKET)
+    yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_options(s3_server) -> dict[str, str]:
+    """Storage options that reach the server with the fake credentials."""
+    return s3_server.options(ACCESS_KEY, SECRET_KEY)
 
 
 @pytest.fixture(scope="session")

@@ -1,39 +1,101 @@
-"""DatasetReader on an s3:// root (the loopback moto server): reads without a JVM, the
-download cache, and credentials that never appear in what the reader says."""
+"""DatasetReader on an s3:// root (the loopback moto server): reads without a JVM, by byte
+range without a cache, the download cache of whole files, and credentials that never appear
+in what the reader says."""
 
 from __future__ import annotations
 
+import boto3
+import polars as pl
 import pytest
 from core.helpers import frame
 from harness.dates import day
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
+from bench.s3_server import Request, Traffic
 from revisions_assets import DatasetReader, RevisionedDataset
-from revisions_assets.core.errors import NotCachedError
+from revisions_assets.core.errors import MissingFileError, NotCachedError
+
+from .conftest import BUCKET
 
 pytestmark = pytest.mark.s3
 
 
-def test_read_an_s3_root_through_the_cache(s3_spark, s3_options, s3_root_factory, tmp_path):
+def random_rows(spark: SparkSession, step: int, seed: int) -> DataFrame:
+    """Ids ``range(0, 40_000, step)`` and 8 columns of random doubles drawn from ``seed``:
+    files that do not compress, where a read of one column moves about a ninth of them."""
+    ids = spark.range(0, 40_000, step)
+    return ids.select("id", *[F.rand(seed * 8 + c).alias(f"c{c}") for c in range(8)])
+
+
+def test_read_an_s3_root_by_ranges_and_through_the_cache(
+    s3_spark, s3_options, s3_server, s3_root_factory, tmp_path
+):
+    """Without ``cache_dir`` a read fetches footers and column chunks, never a whole file: a
+    1-column read moves well under the files' bytes, and reads give the rows of the local
+    read (the cached copies). With ``cache_dir`` the cache keeps whole files, only those a
+    read needs: fetched once, then read again and offline without a request for data."""
     root = s3_root_factory("reader")
     ds = RevisionedDataset(root, spark=s3_spark, id_columns=["id"], storage_options=s3_options)
-    ds.commit({"t": frame(s3_spark, [(1, 10), (2, 20)], "id long, v long")}, day(0), True)
-    ds.commit({"t": frame(s3_spark, [(2, 21), (3, 30)], "id long, v long")}, day(1), False)
+    ds.commit({"t": random_rows(s3_spark, 1, seed=0)}, day(0), True)
+    ds.commit({"t": random_rows(s3_spark, 100, seed=1)}, day(1), False)
+    client = boto3.client("s3", **s3_options)
+    prefix = root.split("/", 3)[3] + "/"
+    listed = client.list_objects_v2(Bucket=BUCKET, Prefix=prefix)["Contents"]
+    sizes = {o["Key"]: o["Size"] for o in listed if "/t/part-" in o["Key"]}  # the data files
+    major_files = {prefix + f for f in ds.revisions("t")[0].tables["t"].files}
 
-    reader = DatasetReader(root, storage_options=s3_options)  # a temporary cache
-    assert reader.read("t").sort("id").rows() == [(1, 10), (2, 21), (3, 30)]
-    assert reader.changes("t", since_sequence=1).df.height == 2
+    def data_traffic(mark: int) -> tuple[Traffic, list[Request]]:
+        requests = [r for r in s3_server.since(mark) if r.key in sizes]
+        return Traffic.of(requests, lambda r: True), requests
+
+    cache = tmp_path / "cache"
+    mark = s3_server.mark()
+    online = DatasetReader(root, storage_options=s3_options, cache_dir=cache)
+    major = online.read("t", as_of=day(0)).sort("id")
+    whole, _ = data_traffic(mark)
+    assert whole.bytes == sum(sizes[f] for f in major_files)  # whole, not the minor's
+    local = online.read("t").sort("id")
+    assert data_traffic(mark)[0].bytes == sum(sizes.values())  # each file once
+
+    mark = s3_server.mark()
+    reader = DatasetReader(root, storage_options=s3_options)  # no cache: byte ranges
+    one = reader.read("t", columns=["c0"])
+    ranged, requests = data_traffic(mark)
+    assert all(r.range for r in requests), "a data file was fetched whole"
+    assert ranged.bytes < 0.5 * sum(sizes.values())
+    assert one.sort("id").equals(local.select("id", "c0"))
+    assert reader.changes("t", since_sequence=1).df.height == 400
     secret = s3_options["aws_secret_access_key"]
     assert secret not in repr(reader) and secret not in reader.root
 
-    cache = tmp_path / "cache"
-    online = DatasetReader(root, storage_options=s3_options, cache_dir=cache)
-    assert online.read("t", as_of=day(0)).sort("id").rows() == [(1, 10), (2, 20)]
-    offline = DatasetReader(root, cache_dir=cache, offline=True)  # no credentials needed
-    assert offline.read("t", as_of=day(0)).height == 2
+    # a ready boto3 client lends its endpoint and credentials (dagster-aws's S3Resource's)
+    by_client = DatasetReader(root, storage_options={"client": client})
+    assert by_client.read("t").sort("id").equals(local)
+    ids = pl.col("id").is_in([0, 100, 39_999])
+    assert by_client.read("t", filter=ids).sort("id").equals(local.filter(ids))
+
+    mark = s3_server.mark()
+    again = DatasetReader(root, storage_options=s3_options, cache_dir=cache).read("t", filter=ids)
+    assert data_traffic(mark)[0].gets == 0  # the cache holds every file of the read
+    assert again.sort("id").equals(local.filter(ids))
+    offline = DatasetReader(tmp_path / "elsewhere", cache_dir=cache, offline=True)
+    assert offline.read("t").sort("id").equals(local)  # no credentials needed
+
+    fresh = tmp_path / "fresh"
+    DatasetReader(root, storage_options=s3_options, cache_dir=fresh).download("t", as_of=day(0))
+    offline = DatasetReader(root, cache_dir=fresh, offline=True)
+    assert offline.read("t", as_of=day(0)).sort("id").equals(major)
     with pytest.raises(NotCachedError) as missing:
         offline.read("t")
     assert secret not in str(missing.value)
-    assert online.history("t").height == 4
+    assert reader.history("t").height == 40_400
+
+    gone = sorted(set(sizes) - major_files)[0]  # a file of the minor, deleted
+    client.delete_object(Bucket=BUCKET, Key=gone)
+    with pytest.raises(MissingFileError, match=gone.rsplit("/", 1)[1]) as damaged:
+        DatasetReader(root, storage_options=s3_options).read("t", columns=["c0"])
+    assert secret not in str(damaged.value)
 
 
 def test_the_feast_store_reads_an_s3_root(s3_spark, s3_options, s3_root_factory, tmp_path):

@@ -28,7 +28,7 @@ their precision and scale.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -41,8 +41,11 @@ from ..plan.schema import Schema, agrees
 from .frames import SPAN_ORDER, Executor, Rows, SpanScan
 from .polars_as_of_join import polars_as_of_join
 
-#: turns the log's relative file paths into local paths (fetching them into a cache first)
+#: turns the log's relative file paths into what ``scan_parquet`` opens: local paths (fetched
+#: into a cache first) or the files' URIs on object storage
 LocalFiles = Callable[[Sequence[str]], list[str]]
+#: the ``scan_parquet`` options that reach those files (``read/execute/remote.py``)
+ScanOptions = Mapping[str, Any]
 
 PolarsSchema = dict[str, pl.DataType]
 
@@ -127,14 +130,24 @@ def _conform(name: str, have: pl.DataType | None, want: pl.DataType) -> pl.Expr:
 class Scanner:
     """Scans the files of tasks into rows of the read schema + ``_deleted`` (false in files
     written before tombstones were flagged) + ``_row_hash`` (null before hashes) + the
-    producing sequence and the rank of its revision."""
+    producing sequence and the rank of its revision. ``options``: what every scan of a file
+    is given besides (the storage options of remote files)."""
 
-    def __init__(self, local: LocalFiles, schema: Schema, order: dict[int, int]):
+    def __init__(
+        self,
+        local: LocalFiles,
+        schema: Schema,
+        order: dict[int, int],
+        options: ScanOptions | None = None,
+    ):
         self.local = local
+        self.options = dict(options or {})
         self.schema = schema
         self.types = polars_schema(schema)
         #: sequence -> order of the revisions that rank (compaction rows look it up)
         self.order = order
+        #: the shared id scan of each task's remote files (``ids_of``)
+        self._ids: dict[tuple[str, ...], pl.LazyFrame] = {}
 
     def stacked(self, tasks: Sequence[ScanTask], extra: PolarsSchema | None = None) -> pl.LazyFrame:
         """The rows of ``tasks`` in the read schema + the system columns + ``extra``, in the
@@ -165,6 +178,7 @@ class Scanner:
             missing_columns="insert",
             extra_columns="ignore",
             cast_options=_CAST,
+            **self.options,
         )
         if types is self.types:
             return rows
@@ -195,17 +209,34 @@ class Scanner:
         join that needs them from one shared scan. Never the rows' scan narrowed (Polars
         would share one scan between both and hold the revision's rows until the rows'
         side of the merge reads them). The files agree with the read schema here, so the ids
-        are scanned as the files record them, without a schema given."""
+        are scanned as the files record them, without a schema given.
+
+        Files read in place on an object store (scan ``options``), where each scan of a file
+        fetches its footer and id chunks again, are scanned with the id types given (planning
+        then opens no file), once per read: every join that needs a task's ids shares the
+        scan (``cache()``)."""
         if not all(agrees(t.schema, self.schema) for t in tasks):
             return self.stacked(tasks).select(ids)
-        parts = [
-            pl.scan_parquet(self.local(t.files), cast_options=_CAST).select(ids)
-            for t in tasks
-            if t.files
-        ]
+        types = {c: self.types[c] for c in ids}
+        parts = [self._ids_scan(t.files, types) for t in tasks if t.files]
         if not parts:
-            return empty_frame({c: self.types[c] for c in ids})
+            return empty_frame(types)
         return parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical")
+
+    def _ids_scan(self, files: tuple[str, ...], types: PolarsSchema) -> pl.LazyFrame:
+        if not self.options:
+            return pl.scan_parquet(self.local(files), cast_options=_CAST).select(list(types))
+        key = (*files, *types)
+        if key not in self._ids:
+            self._ids[key] = pl.scan_parquet(
+                self.local(files),
+                glob=False,  # a URI is one object, literally
+                schema=types,
+                extra_columns="ignore",
+                cast_options=_CAST,
+                **self.options,
+            ).cache()
+        return self._ids[key]
 
 
 def _rows_of(scan: Scanner, task: ScanTask, annotate: bool) -> pl.LazyFrame:
@@ -269,11 +300,13 @@ def _ranked(scan: Scanner, plan: MergePlan) -> pl.LazyFrame:
     return rows.filter(pl.col(_BEST).is_null() | (pl.col(_ORDER) == pl.col(_BEST)))
 
 
-def latest_frame(local: LocalFiles, plan: MergePlan, rows_wanted: Rows) -> pl.LazyFrame:
+def latest_frame(
+    local: LocalFiles, plan: MergePlan, rows_wanted: Rows, options: ScanOptions | None = None
+) -> pl.LazyFrame:
     """The latest row per entity over a merge plan (the Spark executor's rules), tombstones
     included, with the revision columns or ``_revision_sequence`` if ``rows_wanted`` asks."""
     order = {r.sequence: n for n, r in enumerate(plan.merge)}
-    scan = Scanner(local, plan.schema, order)
+    scan = Scanner(local, plan.schema, order, options)
     annotate = rows_wanted.with_revision or rows_wanted.with_sequence
     if plan.base_is_prefix:
         merged = _streamed(scan, plan.tasks, list(plan.id_columns), annotate)
@@ -303,18 +336,22 @@ def revision_columns(plan: MergePlan, sequence: pl.Expr) -> list[pl.Expr]:
 
 
 class PolarsExecutor(Executor[pl.LazyFrame]):
-    """Runs plans as Polars ``LazyFrame``s over local files (``local`` fetches remote ones
-    into a cache first and checks they are Parquet)."""
+    """Runs plans as Polars ``LazyFrame``s over data files: local ones (``local`` fetches
+    remote ones into a cache first), or remote ones read in place by byte ranges, with the
+    scan ``options`` that reach them."""
 
-    def __init__(self, local: LocalFiles):
+    def __init__(self, local: LocalFiles, options: ScanOptions | None = None):
         self.local = local
+        self.options = dict(options or {})
 
     def latest(self, plan: MergePlan, rows: Rows) -> pl.LazyFrame:
-        return latest_frame(self.local, plan, rows)
+        return latest_frame(self.local, plan, rows, self.options)
 
     def only_entities_of(self, frame: pl.LazyFrame, plan: MergePlan) -> pl.LazyFrame:
         ids = list(plan.id_columns)
-        written = Scanner(self.local, plan.schema, {}).ids_of(plan.only_ids_of or (), ids)
+        written = Scanner(self.local, plan.schema, {}, self.options).ids_of(
+            plan.only_ids_of or (), ids
+        )
         return frame.join(written, on=ids, how="semi", build_side=_ON_IDS)
 
     def empty(self, schema: Schema, rows: Rows) -> pl.LazyFrame:
@@ -343,7 +380,7 @@ class PolarsExecutor(Executor[pl.LazyFrame]):
         return polars_as_of_join(self, plan, events, event_time=event_time, on=on)
 
     def span_rows(self, scan: SpanScan) -> pl.LazyFrame:
-        scanner = Scanner(self.local, scan.schema, {})
+        scanner = Scanner(self.local, scan.schema, {}, self.options)
         parts = [
             scanner.stacked([task]).with_columns(
                 pl.lit(task.order, dtype=pl.Int64).alias(SPAN_ORDER)
