@@ -463,3 +463,21 @@ def test_every_pair_of_commands_interleaved(spark, first, second, point, shape, 
         ds.maintenance.vacuum(retain=timedelta(0))
         assert not erased & ids_stored(root)
         assert {r.id: r.v for r in ds.read("t").collect()} == want
+
+
+def test_a_commit_whose_folder_a_vacuum_deleted_meanwhile_gives_up(spark, root):
+    """A vacuum whose grace period passes while a commit writes deletes the commit's folder
+    as an orphan (no entry references it yet): the commit must not append an entry whose
+    files are gone. It gives up, naming the vacuum, and every read is what it was."""
+    ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
+    ds.commit({"t": frame(spark, [(1, 10), (2, 20)], SCHEMA)}, day(0), is_major=True)
+    other = RevisionedDataset(root, spark=spark, compact_after=None)
+    vacuum = lambda: other.maintenance.vacuum(retain=timedelta(0), grace=timedelta(0))  # noqa: E731
+    with landing_at("append", vacuum) as landed, pytest.raises(CommitConflictError) as conflict:
+        ds.commit({"t": frame(spark, [(3, 30)], SCHEMA)}, day(1), is_major=False, name="late")
+    (report,) = landed
+    assert report.orphans == ("late",)
+    assert "deleted its folder 'late' while it was written" in str(conflict.value)
+    assert [r.kind for r in ds.revisions()] == ["major", "vacuum"]
+    assert sorted(DatasetReader(root).read("t").rows()) == [(1, 10), (2, 20)]
+    assert ds.maintenance.verify() == []

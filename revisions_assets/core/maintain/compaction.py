@@ -114,6 +114,8 @@ class Compactor:
             "run the compaction again",
             snapshot,
             read=frozenset(job.table for job in jobs),
+            folders=frozenset({name}),
+            claimed_at=self.log.head,
         )
         token = claim_folder(self.storage, name)
         try:

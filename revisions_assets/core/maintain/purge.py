@@ -100,6 +100,8 @@ class Purge:
             view.head,
             complete=frozenset({table}),
             rewrites=frozenset(e.sequence for e in affected),
+            folders=frozenset(f"{name}-{e.sequence}" for e in affected),
+            claimed_at=view.head,
         )
 
         def build(current: LogView, swaps: tuple[PurgedWrite, ...]) -> Revision:

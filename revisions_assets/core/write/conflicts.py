@@ -22,7 +22,10 @@ conflict checker and of Iceberg's commit validations, kept in this one place:
 * ``complete``, the tables whose every row it must have seen (a purge): any entry writing
   one of them since (a data revision, a compaction, a purge) holds rows it did not scan;
 * ``rewrites``, the entries whose files it swaps (a purge): a vacuum removing one of them;
-* ``exclusive`` (an import): any entry at all.
+* ``exclusive`` (an import): any entry at all;
+* ``folders``, the folders it wrote its files into, claimed at sequence ``claimed_at``: a
+  vacuum committed since that deletes one of them (the grace period for folders no entry
+  references passed while it wrote) took files its entry would reference.
 
 Everything else that lands meanwhile is harmless to it: a compaction describes a fixed set
 of revisions (a later commit can make it unused, never wrong), a vacuum re-plans what it
@@ -57,6 +60,8 @@ class ReadSet:
     complete: frozenset[str] = frozenset()
     rewrites: frozenset[int] = frozenset()
     exclusive: bool = False
+    folders: frozenset[str] = frozenset()
+    claimed_at: int | None = None
 
     def conflict(self, record: Revision) -> str | None:
         """How ``record``, committed after the snapshot, changed what was read (the end of
@@ -92,9 +97,17 @@ class ReadSet:
             return f"wrote table {written[0]!r}"
         return None
 
+    def deleted_folder(self, record: Revision) -> str | None:
+        """The folder of this command that ``record``, committed after its claim, deleted."""
+        deleted = record.vacuum.deleted if record.vacuum is not None else None
+        if deleted is None:
+            return None
+        return next((f for f in sorted(self.folders) if f in deleted.folders), None)
+
     def check(self, view: LogView, root: str) -> None:
         """CommitConflictError when an entry of ``view`` committed after the snapshot
-        changed what was read (the first such entry is named)."""
+        changed what was read, or a vacuum committed after the claim deleted a folder this
+        command wrote (the first such entry is named)."""
         for record in view.logged[self.snapshot :]:
             reason = self.conflict(record)
             if reason is not None:
@@ -102,6 +115,18 @@ class ReadSet:
                     f"{root}: {self.what} gave up: {record.kind} {record.name!r} (sequence "
                     f"{record.sequence}) {reason} after it read the log at sequence "
                     f"{self.snapshot}; nothing was committed: {self.rerun}"
+                )
+        if self.claimed_at is None:
+            return
+        for record in view.logged[self.claimed_at :]:
+            folder = self.deleted_folder(record)
+            if folder is not None:
+                raise CommitConflictError(
+                    f"{root}: {self.what} gave up: vacuum {record.name!r} (sequence "
+                    f"{record.sequence}) deleted its folder {folder!r} while it was written "
+                    "(the folder, not yet referenced by any entry, outlived vacuum's grace "
+                    f"period); nothing was committed: {self.rerun}, or give vacuum a grace "
+                    "period longer than the longest write"
                 )
 
 

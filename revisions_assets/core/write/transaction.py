@@ -143,14 +143,18 @@ class CommitRequest:
     #: an imported revision: the sequence of the import's previous entry, after which the
     #: log must hold nothing but this one (``maintain/legacy.py``)
     imported_after: int | None = None
+    #: the log's head when the revision folder was claimed (``CommitTransaction``)
+    claimed_at: int | None = None
 
-    def read_set(self) -> ReadSet | None:
+    def read_set(self) -> ReadSet:
         """What this commit read of the dataset and must find unchanged when it appends
         (``conflicts.py``): the states its skip-unchanged tables compared their rows with (a
         purge of them since would leave rows written, or skipped, against rows that are
         gone; a major ordered before it would replace that state), the states its carrying
         tables keep (a revision ordered before the major since would be voided, not
-        carried), and for an imported revision the whole log."""
+        carried), and for an imported revision the whole log; and the folder it wrote, which
+        no vacuum committed since its claim may have deleted."""
+        wrote = {"folders": frozenset({self.name}), "claimed_at": self.claimed_at}
         if self.imported_after is not None:
             return ReadSet(
                 f"the import of revision {self.name!r}",
@@ -158,16 +162,18 @@ class CommitRequest:
                 "into a new root, which no other writer uses",
                 self.imported_after,
                 exclusive=True,
+                **wrote,
             )
         compared = [s for s in self.staged if s.replaced is not None or s.carries]
-        if not compared:
-            return None
         return ReadSet(
             f"revision {self.name!r}",
-            "commit it again (it then compares with, or carries, the state that includes it)",
-            min(s.compared_with or 0 for s in compared),
+            "commit it again (it then compares with, or carries, the state that includes it)"
+            if compared
+            else "commit it again",
+            min((s.compared_with or 0 for s in compared), default=self.claimed_at or 0),
             compared={s.table: self.timestamp for s in compared if s.replaced is not None},
             carried={s.table: self.timestamp for s in compared if s.carries},
+            **wrote,
         )
 
     @property
@@ -298,6 +304,7 @@ class CommitTransaction:
     def claim_folder(self) -> bytes:
         if self.log.head == 0:
             mark_dataset(self.storage)  # before any folder: see layout.LOG_MARKER
+        self.request.claimed_at = self.log.head
         return claim_folder(self.storage, self.request.name)
 
     def write_table(self, staged: StagedTable, df: DataFrame) -> None:
