@@ -2,8 +2,9 @@
 
 * ``parse_entry``: a log entry's bytes become a ``Revision`` only when every field has the
   right type (``is_major`` a real bool, counts non-negative ints, …) and every recorded
-  file path stays inside the root; otherwise ``CorruptLogError`` names the file and what
-  is wrong (never an AttributeError, never ``bool("False")``).
+  file path stays inside the root and holds no pattern character (``storage.base``);
+  otherwise ``CorruptLogError`` names the file and what is wrong (never an AttributeError,
+  never ``bool("False")``).
 * ``check_log_health``: after an open has read the log up to its head, nothing may lie
   beyond it (an entry past a missing one is a gap), and an empty log must really be an
   empty dataset, not a lost ``_log/``. It lists the names after the head only (one
@@ -25,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import CorruptLogError, LegacyLayoutError, PathEscapeError
-from ..storage.base import Storage, check_relative
+from ..storage.base import Storage, check_relative, pattern_characters
 from .layout import (
     CLAIM_FILE,
     DESCRIPTION,
@@ -201,6 +202,11 @@ def _write_problem(table: Any, write: Any, where: str) -> str | None:
             check_relative(file)
         except PathEscapeError:
             return f"references the file {file!r} outside the dataset root"
+        if pattern_characters(file):
+            return (
+                f"references the file {file!r}, whose name holds the pattern character(s) "
+                f"{pattern_characters(file)!r}, which revisions-assets never writes"
+            )
     return None
 
 

@@ -50,7 +50,7 @@ from ..errors import (
 )
 from ..log.records import Revision
 from ..log.revision_log import DESCRIPTION, LOG_DIR, read_parquet_bytes, table_frame
-from ..read.execute.spark_scan import empty_frame
+from ..read.execute.spark_scan import empty_frame, parquet_files
 from ..storage.backends import open_storage
 from ..storage.base import FileInfo, Storage
 from ..write.validation import check_name
@@ -168,7 +168,7 @@ class LegacyImport:
         if part is None:  # a major without this featurizer: it empties the table
             donor = next(r for r in [*self.revisions, *self.skipped] if table in r.tables)
             return empty_frame(spark, self._frame(spark, donor, table).schema)
-        df = spark.read.parquet(*[self.source.spark_uri(f) for f in part.files])
+        df = parquet_files(spark, [self.source.spark_uri(f) for f in part.files])
         df = df.drop(*part.dropped).withColumnsRenamed(dict(part.renames))
         converted = {
             column: _from_nanos(column, aware)

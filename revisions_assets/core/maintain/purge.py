@@ -34,7 +34,7 @@ from ..log.revision_log import RevisionLog
 from ..log.view import LogView
 from ..read.execute.files import FileGate
 from ..read.execute.spark import SparkExecutor
-from ..read.execute.spark_scan import file_key, recorded_schema, spark_file_key
+from ..read.execute.spark_scan import file_key, parquet_files, recorded_schema, spark_file_key
 from ..read.plan.scans import plan_merge
 from ..read.plan.selection import state_selection
 from ..storage.base import Storage
@@ -174,9 +174,11 @@ class Purge:
         where = {file_key(f): (e.sequence, f) for e in entries for f in e.tables[table].files}
         if not where:
             return {}
-        rows = self.spark.read.schema(
-            StructType([*ids.schema.fields, StructField(DELETED, BooleanType(), True)])
-        ).parquet(*[self.storage.spark_uri(path) for _, path in where.values()])
+        rows = parquet_files(
+            self.spark,
+            [self.storage.spark_uri(path) for _, path in where.values()],
+            StructType([*ids.schema.fields, StructField(DELETED, BooleanType(), True)]),
+        )
         rows = rows.select(
             *id_columns,
             F.coalesce(F.col(DELETED), F.lit(False)).alias(DELETED),
@@ -247,7 +249,7 @@ class Purge:
         old = entry.tables[table]
         affected = {h.path for h in hits}
         source = [self.storage.spark_uri(p) for p in sorted(affected)]
-        stored = self.spark.read.parquet(*source)
+        stored = parquet_files(self.spark, source)
         kept = stored.join(ids, on=list(old.id_columns), how="left_anti").select(*stored.columns)
         prefix = f"{name}-{entry.sequence}/{table}"
         write_observed(

@@ -63,7 +63,7 @@ from ..read.plan.scans import ScanTask, head_plan, plan_merge, scan_task
 from ..read.plan.schema import Schema, table_schema
 from ..read.plan.selection import carried_by, head_state
 from ..storage.backends import open_storage
-from ..storage.base import Storage
+from ..storage.base import Storage, check_data_file, pattern_characters
 from ..storage.footer import StoredFile
 from .findings import KINDS, Finding
 from .integrity import as_replaced, rebuilt, write_findings
@@ -119,6 +119,9 @@ class _LogScan:
     head: int
     damaged: frozenset[int]
     last: int
+    #: the folders of the files with a pattern character that damaged entries name: theirs,
+    #: never orphans to delete
+    named: frozenset[str] = frozenset()
 
 
 def _checkpoint(storage: Storage, findings: list[Finding]) -> list[Revision]:
@@ -158,10 +161,12 @@ def _check_log(storage: Storage, findings: list[Finding]) -> _LogScan:
         if sequence is None:
             continue
         sequences.append(sequence)
+    named: set[str] = set()
     parsed: dict[int, Revision] = {}
     bad: set[int] = set()
     for sequence in sorted(sequences):
         path = entry_path(sequence)
+        raw = None
         try:
             raw = storage.read(path)
             if raw is None:
@@ -172,7 +177,10 @@ def _check_log(storage: Storage, findings: list[Finding]) -> _LogScan:
             findings.append(Finding.of("path_escape", path, str(exc)))
         except (CorruptLogError, StorageError) as exc:
             bad.add(sequence)
-            findings.append(Finding.of("log_entry_corrupt", path, str(exc)))
+            patterns = _pattern_files(raw) if raw is not None else []
+            named |= {f.split("/", 1)[0] for f in patterns}
+            kind = "pattern_path" if patterns else "log_entry_corrupt"
+            findings.append(Finding.of(kind, path, str(exc)))
     previous = 0
     missing: set[int] = set()
     for sequence in sorted(sequences):
@@ -204,8 +212,26 @@ def _check_log(storage: Storage, findings: list[Finding]) -> _LogScan:
         head += 1
     damaged = frozenset(s for s in missing | bad if s not in checkpointed)
     return _LogScan(
-        [readable[s] for s in sorted(readable)], head, damaged, max(sequences, default=0)
+        [readable[s] for s in sorted(readable)],
+        head,
+        damaged,
+        max(sequences, default=0),
+        frozenset(named),
     )
+
+
+def _pattern_files(raw: bytes) -> list[str]:
+    """The data files an entry that failed to parse names with a pattern character (its
+    tables' writes and its purge's), if its JSON is readable that far."""
+    try:
+        doc = json.loads(raw)
+        writes = [*doc.get("tables", {}).values()]
+        for swaps in (doc.get("purge") or {}).get("swaps", {}).values():
+            writes += [swap.get("write") or {} for swap in swaps]
+        files = [f for write in writes for f in write.get("files", [])]
+    except (ValueError, AttributeError, TypeError):
+        return []
+    return [f for f in files if isinstance(f, str) and pattern_characters(f)]
 
 
 def file_findings(
@@ -228,9 +254,11 @@ def file_findings(
             for path in write.files:
                 try:
                     storage.check_inside(path)
+                    check_data_file(path)
                 except PathEscapeError as exc:
                     escaped.append(path)
-                    findings.append(Finding.of("path_escape", path, str(exc)))
+                    kind = "pattern_path" if pattern_characters(path) else "path_escape"
+                    findings.append(Finding.of(kind, path, str(exc)))
             if escaped:
                 continue
             problems = write_findings(storage, record, table, checked)
@@ -354,7 +382,7 @@ def _check_leftovers(
     """Temporary files, nested datasets, and folders no readable entry references: those
     of a missing or damaged entry (named by description.parquet, or any while one is
     unnamed) are kept for the repair; the others are orphans."""
-    used = {r.name for r in records}
+    used = {r.name for r in records} | scan.named
     used |= {f.split("/", 1)[0] for r in records for w in r.tables.values() for f in w.files}
     unnamed = sorted(s for s in scan.damaged if s not in described)
     paths = list(paths)

@@ -53,6 +53,34 @@ def check_relative(rel: str) -> str:
     return rel
 
 
+#: what Spark's file sources (``SparkHadoopUtil.isGlobPath``), Hadoop's globbing
+#: (``GlobPattern``: ``*?[]{}``, backslash escapes, ``,`` inside braces) and Polars read as a
+#: pattern in a path: the engine never writes a name holding one
+PATTERN_CHARACTERS = frozenset("*?[]{}\\")
+
+
+def pattern_characters(rel: str) -> str:
+    """The pattern characters ``rel`` holds, sorted ("" for a plain name)."""
+    return "".join(sorted(PATTERN_CHARACTERS.intersection(rel)))
+
+
+def check_data_file(rel: str) -> str:
+    """``rel`` if it is a data file path a log may name: confined to the root
+    (``check_relative``) and without a pattern character. Data files are always opened by
+    their literal path; a name the engine never writes is refused as well, since a
+    dataset is untrusted input (an engine that globbed it could read other files, outside
+    the root too)."""
+    check_relative(rel)
+    found = pattern_characters(rel)
+    if found:
+        raise PathEscapeError(
+            f"data file path {rel!r} holds the pattern character(s) {found!r}: "
+            "revisions-assets never writes such a name, and an engine that expands patterns "
+            "would read other files than it names (outside the dataset root too)"
+        )
+    return rel
+
+
 class Storage(ABC):
     """Operations on paths relative to one dataset root."""
 

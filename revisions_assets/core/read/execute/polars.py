@@ -20,6 +20,9 @@ revision read on top of a compaction that holds later rows), rows are ranked ins
 entity newer revisions wrote keeps the row of the highest order among theirs and the
 base's, found by a join built on those entities' ids.
 
+Every file is opened by its literal path (``glob=False``: Polars would otherwise expand
+``*``, ``?`` and ``[…]`` in a path the log names into other files).
+
 Types follow the schemas recorded in the log: Spark's ``timestamp`` (an instant) reads as
 ``Datetime("us", "UTC")``, ``timestamp_ntz`` as a naive ``Datetime("us")``, decimals keep
 their precision and scale.
@@ -161,6 +164,7 @@ class Scanner:
         types = self.types if own is None or agrees(own, self.schema) else polars_schema(own)
         rows = pl.scan_parquet(
             self.local(files),
+            glob=False,
             schema={**types, **_SYSTEM, **extra},
             missing_columns="insert",
             extra_columns="ignore",
@@ -199,7 +203,7 @@ class Scanner:
         if not all(agrees(t.schema, self.schema) for t in tasks):
             return self.stacked(tasks).select(ids)
         parts = [
-            pl.scan_parquet(self.local(t.files), cast_options=_CAST).select(ids)
+            pl.scan_parquet(self.local(t.files), glob=False, cast_options=_CAST).select(ids)
             for t in tasks
             if t.files
         ]

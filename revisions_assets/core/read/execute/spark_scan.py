@@ -48,6 +48,20 @@ def spark_schema(schema: Schema) -> StructType:
     return StructType.fromJson(json.loads(to_struct_json(schema)))
 
 
+def parquet_files(
+    spark: SparkSession, uris: Sequence[str], schema: StructType | None = None
+) -> DataFrame:
+    """The Parquet files ``uris``, each opened by its literal path (every Spark read of data
+    files goes through here). Spark's file sources expand a path holding one of ``{}[]*?``
+    or a backslash as a Hadoop glob unless the reader says not to (``__globPaths__``, what
+    Spark's own schema inference passes when it reads listed files): a crafted path could
+    otherwise read other files than it names, outside the root too."""
+    reader = spark.read.option("__globPaths__", "false")
+    if schema is not None:
+        reader = reader.schema(schema)
+    return reader.parquet(*uris)
+
+
 def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
     """An empty DataFrame of ``schema`` that starts no Python worker. On a classic session an
     empty Python list still becomes an RDD with a task per core, each starting a worker; an
@@ -169,13 +183,13 @@ class Scanner:
         columns = [*map(quoted, self.schema.fieldNames()), *system]
         parts = []
         if fitting and (uris := self._uris(fitting)):
-            parts.append(self.spark.read.schema(full).parquet(*uris).selectExpr(*columns))
+            parts.append(parquet_files(self.spark, uris, full).selectExpr(*columns))
         for own_schema, members in others.items():
             if uris := self._uris(members):
                 own = spark_schema(own_schema)
-                df = self.spark.read.schema(StructType([*own.fields, *_SYSTEM_FIELDS, *extra]))
+                own_fields = StructType([*own.fields, *_SYSTEM_FIELDS, *extra])
                 own_columns = [*_conform(self.schema, own), *map(F.expr, system)]
-                parts.append(df.parquet(*uris).select(*own_columns))
+                parts.append(parquet_files(self.spark, uris, own_fields).select(*own_columns))
         if not parts:
             # no file: an empty relation whose _metadata.file_path resolves like a scan's
             metadata = StructField(
@@ -277,7 +291,7 @@ class Scanner:
         uris = self._uris(tasks)
         if not uris:
             return empty_frame(self.spark, id_schema)
-        return self.spark.read.schema(id_schema).parquet(*uris).distinct()
+        return parquet_files(self.spark, uris, id_schema).distinct()
 
 
 def revision_rows(
