@@ -12,6 +12,7 @@ reads alone.
 from __future__ import annotations
 
 import os
+import posixpath
 import shutil
 import tempfile
 import weakref
@@ -230,7 +231,13 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
             return [str(self._cache.path(f)) for f in files]
         source = self._source
         assert isinstance(source, LocalStorage)
-        return [str(source.local_path(f)) for f in files]
+        # the gate resolved each checked file inside the root (no link out) when it read
+        # its last bytes: resolving it again would double a long log's cost of opening
+        checked = self._gate.checked
+        return [
+            posixpath.join(source.uri, f) if f in checked else str(source.local_path(f))
+            for f in files
+        ]
 
     # -- what the shared reads (``read/facade.py``) need -------------------------------------
 

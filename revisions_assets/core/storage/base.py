@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import errno
 import os
+import posixpath
 import shutil
+import stat
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -174,20 +176,24 @@ class LocalStorage(Storage):
         """The absolute path of ``rel``; refused if it or a symlink on its way leaves the root."""
         check_relative(rel)
         parts = [p for p in rel.split("/") if p not in ("", ".")]
-        target = self.base.joinpath(*parts)
-        walked = self.base
-        for part in parts:  # only symlinks below the (resolved) base can lead out of it
-            walked = walked / part
-            if walked.is_symlink():
+        target = Path(posixpath.join(self.uri, *parts))
+        walked = self.uri
+        # only symlinks below the (resolved) base can lead out of it: one lstat per folder
+        # on the way (a read of 100,000 files walks 300,000)
+        for n, part in enumerate(parts, start=1):
+            walked = f"{walked}/{part}"
+            try:
+                linked = stat.S_ISLNK(os.lstat(walked).st_mode)
+            except (FileNotFoundError, NotADirectoryError):
+                break  # the rest is created below a real folder of the root
+            if linked:
                 resolved = Path(os.path.realpath(target))
                 if resolved != self.base and not resolved.is_relative_to(self.base):
                     raise PathEscapeError(
                         f"{rel!r} resolves outside the dataset root {self.base} "
-                        f"({walked.relative_to(self.base)} is a symbolic link to "
+                        f"({'/'.join(parts[:n])} is a symbolic link to "
                         f"{os.readlink(walked)}): refused"
                     )
-                break
-            if not walked.exists():
                 break
         return target
 
