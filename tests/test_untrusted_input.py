@@ -2,13 +2,16 @@
 
 Every data file is opened through the two places that open it literally (Spark:
 ``spark_scan.parquet_files``; Polars: ``scan_parquet(..., glob=False)``), so no new reader
-can bring pattern expansion back. No Spark.
+can bring pattern expansion back; and no SQL text is built in the package but the reviewed
+constant texts and the caller's own filters, so no name taken from data can reach Spark's
+parser (``core/spark_columns.py``). No Spark.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "revisions_assets"
@@ -20,11 +23,16 @@ OPENING = {"parquet", "load", "csv", "json", "orc", "text"}
 SCANNING = {"scan_parquet", "read_parquet", "scan_ipc", "read_ipc", "scan_csv", "read_csv"}
 
 
-def calls() -> Iterator[tuple[str, str, ast.Call]]:
+@cache
+def calls() -> tuple[tuple[str, str, ast.Call], ...]:
     """(module path, enclosing function, call) of every call in the package."""
-    for path in sorted(PACKAGE.rglob("*.py")):
+    return tuple(_calls(PACKAGE))
+
+
+def _calls(package: Path) -> Iterator[tuple[str, str, ast.Call]]:
+    for path in sorted(package.rglob("*.py")):
         tree = ast.parse(path.read_text(), str(path))
-        module = path.relative_to(PACKAGE).as_posix()
+        module = path.relative_to(package).as_posix()
         functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
         owner = {id(c): f.name for f in functions for c in ast.walk(f)}
         for node in ast.walk(tree):
@@ -71,3 +79,60 @@ def test_polars_scans_data_files_without_globbing():
             if not literal:
                 found.append(f"{module}:{call.lineno} in {function}: {'.'.join(names)}")
     assert not found, f"Polars scans that expand patterns: {found}"
+
+
+#: calls whose arguments are SQL text, and filters that take SQL text as well as columns
+SQL_TEXT = {"selectExpr", "expr", "sql", "sql_expr", "fromDDL"}
+FILTERS = {"where", "filter"}
+#: the constant SQL texts of the package, reviewed: the demo's own column names only
+REVIEWED_TEXTS = {"rank = 1", "flights_28d >= 5"}
+#: the functions that hand a caller's own SQL text to an engine: a read's ``filter=``
+#: (``RevisionedDataset``) and the command line's ``--where``, never a name from data
+CALLERS_TEXT = {
+    ("core/dataset.py", "_filtered"),
+    ("cli/spark_data.py", "filtered"),
+    ("cli/data_commands.py", "filtered"),
+}
+
+
+def built_text(node: ast.AST) -> bool:
+    """Whether ``node`` builds a string: an f-string, a concatenation or a ``%`` with a
+    string, a ``.format`` or ``.join`` call."""
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mod):
+        return any(
+            built_text(side) or (isinstance(side, ast.Constant) and isinstance(side.value, str))
+            for side in (node.left, node.right)
+        )
+    return isinstance(node, ast.Call) and chain(node)[-1:] in (["format"], ["join"])
+
+
+def test_no_sql_text_is_built_in_the_package():
+    texts, found = set(), []
+    for module, function, call in calls():
+        names = chain(call)
+        if not names or names[-1] not in SQL_TEXT | FILTERS:
+            continue
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                texts.add(arg.value)
+            elif (names[-1] in SQL_TEXT or built_text(arg)) and (
+                module,
+                function,
+            ) not in CALLERS_TEXT:
+                found.append(f"{module}:{call.lineno} in {function}: {'.'.join(names)}")
+    assert not found, f"SQL text built from values (use spark_columns): {found}"
+    assert texts == REVIEWED_TEXTS, f"constant SQL texts to review: {texts - REVIEWED_TEXTS}"
+
+
+def test_no_sql_text_function_is_passed_around():
+    """``map(F.expr, texts)`` parses as surely as a call."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in SQL_TEXT and id(node) not in called:
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {node.attr}")
+    assert not found, found

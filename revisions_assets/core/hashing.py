@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ByteType,
     DataType,
+    DoubleType,
     FloatType,
     IntegerType,
     LongType,
@@ -33,29 +34,30 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from .sqltext import quoted, sql_literal
+from .spark_columns import column
 
 _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
 
 
-def _canonical(name: str, data_type: DataType) -> str:
+def _canonical(value: Column, data_type: DataType) -> Column:
     if isinstance(data_type, _INTEGRAL):
-        return f"CAST({quoted(name)} AS BIGINT)"
+        return value.cast(LongType())
     if isinstance(data_type, FloatType):
-        return f"CAST({quoted(name)} AS DOUBLE)"
-    return quoted(name)
+        return value.cast(DoubleType())
+    return value
 
 
 def row_hash(schema: StructType, columns: Iterable[str]) -> Column:
     """The hash of ``columns`` (value columns of ``schema``) of each row, by the rules above.
 
-    One SQL expression: built from Column objects it costs many calls into the JVM per
-    commit (docs/benchmarks/index.md, "Measured while choosing")."""
-    parts = [
-        f"CASE WHEN {quoted(name)} IS NOT NULL "
-        f"THEN struct({sql_literal(name)}, {_canonical(name, t)}) END"
-        for name, t in sorted((c, schema[c].dataType) for c in columns)
-    ]
+    Built from Column objects (a column name is data: never SQL text, ``spark_columns``):
+    five calls into the JVM per column (docs/benchmarks/index.md, "Measured while
+    choosing")."""
+    parts = []
+    for name, data_type in sorted((c, schema[c].dataType) for c in columns):
+        value = column(name)
+        pair = F.struct(F.lit(name), _canonical(value, data_type))
+        parts.append(F.when(value.isNotNull(), pair))
     if not parts:
         return F.lit(42).cast("long")  # no value columns: every row has the same values
-    return F.expr(f"xxhash64({', '.join(parts)})")
+    return F.xxhash64(*parts)
