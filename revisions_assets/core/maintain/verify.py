@@ -38,7 +38,7 @@ from ..errors import (
     RevisionsError,
     StorageError,
 )
-from ..log.consumers import recorded_positions
+from ..log.consumers import follows, recorded_positions, upstream_roots
 from ..log.health import lost_log_evidence, parse_entry
 from ..log.layout import (
     DESCRIPTION,
@@ -433,10 +433,14 @@ def _check_upstreams(
     findings: list[Finding],
 ) -> None:
     """A position this dataset recorded past its upstream's head proves the upstream lost
-    entries (``upstream_head_lost``). Upstreams that cannot be read are `lag`'s to report."""
+    entries (``upstream_head_lost``). Only upstreams in the folder holding this dataset are
+    read (a log is data: ``consumers.follows``); those elsewhere or that cannot be read are
+    `lag`'s to report."""
+    roots = upstream_roots(root)
     positions: dict[tuple[str, str], int] = {}
     for (_own, dataset, table), position in recorded_positions(records).items():
-        positions[dataset, table] = max(positions.get((dataset, table), 0), position)
+        if follows(roots, dataset):
+            positions[dataset, table] = max(positions.get((dataset, table), 0), position)
     heads: dict[str, int | None] = {}
     for (dataset, table), position in sorted(positions.items()):
         if dataset not in heads:
