@@ -10,7 +10,6 @@ parser (``core/spark_columns.py``). No Spark.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
@@ -24,20 +23,28 @@ SCANNING = {"scan_parquet", "read_parquet", "scan_ipc", "read_ipc", "scan_csv", 
 
 
 @cache
+def trees() -> dict[str, ast.Module]:
+    """Every module of the package, parsed once: its path below the package -> its tree."""
+    return {
+        path.relative_to(PACKAGE).as_posix(): ast.parse(path.read_text(), str(path))
+        for path in sorted(PACKAGE.rglob("*.py"))
+    }
+
+
+@cache
 def calls() -> tuple[tuple[str, str, ast.Call], ...]:
-    """(module path, enclosing function, call) of every call in the package."""
-    return tuple(_calls(PACKAGE))
-
-
-def _calls(package: Path) -> Iterator[tuple[str, str, ast.Call]]:
-    for path in sorted(package.rglob("*.py")):
-        tree = ast.parse(path.read_text(), str(path))
-        module = path.relative_to(package).as_posix()
-        functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
-        owner = {id(c): f.name for f in functions for c in ast.walk(f)}
-        for node in ast.walk(tree):
+    """(module path, innermost enclosing function, call) of every call in the package."""
+    found = []
+    for module, tree in trees().items():
+        todo: list[tuple[ast.AST, str]] = [(tree, "<module>")]
+        while todo:
+            node, function = todo.pop()
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                function = node.name
             if isinstance(node, ast.Call):
-                yield module, owner.get(id(node), "<module>"), node
+                found.append((module, function, node))
+            todo.extend((child, function) for child in ast.iter_child_nodes(node))
+    return tuple(found)
 
 
 def chain(node: ast.AST) -> list[str]:
@@ -129,10 +136,9 @@ def test_no_sql_text_is_built_in_the_package():
 def test_no_sql_text_function_is_passed_around():
     """``map(F.expr, texts)`` parses as surely as a call."""
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        tree = ast.parse(path.read_text(), str(path))
+    for module, tree in trees().items():
         called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr in SQL_TEXT and id(node) not in called:
-                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {node.attr}")
+                found.append(f"{module}:{node.lineno}: {node.attr}")
     assert not found, found
