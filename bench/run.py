@@ -25,6 +25,7 @@ from .feast import training_sets
 from .harness import BASE_N, Config, Context, Outcome
 from .history import changes_of_last, commit_latency
 from .lifecycle import maintenance
+from .long_log import long_logs
 from .memory import driver_memory
 from .pipes import pipes_commit
 from .plot import plot
@@ -55,6 +56,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("14", "pipes"): pipes_commit,
     ("15", "feast"): training_sets,
     ("16", "s3"): reads_on_object_storage,
+    ("18", "long_log"): long_logs,
 }
 
 BENCH = Path(__file__).resolve().parent

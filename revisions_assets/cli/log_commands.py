@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from ..core.errors import RevisionsError
-from ..core.log.consumers import recorded_positions, unconsumed
+from ..core.log.consumers import follows, recorded_positions, unconsumed, upstream_roots
 from ..core.log.records import Revision, stored_dataset, to_ranges
 from ..core.log.view import LogView
 from ..core.read.plan.scans import current_schema, head_plan
@@ -394,6 +394,11 @@ def tables_command(root: str, as_json: bool, endpoint_url: str | None) -> None:
 # -- describe ---------------------------------------------------------------------------------
 
 
+#: the newest revisions on the base that ``describe`` names (a table whose compaction is off
+#: may have thousands)
+ON_BASE_SHOWN = 20
+
+
 @click.command("describe")
 @click.argument("root")
 @click.argument("table", required=False)
@@ -463,7 +468,10 @@ def describe_command(root: str, table: str | None, as_json: bool, endpoint_url: 
         ("base", "base"),
     ):
         out.note(f"{label + ':':<12} {text(row[key])}")
-    merged = "".join(f"\n  {r['ref']} {r['name']} (seq {r['sequence']})" for r in row["on_base"])
+    shown = row["on_base"][-ON_BASE_SHOWN:]
+    earlier = len(row["on_base"]) - len(shown)
+    merged = f"\n  … {earlier} earlier (--json lists them all)" if earlier else ""
+    merged += "".join(f"\n  {r['ref']} {r['name']} (seq {r['sequence']})" for r in shown)
     out.note(f"{'on base:':<12} {row['revisions_since_base']} revision(s){merged}")
     out.rows(row["columns"], columns=["name", "type", "nullable"])
 
@@ -489,7 +497,15 @@ def describe_command(root: str, table: str | None, as_json: bool, endpoint_url: 
     multiple=True,
     metavar="OLD=NEW",
     help="Read an upstream recorded under OLD at NEW instead (repeatable): for datasets "
-    "copied elsewhere whose positions name absolute roots.",
+    "copied elsewhere whose positions name absolute roots. NEW is followed.",
+)
+@click.option(
+    "--upstream-root",
+    "upstream_root_options",
+    multiple=True,
+    metavar="ROOT",
+    help="Also follow upstreams under ROOT (a folder or s3://bucket/prefix; repeatable). "
+    "By default only those in the folder holding CONSUMER_ROOT are read.",
 )
 @json_option
 @common_options
@@ -498,6 +514,7 @@ def lag_command(
     max_behind: int | None,
     max_age: timedelta | None,
     root_maps: tuple[str, ...],
+    upstream_root_options: tuple[str, ...],
     as_json: bool,
     endpoint_url: str | None,
 ) -> None:
@@ -506,27 +523,39 @@ def lag_command(
     Per consumer table and upstream table (the upstream roots are those recorded in the
     consumer's positions, resolved against CONSUMER_ROOT where they are relative): the
     consumed position against the upstream head, the unconsumed revisions and the age of
-    the oldest of them (by commit time). Exit 1 past --max-behind or --max-age; exit 3
-    when an upstream cannot be read, or its head is behind the recorded position (it lost
-    entries the consumer consumed); every row is printed first.
+    the oldest of them (by commit time). An upstream is read only when it lies in the
+    folder holding CONSUMER_ROOT, under an --upstream-root or a --map-root NEW: the log
+    names it, and a log is data; others are reported as not followed. Exit 1 past
+    --max-behind or --max-age; exit 3 when an upstream is not followed or cannot be read,
+    or its head is behind the recorded position (it lost entries the consumer consumed);
+    every row is printed first.
     """
     maps = parse_root_maps(root_maps)
     consumer = open_log(consumer_root, endpoint_url)
     consumer_uri = consumer.storage.uri
+    roots = upstream_roots(consumer_uri, [*upstream_root_options, *(new for _, new in maps)])
     positions = recorded_positions(consumer.records)
     now = now_utc()
     upstream_logs: dict[str, tuple[Revision, ...] | str] = {}
     rows = []
     for (own_table, dataset, table), position in sorted(positions.items()):
         read_at = mapped_root(dataset, maps)
+        row: dict[str, Any] = {"consumer_table": own_table, "upstream": read_at, "table": table}
+        row["position"] = position
+        if not follows(roots, read_at):
+            not_followed = (
+                f"not followed: {read_at} lies outside the roots lag reads upstreams under "
+                f"({', '.join(roots)}); pass --upstream-root to follow it"
+            )
+            rows.append({**row, "followed": False, "error": not_followed, "over_limit": None})
+            continue
+        row["followed"] = True
         if read_at not in upstream_logs:
             try:
                 upstream_logs[read_at] = open_log(read_at, endpoint_url).records
             except RevisionsError as exc:  # reported in its row; other upstreams still shown
                 upstream_logs[read_at] = str(exc)
         records = upstream_logs[read_at]
-        row: dict[str, Any] = {"consumer_table": own_table, "upstream": read_at, "table": table}
-        row["position"] = position
         if isinstance(records, str):
             rows.append({**row, "error": records, "over_limit": None})
             continue
@@ -592,7 +621,8 @@ def lag_command(
     if failed:
         if not as_json:
             out.note(
-                f"{failed} upstream table(s) could not be read or lost entries: exit {EXIT_DATASET}"
+                f"{failed} upstream table(s) were not followed, could not be read or lost "
+                f"entries: exit {EXIT_DATASET}"
             )
         click.get_current_context().exit(EXIT_DATASET)
     if late:

@@ -14,21 +14,18 @@ from typing import Any
 
 from pyspark.errors import AnalysisException
 from pyspark.logger import PySparkLogger
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..core.read.results import ChangeSet
 from ..core.read.scan import Scan
+from ..core.spark_columns import column
 from ..core.timeutil import from_micros
 from .common import InputError, debugging, first_line, start_spark
 from .data_output import diff_row, emit_diff, emit_stats
 from .entity_diff import diff_stats, entity_diff
 from .output import Output
-
-
-def quoted(column: str) -> Column:
-    return F.col(f"`{column.replace('`', '``')}`")
 
 
 def collect_rows(df: DataFrame, limit: int, stream: bool) -> tuple[Iterator[dict] | list, bool]:
@@ -39,7 +36,7 @@ def collect_rows(df: DataFrame, limit: int, stream: bool) -> tuple[Iterator[dict
     """
     instants = [f.name for f in df.schema.fields if isinstance(f.dataType, T.TimestampType)]
     df = df.select(
-        *[F.unix_micros(quoted(c)).alias(c) if c in instants else quoted(c) for c in df.columns]
+        *[F.unix_micros(column(c)).alias(c) if c in instants else column(c) for c in df.columns]
     )
 
     def as_dict(row) -> dict:
@@ -69,7 +66,7 @@ def show(scan: Scan, ids: Sequence[str], where: str | None, endpoint_url: str | 
     df = scan.to_spark()
     if where:
         df = filtered(df, where)
-    return df.orderBy(*[quoted(c) for c in ids])
+    return df.orderBy(*[column(c) for c in ids])
 
 
 def diff(
@@ -88,7 +85,7 @@ def diff(
     if stats:
         emit_stats(out, diff_stats(diff, values, changes.is_reset))
         return changes
-    diff = diff.withColumn("_reset", F.lit(changes.is_reset)).orderBy(*[quoted(c) for c in ids])
+    diff = diff.withColumn("_reset", F.lit(changes.is_reset)).orderBy(*[column(c) for c in ids])
     rows, more = collect_rows(diff, limit, stream=out.as_json and not limit)
     emit_diff(out, (diff_row(r, ids, values) for r in rows), ids, values, limit, more)
     return changes
@@ -106,11 +103,11 @@ def history(
     condition = F.lit(False)
     for entity in entities:
         matches = F.lit(True)
-        for column, value in entity.items():
-            matches = matches & (quoted(column) == F.lit(value))
+        for name, value in entity.items():
+            matches = matches & (column(name) == F.lit(value))
         condition = condition | matches
     versions_df = versions.filter(condition).to_spark()
-    order = [*[quoted(c) for c in ids], F.col("valid_from")]
+    order = [*[column(c) for c in ids], F.col("valid_from")]
     return collect_rows(versions_df.orderBy(*order), limit, stream=False)  # type: ignore[return-value]
 
 

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ByteType,
     DataType,
+    DoubleType,
     FloatType,
     IntegerType,
     LongType,
@@ -34,50 +35,50 @@ from pyspark.sql.types import (
 )
 
 from .columns import ROW_HASH
+from .spark_columns import column
 from .spark_errors import HASH_MISMATCH
-from .sqltext import quoted, sql_literal
 
 _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
 
 
-def _canonical(name: str, data_type: DataType) -> str:
+def _canonical(value: Column, data_type: DataType) -> Column:
     if isinstance(data_type, _INTEGRAL):
-        return f"CAST({quoted(name)} AS BIGINT)"
+        return value.cast(LongType())
     if isinstance(data_type, FloatType):
-        return f"CAST({quoted(name)} AS DOUBLE)"
-    return quoted(name)
-
-
-def row_hash_sql(schema: StructType, columns: Iterable[str]) -> str:
-    """The SQL expression of ``row_hash``."""
-    parts = [
-        f"CASE WHEN {quoted(name)} IS NOT NULL "
-        f"THEN struct({sql_literal(name)}, {_canonical(name, t)}) END"
-        for name, t in sorted((c, schema[c].dataType) for c in columns)
-    ]
-    if not parts:
-        return "CAST(42 AS BIGINT)"  # no value columns: every row has the same values
-    return f"xxhash64({', '.join(parts)})"
+        return value.cast(DoubleType())
+    return value
 
 
 def row_hash(schema: StructType, columns: Iterable[str]) -> Column:
     """The hash of ``columns`` (value columns of ``schema``) of each row, by the rules above.
 
-    One SQL expression: built from Column objects it costs many calls into the JVM per
-    commit (docs/benchmarks/index.md, "Measured while choosing")."""
-    return F.expr(row_hash_sql(schema, columns))
+    Built from Column objects (a column name is data: never SQL text, ``spark_columns``):
+    five calls into the JVM per column (docs/benchmarks/index.md, "Measured while
+    choosing")."""
+    parts = []
+    for name, data_type in sorted((c, schema[c].dataType) for c in columns):
+        value = column(name)
+        pair = F.struct(F.lit(name), _canonical(value, data_type))
+        parts.append(F.when(value.isNotNull(), pair))
+    if not parts:
+        return F.lit(42).cast("long")  # no value columns: every row has the same values
+    return F.xxhash64(*parts)
 
 
-def checked_hash_sql(schema: StructType, columns: Iterable[str], file: str) -> str:
+def hash_disagrees(schema: StructType, columns: Iterable[str]) -> Column:
+    """Whether a row's stored ``_row_hash`` is not the hash of its ``columns``; false where
+    nothing is stored (a tombstone, a row of a file written before hashes)."""
+    stored = column(ROW_HASH)
+    return stored.isNotNull() & (stored != row_hash(schema, columns))
+
+
+def checked_hash(schema: StructType, columns: Iterable[str]) -> Column:
     """The stored ``_row_hash``, checked against the row's values as it is read: a row whose
     stored hash is not the hash of its ``columns`` (by the rules above) fails the job, with
-    ``HASH_MISMATCH`` and the file (``file``: SQL giving it, ``_metadata.file_path``).
+    ``HASH_MISMATCH`` and its file (``_metadata.file_path``: only on a relation of files).
 
     What compaction and purge read before they write rows again, so values changed outside
-    revisions-assets are never copied into new files. A null stored hash (a tombstone, a
-    row of a file written before hashes) is not checked: there is nothing to compare."""
-    stored = quoted(ROW_HASH)
-    return (
-        f"CASE WHEN {stored} IS NOT NULL AND {stored} <> {row_hash_sql(schema, columns)} "
-        f"THEN raise_error(concat({sql_literal(HASH_MISMATCH)}, {file})) ELSE {stored} END"
-    )
+    revisions-assets are never copied into new files. A null stored hash is not checked:
+    there is nothing to compare."""
+    failure = F.raise_error(F.concat(F.lit(HASH_MISMATCH), F.col("_metadata.file_path")))
+    return F.when(hash_disagrees(schema, columns), failure).otherwise(column(ROW_HASH))

@@ -13,6 +13,7 @@ local cache (``read/execute/download_cache.py``), which an offline reader reads 
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -237,7 +238,13 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
             return self._remote.paths(files)
         source = self._source
         assert isinstance(source, LocalStorage)
-        return [str(source.local_path(f)) for f in files]
+        # the gate resolved each checked file inside the root (no link out) when it read
+        # its last bytes: resolving it again would double a long log's cost of opening
+        checked = self._gate.checked
+        return [
+            posixpath.join(source.uri, f) if f in checked else str(source.local_path(f))
+            for f in files
+        ]
 
     # -- what the shared reads (``read/facade.py``) need -------------------------------------
 

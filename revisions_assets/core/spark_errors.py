@@ -5,7 +5,7 @@ Spark reports a full disk, a denied permission or a missing file as a Py4J/JVM e
 whose text buries the cause several ``Caused by:`` deep; a damaged file the same way (a
 checksum that Hadoop's local filesystem keeps in a ``.crc`` sidecar no longer matching, a
 file Spark cannot decode), and a row whose stored hash disagrees with its values as the
-message of the job's ``raise_error`` (``hashing.checked_hash_sql``). Only those causes are
+message of the job's ``raise_error`` (``hashing.checked_hash``). Only those causes are
 translated; any other failure of a job (a bug in the caller's DataFrame, a UDF raising)
 propagates unchanged, since it is not a refusal of the engine: ``spark_cause`` gives its
 telling line for a one-line report.
@@ -29,7 +29,7 @@ _STORAGE_CAUSES = re.compile(
     re.IGNORECASE,
 )
 #: what a Spark job that found a row whose stored hash disagrees with its values fails
-#: with, followed by the file that holds the row (``hashing.checked_hash_sql``)
+#: with, followed by the file that holds the row (``hashing.checked_hash``)
 HASH_MISMATCH = "revisions-assets: a stored row hash disagrees with its row, in file "
 _UNREADABLE = "Spark cannot read it"
 #: a data file whose bytes are damaged, as Spark reports it: (pattern giving the file, what

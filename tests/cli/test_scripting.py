@@ -69,6 +69,9 @@ class Variants:
     old: str  # a consumer whose position names the features' absolute root (older logs)
     old_copy: str  # the features copied elsewhere, where --map-root points
     writable: str  # a copy the writing commands may open
+    #: a consumer whose crafted log names two upstreams outside its folder: the features'
+    #: root (position 99, past its head) and a root that does not exist
+    nosy: str
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +107,16 @@ def variants(staged: Staged, tmp_path_factory) -> Variants:
         checkpoint.unlink()
     old_copy = copy(staged.features, base / "elsewhere" / "features")
     writable = copy(staged.features, base / "writable")
+    nosy = copy(staged.scores, base / "nosy" / "scores")
+    entry = Path(nosy, entry_path(1))
+    doc = json.loads(entry.read_text())
+    doc["upstream"] = [
+        {"dataset": staged.features, "table": "t", "sequence": 99},
+        {"dataset": str(base / "no" / "such" / "root"), "table": "t", "sequence": 3},
+    ]
+    entry.write_text(canonical_json(doc))
+    for checkpoint in Path(nosy, LOG_DIR).glob("checkpoint*"):
+        checkpoint.unlink()
     return Variants(
         str(wide),
         big,
@@ -115,6 +128,7 @@ def variants(staged: Staged, tmp_path_factory) -> Variants:
         old,
         old_copy,
         writable,
+        nosy,
     )
 
 
@@ -197,6 +211,23 @@ def test_exit_codes_and_json_shapes(staged: Staged, variants: Variants):
 
         return check
 
+    def not_followed(*roots: str):
+        def check(done):
+            rows = as_json(done)
+            assert [r["upstream"] for r in rows] == list(roots)
+            for row in rows:
+                assert row["followed"] is False and "head" not in row
+                assert row["error"].startswith(f"not followed: {row['upstream']} lies outside")
+                assert "pass --upstream-root to follow it" in row["error"]
+
+        return check
+
+    def followed_past_head(done):
+        (row, gone) = as_json(done)
+        assert (row["followed"], row["head"], row["position"]) == (True, 6, 99)
+        assert "position 99 is past the upstream's head 6" in row["error"]
+        assert gone["followed"] is True and "does not exist" in gone["error"]
+
     def orphan_lag(done):
         (row,) = as_json(done)
         assert row["upstream"] == str(Path(v.orphan).parent / "features")
@@ -249,7 +280,32 @@ def test_exit_codes_and_json_shapes(staged: Staged, variants: Variants):
         Case(("lag", s, "--max-age", "1s"), 1, lambda d: "past --max-age 1s: exit 1" in d.stdout),
         Case(("lag", v.orphan, "--json"), 3, orphan_lag),
         Case(("lag", f"{v.moved}/scores", "--json"), 0, lag_rows(f"{v.moved}/features", False)),
-        Case(("lag", v.old, "--json"), 0, lag_rows(f, False)),
+        # a log is data: only upstreams in the consumer's folder are read unless allowed
+        Case(("lag", v.old, "--json"), 3, not_followed(f)),
+        Case(
+            ("lag", v.old, "--upstream-root", str(Path(f).parent), "--json"),
+            0,
+            lag_rows(f, False),
+        ),
+        Case(
+            ("lag", v.nosy, "--json"),
+            3,
+            not_followed(f, str(Path(v.nosy).parents[1] / "no" / "such" / "root")),
+        ),
+        Case(("verify", v.nosy, "--json"), 0, lambda d: as_json(d)["healthy"]),
+        Case(
+            (
+                "lag",
+                v.nosy,
+                "--upstream-root",
+                str(Path(f).parent),
+                "--upstream-root",
+                str(Path(v.nosy).parents[1] / "no"),
+                "--json",
+            ),
+            3,
+            followed_past_head,
+        ),
         Case(
             ("lag", v.old, "--map-root", f"{f}={v.old_copy}", "--json"),
             0,

@@ -7,6 +7,7 @@ to the engine's; these tests hold what the cache fetches and keeps.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from datetime import timedelta
@@ -15,6 +16,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 from harness.dates import day
+from harness.proc import children_of
+from harness.processes import with_tests_on_path
 
 from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.core.errors import (
@@ -110,25 +113,33 @@ def test_retention_errors_match_the_engine(history, root):
 
 NO_JVM = """
 import json, os, sys
+from harness.proc import children_of
 from revisions_assets import DatasetReader
 reader = DatasetReader(sys.argv[1])
 rows = reader.read("t").height + reader.changes("t", since_sequence=1).df.height
 rows += reader.history("t").height
-children = [
-    p for p in os.listdir("/proc") if p.isdigit()
-    and open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1] == str(os.getpid())
-]
 print(json.dumps({"rows": rows, "spark": sorted(m for m in sys.modules if m.startswith("pyspark")),
-                  "children": children}))
+                  "children": children_of(os.getpid())}))
 """
 
 
 def test_the_reader_starts_no_jvm(history, root):
     done = subprocess.run(
-        [sys.executable, "-c", NO_JVM, root], capture_output=True, text=True, check=False
+        [sys.executable, "-c", NO_JVM, root],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=with_tests_on_path(None),
     )
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.splitlines()[-1])
     assert found["rows"] > 0
     assert found["spark"] == [], "the reader imported PySpark"
     assert found["children"] == [], "the reader started a process (a JVM?)"
+
+
+def test_a_process_ending_while_listed_is_not_a_child():
+    """A process listed in /proc that ends before its stat is read (here: a pid that no
+    process has) is left out, not a FileNotFoundError (the check above failed so once)."""
+    gone = str(int(Path("/proc/sys/kernel/pid_max").read_text()) + 1)
+    assert children_of(os.getppid(), [gone, str(os.getpid())]) == [os.getpid()]

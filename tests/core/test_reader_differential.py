@@ -10,7 +10,8 @@ or on a value column, which must not resurrect older rows, ``with_revision``) gi
 same rows through every conversion both handles offer (``read``, ``to_arrow``, ``count``,
 ``plan_files``, and ``to_changes`` of a change read built from it, by time or by
 sequence; ``to_pandas`` is ``to_arrow`` converted, on both), and the reader's
-``to_batches`` gives what the engine reads. The engine itself is held to the read rules by
+``to_batches`` gives what the engine reads, merging as it does past ``FEW_TASKS`` revisions
+or not (drawn). The engine itself is held to the read rules by
 ``test_properties.py``; this test holds the reader to the engine.
 """
 
@@ -32,6 +33,7 @@ from pyspark.sql.types import TimestampType
 
 from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.core.errors import RevisionsError
+from revisions_assets.core.read.execute import polars as polars_executor
 from revisions_assets.core.read.plan.spans import ALL_COMMITTED, EVENT
 
 from .helpers import frame
@@ -150,7 +152,10 @@ def same_changes(cs, pcs) -> None:
     ops=st.lists(operations(), min_size=3, max_size=7),
     data=st.data(),
 )
-def test_reader_matches_engine(spark, first, ops, data):
+def test_reader_matches_engine(spark, first, ops, data, monkeypatch):
+    # the reader's merge past FEW_TASKS revisions on a base (one pass), drawn first
+    few = data.draw(st.sampled_from([0, polars_executor.FEW_TASKS]), label="Polars FEW_TASKS")
+    monkeypatch.setattr(polars_executor, "FEW_TASKS", few)
     with tempfile.TemporaryDirectory() as tmp:
         ds = RevisionedDataset(f"{tmp}/ds", spark=spark, id_columns=["id"], compact_after=None)
         apply(spark, ds, 0, ("major", 0, first))

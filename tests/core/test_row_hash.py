@@ -21,7 +21,7 @@ from revisions_assets.core.hashing import row_hash
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.read.execute import changes
 from revisions_assets.core.read.plan.schema import value_columns
-from revisions_assets.core.sqltext import quoted
+from revisions_assets.core.spark_columns import quoted
 from revisions_assets.core.storage.backends import open_storage
 from revisions_assets.core.write import file_size, transaction
 from revisions_assets.core.write.commit import CommitPlanner
@@ -78,8 +78,8 @@ FIXED_HASH = -6403949528138353663
 
 
 def test_hash_of_awkward_column_names(spark):
-    """The hash is one SQL expression: names with quotes, backslashes or backticks hash as
-    their own text, whatever the parser's escape setting."""
+    """Names with quotes, backslashes or backticks hash as their own text, whatever the
+    parser's escape setting (the hash is built from Column objects, never SQL text)."""
     schema = "id long, `it's` long, `back\\slash` string, `tick``s` double"
     df = frame(spark, [(1, 5, "a", 0.5), (2, None, "b", None)], schema)
     names = value_columns(df.schema, ["id"])

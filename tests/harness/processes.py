@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from harness.jvm_archive import BASE_JVM_OPTS, archive_option
+from harness.proc import process_stats
 
 #: how long a process may take to reach its marker or to get ready (JVM start on a busy box)
 START_TIMEOUT_S = 600
@@ -42,14 +43,7 @@ RUN_TIMEOUT_S = 900
 
 def group_alive(pgid: int) -> bool:
     """Whether any non-zombie process is still in the process group."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            return True
-    return False
+    return any(f[0] != "Z" and int(f[2]) == pgid for _, f in process_stats())
 
 
 def kill_group(proc: subprocess.Popen) -> None:

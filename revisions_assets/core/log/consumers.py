@@ -1,14 +1,22 @@
 """Consumer positions: what a consumer dataset recorded as consumed of its upstreams, read
-from its own log. Pure functions of the log.
+from its own log. Pure functions of the log, and which upstreams a command follows.
 
 A consumer records, in each revision it commits, the last upstream sequence it consumed
 per upstream table (``UpstreamPosition``): output and position commit atomically, so a
 consumer processes every upstream revision exactly once. Positions never decrease.
+
+The upstream roots a log records are data like the rest of it: a command that reads the
+upstreams (``revisions lag``, ``verify``) follows those under the roots its operator allows
+only (``upstream_roots``: the consumer's parent folder, and the roots given), so a crafted
+log cannot make it open another path or bucket with the operator's credentials.
 """
 
 from __future__ import annotations
 
+import os
+import posixpath
 from collections.abc import Mapping, Sequence
+from urllib.parse import unquote, urlparse
 
 from ..errors import ConsumerPositionConflictError
 from .records import Revision, UpstreamPosition
@@ -90,3 +98,36 @@ def check_positions(
                 f"{root}: expected to consume {dataset}#{table} from sequence "
                 f"{since}, but {now} is already recorded (another run committed it)"
             )
+
+
+def upstream_roots(consumer_root: str, more: Sequence[str] = ()) -> tuple[str, ...]:
+    """The roots under which a command follows the upstreams of the dataset at
+    ``consumer_root``: the folder holding it (its bucket, for a dataset at a bucket's top),
+    and ``more``, as ``follows`` compares them."""
+    own = _comparable(consumer_root)
+    if "://" in own:
+        scheme, rest = own.split("://", 1)
+        bucket, _, path = rest.partition("/")
+        folder = posixpath.dirname(path)
+        parent = f"{scheme}://{bucket}" + (f"/{folder}" if folder else "")
+    else:
+        parent = posixpath.dirname(own)
+    return (parent, *(_comparable(r) for r in more))
+
+
+def follows(roots: Sequence[str], dataset: str) -> bool:
+    """Whether the upstream root ``dataset`` lies at or under one of ``roots``
+    (``upstream_roots``): a local path by its real path (symbolic links resolved), a URI by
+    its text, segment by segment."""
+    at = _comparable(dataset)
+    return any(at == root or at.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+def _comparable(root: str) -> str:
+    """A root as ``follows`` compares it: a URI without a trailing slash, a local path
+    (``file://`` ones too) as its real absolute path."""
+    if root.startswith("file://"):
+        root = unquote(urlparse(root).path)
+    elif "://" in root:
+        return root.rstrip("/")
+    return os.path.realpath(os.path.expanduser(root))

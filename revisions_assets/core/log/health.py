@@ -3,9 +3,10 @@
 * ``parse_entry``: a log entry's bytes (at most ``MAX_ENTRY_BYTES``) become a ``Revision``
   only when every field has the right type (``is_major`` a real bool, counts non-negative
   ints, file stats one per file with bounds of the ids' types, …) and every recorded file
-  path stays inside the root; otherwise ``CorruptLogError`` names the file and what is
-  wrong (never an AttributeError, never ``bool("False")``). A checkpoint's records get the
-  same checks (``entry_problem``, from ``revision_log.records_of_checkpoint``).
+  path stays inside the root and holds no pattern character (``storage.base``); otherwise
+  ``CorruptLogError`` names the file and what is wrong (never an AttributeError, never
+  ``bool("False")``). A checkpoint's records get the same checks (``entry_problem``, from
+  ``revision_log.records_of_checkpoint``).
 * ``check_log_health``: after an open has read the log up to its head, nothing may lie
   beyond it (an entry past a missing one is a gap), and an empty log must really be an
   empty dataset, not a lost ``_log/``. It lists the names after the head only (one
@@ -27,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import CorruptLogError, LegacyLayoutError, PathEscapeError
-from ..storage.base import Storage, check_relative
+from ..storage.base import Storage, check_relative, pattern_characters
 from .layout import (
     CLAIM_FILE,
     DESCRIPTION,
@@ -232,6 +233,11 @@ def _write_problem(table: Any, write: Any, where: str) -> str | None:
             check_relative(file)
         except PathEscapeError:
             return f"references the file {file!r} outside the dataset root"
+        if pattern_characters(file):
+            return (
+                f"references the file {file!r}, whose name holds the pattern character(s) "
+                f"{pattern_characters(file)!r}, which revisions-assets never writes"
+            )
     return _file_stats_problem(write, where)
 
 

@@ -108,6 +108,13 @@ KINDS: dict[str, tuple[Severity, str]] = {
         "replace the symbolic link by the real folder or file inside the root, or remove it: "
         "revisions-assets never follows links out of a dataset",
     ),
+    "pattern_path": (
+        "error",
+        "the log names a data file whose path holds a pattern character (*?[]{} or a "
+        "backslash), which revisions-assets never writes: the entry was written or changed by "
+        "hand. Restore the entry from a backup; never read its files with a tool that expands "
+        "patterns (Spark, Hadoop and Polars do by default): they may read files outside the root",
+    ),
     "description_stale": (
         "warning",
         "harmless (the engine never reads description.parquet): the next commit, or the next "

@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import DecimalType, LongType
 
 from ..errors import (
     CorruptLogError,
@@ -50,7 +51,8 @@ from ..errors import (
 )
 from ..log.records import Revision
 from ..log.revision_log import DESCRIPTION, LOG_DIR, read_parquet_bytes, table_frame
-from ..read.execute.spark_scan import empty_frame
+from ..read.execute.spark_scan import empty_frame, parquet_files
+from ..spark_columns import column as spark_column
 from ..storage.backends import open_storage
 from ..storage.base import FileInfo, Storage
 from ..write.validation import check_name
@@ -188,7 +190,7 @@ class LegacyImport:
         if part is None:  # a major without this featurizer: it empties the table
             donor = next(r for r in [*self.revisions, *self.skipped] if table in r.tables)
             return empty_frame(spark, self._frame(spark, donor, table).schema)
-        df = spark.read.parquet(*[self.source.spark_uri(f) for f in part.files])
+        df = parquet_files(spark, [self.source.spark_uri(f) for f in part.files])
         df = df.drop(*part.dropped).withColumnsRenamed(dict(part.renames))
         converted = {
             column: _from_nanos(column, aware)
@@ -381,7 +383,9 @@ def _parquet_schema(storage: Storage, rel: str) -> pa.Schema:
 
 def _from_nanos(column: str, aware: bool):
     """A nanosecond timestamp read as a long (pandas' default) as a Spark timestamp."""
-    micros = F.expr(f"`{column.replace('`', '``')}` div 1000")
+    # an exact integral division: a long divided by a long is a double in Spark, which
+    # holds today's nanoseconds since 1970 to 256 ns only; a decimal truncates as ``div``
+    micros = (spark_column(column).cast(DecimalType(20, 0)) / 1000).cast(LongType())
     if aware:
         return F.timestamp_micros(micros)
     epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")

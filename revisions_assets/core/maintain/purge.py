@@ -29,17 +29,16 @@ from pyspark.sql.types import BooleanType, StructField, StructType
 
 from ..columns import DELETED, ROW_HASH
 from ..errors import CommitConflictError, IdColumnsError, RetentionError
-from ..hashing import checked_hash_sql
+from ..hashing import checked_hash
 from ..log.records import PURGE, FileStats, PurgedWrite, PurgeMark, Revision, TableWrite
 from ..log.revision_log import RevisionLog
 from ..log.view import LogView
 from ..read.execute.files import FileGate
 from ..read.execute.spark import SparkExecutor
-from ..read.execute.spark_scan import file_key, recorded_schema, spark_file_key
+from ..read.execute.spark_scan import file_key, parquet_files, recorded_schema, spark_file_key
 from ..read.plan.scans import plan_merge, scan_task
 from ..read.plan.schema import value_columns
 from ..read.plan.selection import state_selection
-from ..sqltext import quoted
 from ..storage.base import Storage
 from ..timeutil import now_utc
 from ..write.conflicts import ReadSet
@@ -195,9 +194,11 @@ class Purge:
         where = {file_key(f): (e.sequence, f) for e in entries for f in e.tables[table].files}
         if not where:
             return {}
-        rows = self.spark.read.schema(
-            StructType([*ids.schema.fields, StructField(DELETED, BooleanType(), True)])
-        ).parquet(*[self.storage.spark_uri(path) for _, path in where.values()])
+        rows = parquet_files(
+            self.spark,
+            [self.storage.spark_uri(path) for _, path in where.values()],
+            StructType([*ids.schema.fields, StructField(DELETED, BooleanType(), True)]),
+        )
         rows = rows.select(
             *id_columns,
             F.coalesce(F.col(DELETED), F.lit(False)).alias(DELETED),
@@ -271,7 +272,7 @@ class Purge:
         old = entry.tables[table]
         affected = {h.path for h in hits}
         source = [self.storage.spark_uri(p) for p in sorted(affected)]
-        stored = _hash_checked(self.spark.read.parquet(*source), old)
+        stored = _hash_checked(parquet_files(self.spark, source), old)
         kept = stored.join(ids, on=list(old.id_columns), how="left_anti").select(*stored.columns)
         prefix = f"{name}-{entry.sequence}/{table}"
         into = f"purge of table {table!r} into {self.storage.uri}/{prefix}"
@@ -297,16 +298,13 @@ class Purge:
 
 def _hash_checked(stored: DataFrame, write: TableWrite) -> DataFrame:
     """The rows of a relation of files ``write`` wrote, as stored, their ``_row_hash``
-    checked against their values (``hashing.checked_hash_sql``; files written before hashes
+    checked against their values (``hashing.checked_hash``; files written before hashes
     hold none: nothing to check)."""
     if ROW_HASH not in stored.columns:
         return stored
     recorded = recorded_schema(write.schema_json)
     values = [c for c in value_columns(recorded, write.id_columns) if c in stored.columns]
-    check = checked_hash_sql(recorded, values, "_metadata.file_path")
-    return stored.selectExpr(
-        *[f"{check} AS {quoted(c)}" if c == ROW_HASH else quoted(c) for c in stored.columns]
-    )
+    return stored.withColumn(ROW_HASH, checked_hash(recorded, values))
 
 
 def _swap(

@@ -25,6 +25,7 @@ other checks found no error (``deep_skipped`` says so otherwise).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
@@ -39,7 +40,7 @@ from ..errors import (
     RevisionsError,
     StorageError,
 )
-from ..log.consumers import recorded_positions
+from ..log.consumers import follows, recorded_positions, upstream_roots
 from ..log.file_stats import check_stored_files
 from ..log.health import lost_log_evidence, parse_entry
 from ..log.layout import (
@@ -67,7 +68,7 @@ from ..read.plan.scans import ScanTask, head_plan, plan_merge, scan_task
 from ..read.plan.schema import Schema, table_schema
 from ..read.plan.selection import carried_by, head_state
 from ..storage.backends import open_storage
-from ..storage.base import Storage
+from ..storage.base import Storage, check_data_file, pattern_characters
 from ..storage.footer import StoredFile
 from .findings import KINDS, Finding
 from .integrity import as_replaced, rebuilt, write_findings
@@ -138,6 +139,9 @@ class _LogScan:
     head: int
     damaged: frozenset[int]
     last: int
+    #: the folders of the files with a pattern character that damaged entries name: theirs,
+    #: never orphans to delete
+    named: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -177,11 +181,13 @@ def _check_log(storage: Storage, findings: list[Finding]) -> _LogScan:
         if sequence is None:
             continue
         sequences.append(sequence)
+    named: set[str] = set()
     parsed: dict[int, Revision] = {}
     digests: dict[int, str] = {}
     bad: set[int] = set()
     for sequence in sorted(sequences):
         path = entry_path(sequence)
+        raw = None
         try:
             raw = storage.read(path)
             if raw is None:
@@ -193,7 +199,10 @@ def _check_log(storage: Storage, findings: list[Finding]) -> _LogScan:
             findings.append(Finding.of("path_escape", path, str(exc)))
         except (CorruptLogError, StorageError) as exc:
             bad.add(sequence)
-            findings.append(Finding.of("log_entry_corrupt", path, str(exc)))
+            patterns = _pattern_files(raw) if raw is not None else []
+            named |= {f.split("/", 1)[0] for f in patterns}
+            kind = "pattern_path" if patterns else "log_entry_corrupt"
+            findings.append(Finding.of(kind, path, str(exc)))
     findings += _chain_findings(storage.uri, parsed, digests, bad, checkpoint)
     previous = 0
     missing: set[int] = set()
@@ -226,7 +235,11 @@ def _check_log(storage: Storage, findings: list[Finding]) -> _LogScan:
         head += 1
     damaged = frozenset(s for s in missing | bad if s not in checkpointed)
     return _LogScan(
-        [readable[s] for s in sorted(readable)], head, damaged, max(sequences, default=0)
+        [readable[s] for s in sorted(readable)],
+        head,
+        damaged,
+        max(sequences, default=0),
+        frozenset(named),
     )
 
 
@@ -267,6 +280,20 @@ def _chain_findings(
     return findings
 
 
+def _pattern_files(raw: bytes) -> list[str]:
+    """The data files an entry that failed to parse names with a pattern character (its
+    tables' writes and its purge's), if its JSON is readable that far."""
+    try:
+        doc = json.loads(raw)
+        writes = [*doc.get("tables", {}).values()]
+        for swaps in (doc.get("purge") or {}).get("swaps", {}).values():
+            writes += [swap.get("write") or {} for swap in swaps]
+        files = [f for write in writes for f in write.get("files", [])]
+    except (ValueError, AttributeError, TypeError):
+        return []
+    return [f for f in files if isinstance(f, str) and pattern_characters(f)]
+
+
 def file_findings(
     storage: Storage,
     records: Sequence[Revision],
@@ -287,9 +314,11 @@ def file_findings(
             for path in write.files:
                 try:
                     storage.check_inside(path)
+                    check_data_file(path)
                 except PathEscapeError as exc:
                     escaped.append(path)
-                    findings.append(Finding.of("path_escape", path, str(exc)))
+                    kind = "pattern_path" if pattern_characters(path) else "path_escape"
+                    findings.append(Finding.of(kind, path, str(exc)))
             if escaped:
                 continue
             problems = write_findings(storage, record, table, checked)
@@ -441,7 +470,7 @@ def _check_leftovers(
     of a missing or damaged entry (named by description.parquet, or any while one is
     unnamed) are kept for the repair, and so are those that hold files a live entry misses
     (``held``: reported as misplaced); the others are orphans."""
-    used = {r.name for r in records}
+    used = {r.name for r in records} | scan.named
     used |= {f.split("/", 1)[0] for r in records for w in r.tables.values() for f in w.files}
     unnamed = sorted(s for s in scan.damaged if s not in described)
     paths = list(paths)
@@ -492,10 +521,14 @@ def _check_upstreams(
     findings: list[Finding],
 ) -> None:
     """A position this dataset recorded past its upstream's head proves the upstream lost
-    entries (``upstream_head_lost``). Upstreams that cannot be read are `lag`'s to report."""
+    entries (``upstream_head_lost``). Only upstreams in the folder holding this dataset are
+    read (a log is data: ``consumers.follows``); those elsewhere or that cannot be read are
+    `lag`'s to report."""
+    roots = upstream_roots(root)
     positions: dict[tuple[str, str], int] = {}
     for (_own, dataset, table), position in recorded_positions(records).items():
-        positions[dataset, table] = max(positions.get((dataset, table), 0), position)
+        if follows(roots, dataset):
+            positions[dataset, table] = max(positions.get((dataset, table), 0), position)
     heads: dict[str, int | None] = {}
     for (dataset, table), position in sorted(positions.items()):
         if dataset not in heads:
@@ -720,10 +753,14 @@ def hash_mismatches(
     from pyspark.sql.types import StructType
 
     from ..columns import ROW_HASH
-    from ..hashing import row_hash_sql
-    from ..read.execute.spark_scan import file_key, recorded_schema, spark_file_key
+    from ..hashing import hash_disagrees
+    from ..read.execute.spark_scan import (
+        file_key,
+        parquet_files,
+        recorded_schema,
+        spark_file_key,
+    )
     from ..read.plan.schema import value_columns
-    from ..sqltext import quoted
 
     by_schema: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for record in records:
@@ -735,15 +772,11 @@ def hash_mismatches(
         if not files:
             continue
         own = recorded_schema(schema_json)
-        stored = quoted(ROW_HASH)
-        computed = row_hash_sql(own, value_columns(own, ids))
         read = StructType([*own.fields]).add(ROW_HASH, "long")
-        rows = spark.read.schema(read).parquet(*[storage.spark_uri(f) for f in files])
+        rows = parquet_files(spark, [storage.spark_uri(f) for f in files], read)
+        wrong = hash_disagrees(own, value_columns(own, ids)).cast("int")
         parts.append(
-            rows.selectExpr(
-                "_metadata.file_path AS __file",
-                f"CAST({stored} IS NOT NULL AND {stored} <> {computed} AS INT) AS __wrong",
-            )
+            rows.select(F.col("_metadata.file_path").alias("__file"), wrong.alias("__wrong"))
         )
     if not parts:
         return {}

@@ -55,6 +55,7 @@ from ..log.revision_log import RevisionLog
 from ..log.view import LogView
 from ..read.execute.frames import SMALL_ROWS, hinted, lazy, real_changes
 from ..read.execute.spark import state_schemas
+from ..read.execute.spark_scan import parquet_files
 from ..read.plan.schema import value_columns
 from ..spark_errors import spark_storage_errors
 from ..storage.base import Storage
@@ -375,8 +376,8 @@ class CommitTransaction:
         """One Spark job over the id columns of the written files: each entity at most once."""
         ids = list(staged.id_columns)
         id_schema = StructType([staged.schema[c] for c in ids])
-        written = self.spark.read.schema(id_schema).parquet(
-            *[self.storage.spark_uri(f) for f in staged.files]
+        written = parquet_files(
+            self.spark, [self.storage.spark_uri(f) for f in staged.files], id_schema
         )
         if staged.rows <= ONE_TASK_CHECK_MAX_ROWS:
             # one task counts every id: no shuffle, a job of one stage instead of two

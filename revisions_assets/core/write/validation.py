@@ -33,6 +33,7 @@ from ..errors import (
     SchemaMismatchError,
 )
 from ..read.plan.refs import HEAD_PATTERN
+from ..spark_columns import unnameable
 from ..uris import describe, redact
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -122,6 +123,13 @@ def data_schema(table: str, schema: StructType, id_columns: Sequence[str]) -> St
             raise IdColumnsError(
                 f"table {table!r}: id column {column!r} has type {data_type.simpleString()}, "
                 f"which cannot identify an entity{why}"
+            )
+    for field in schema.fields:
+        why = unnameable(field.name, field.dataType.json())
+        if why:
+            raise InvalidNameError(
+                f"table {table!r}: column {field.name!r} holds {why}: Spark cannot name it; "
+                "rename it (e.g. with '_' instead)"
             )
     clashes = [c for c in names if c in (*REVISION_COLUMNS, ROW_HASH)]
     if clashes:

@@ -25,7 +25,7 @@ from ...errors import NotCachedError
 from ...log.layout import LAST_CHECKPOINT, LOG_DIR, LOG_MARKER, checkpoint_path, is_temp_name
 from ...log.records import Revision
 from ...log.revision_log import checkpoint_table
-from ...storage.base import LocalStorage, Storage
+from ...storage.base import LocalStorage, Storage, check_data_file
 
 #: downloads of more files than this show a progress bar (on a terminal only)
 PROGRESS_MIN_FILES = 8
@@ -48,7 +48,9 @@ class DownloadCache:
         return LocalStorage(self.folder)
 
     def path(self, rel: str) -> Path:
-        return self.folder.joinpath(*rel.split("/"))
+        """Where the cache keeps ``rel``: a data file path a log may name (never out of the
+        cache folder, never a pattern: ``check_data_file``)."""
+        return self.folder.joinpath(*check_data_file(rel).split("/"))
 
     def local(self, files: Sequence[str], owner: Callable[[str], str]) -> list[str]:
         """The local paths of ``files``, fetching those not cached yet (a file the source

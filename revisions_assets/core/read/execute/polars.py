@@ -20,6 +20,9 @@ revision read on top of a compaction that holds later rows), rows are ranked ins
 entity newer revisions wrote keeps the row of the highest order among theirs and the
 base's, found by a join built on those entities' ids.
 
+Every file is opened by its literal path (``glob=False``: Polars would otherwise expand
+``*``, ``?`` and ``[…]`` in a path the log names into other files).
+
 Types follow the schemas recorded in the log: Spark's ``timestamp`` (an instant) reads as
 ``Datetime("us", "UTC")``, ``timestamp_ntz`` as a naive ``Datetime("us")``, decimals keep
 their precision and scale.
@@ -49,7 +52,14 @@ ScanOptions = Mapping[str, Any]
 
 PolarsSchema = dict[str, pl.DataType]
 
-_SEQ, _ORDER, _BEST = "__sequence", "__order", "__best_order"
+_SEQ, _ORDER, _BEST, _FILE = "__sequence", "__order", "__best_order", "__file"
+#: up to this many tasks, a merge is a tree of anti-joins and a scan per task; more take
+#: one scan of all their files (``Scanner.tagged``, ``_in_one_pass``)
+FEW_TASKS = 32
+#: up to this many rows (as logged) in the many revisions on a base, their files are scanned
+#: once and the rows held while the latest order per entity is found: hourly one-row minors
+#: are mostly the cost of opening each file, which a second scan of their ids would double
+HELD_ROWS = 250_000
 #: every join of a merge is built on its right side, ids only (see the module doc)
 _ON_IDS = "force_right"
 UTC_MICROS = pl.Datetime("us", "UTC")
@@ -148,16 +158,31 @@ class Scanner:
         self.order = order
         #: the shared id scan of each task's remote files (``ids_of``)
         self._ids: dict[tuple[str, ...], pl.LazyFrame] = {}
+        self._paths: dict[str, str] = {}
 
-    def stacked(self, tasks: Sequence[ScanTask], extra: PolarsSchema | None = None) -> pl.LazyFrame:
-        """The rows of ``tasks`` in the read schema + the system columns + ``extra``, in the
-        order of the tasks: one scan when every task's columns have the read types (the
-        common case), else one scan per task, cast to the read types."""
-        extra = extra or {}
-        if all(agrees(t.schema, self.schema) for t in tasks):
-            parts = [self._files([f for t in tasks for f in t.files], extra)]
-        else:
-            parts = [self._files(t.files, extra, own=t.schema) for t in tasks]
+    def _local(self, files: Sequence[str]) -> list[str]:
+        """The local paths of ``files``, each asked of ``local`` once per scanner."""
+        todo = [f for f in dict.fromkeys(files) if f not in self._paths]
+        if todo:
+            self._paths.update(zip(todo, self.local(todo), strict=True))
+        return [self._paths[f] for f in files]
+
+    def stacked(
+        self, tasks: Sequence[ScanTask], extra: PolarsSchema | None = None, *, paths: bool = False
+    ) -> pl.LazyFrame:
+        """The rows of ``tasks`` in the read schema + the system columns + ``extra`` (+ the
+        local path of each row's file as ``_FILE`` if ``paths``), in the order of the tasks:
+        one scan per run of tasks whose columns have the same types (one scan in the common
+        case, whatever the number of tasks), cast to the read types."""
+        extra = {**(extra or {}), **({_FILE: pl.String()} if paths else {})}
+        runs: list[tuple[Schema | None, list[str]]] = []
+        for task in tasks:
+            own = None if agrees(task.schema, self.schema) else task.schema
+            if runs and runs[-1][0] == own:
+                runs[-1][1].extend(task.files)
+            else:
+                runs.append((own, list(task.files)))
+        parts = [self._files(files, extra, own, paths) for own, files in runs]
         parts = [p for p in parts if p is not None]
         if not parts:
             return empty_frame({**self.types, **_SYSTEM, **extra})
@@ -165,20 +190,22 @@ class Scanner:
         return rows.with_columns(pl.col(DELETED).fill_null(False))
 
     def _files(
-        self, files: Sequence[str], extra: PolarsSchema, own: Schema | None = None
+        self, files: Sequence[str], extra: PolarsSchema, own: Schema | None, paths: bool
     ) -> pl.LazyFrame | None:
         """One scan of ``files`` in the read schema; ``own``: the files' schema when its
         column types differ (scanned as written, then cast)."""
         if not files:
             return None
-        types = self.types if own is None or agrees(own, self.schema) else polars_schema(own)
+        types = self.types if own is None else polars_schema(own)
         rows = pl.scan_parquet(
-            self.local(files),
-            schema={**types, **_SYSTEM, **extra},
+            self._local(files),
+            glob=False,
+            schema={**types, **_SYSTEM, **{k: v for k, v in extra.items() if k != _FILE}},
             missing_columns="insert",
             extra_columns="ignore",
             cast_options=_CAST,
             **self.options,
+            include_file_paths=_FILE if paths else None,
         )
         if types is self.types:
             return rows
@@ -186,17 +213,40 @@ class Scanner:
             *[_conform(n, types.get(n), t) for n, t in self.types.items()], *_SYSTEM, *extra
         )
 
+    def tagged(
+        self, tasks: Sequence[ScanTask], column: str, value: Callable[[ScanTask], int]
+    ) -> pl.LazyFrame:
+        """The rows of ``tasks`` (tombstones included), each with ``column`` = ``value`` of
+        its task, once per task naming its file (a task may come twice: the pieces of a
+        carried revision's span). Up to ``FEW_TASKS`` tasks: one scan per task and a
+        literal; more: one scan of every file, the value found from the row's file, so the
+        plan is as small at 100,000 revisions as at one."""
+        if len(tasks) <= FEW_TASKS:
+            parts = [
+                self.stacked([t]).with_columns(pl.lit(value(t), dtype=pl.Int64).alias(column))
+                for t in tasks
+            ]
+            return parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical")
+        values: dict[str, list[int]] = {}
+        paths = self._local(_all_files(tasks))
+        for path, task in zip(paths, [t for t in tasks for _ in t.files], strict=True):
+            values.setdefault(path, []).append(value(task))
+        distinct = list({t.files: t for t in tasks}.values())
+        rows = self.stacked(distinct, paths=True)
+        if all(len(v) == 1 for v in values.values()):
+            single = {path: v[0] for path, v in values.items()}
+            found = pl.col(_FILE).replace_strict(single, return_dtype=pl.Int64)
+            return rows.with_columns(found.alias(column)).drop(_FILE)
+        found = pl.col(_FILE).replace_strict(values, return_dtype=pl.List(pl.Int64))
+        return rows.with_columns(found.alias(column)).drop(_FILE).explode(column)
+
     def revisions(self, tasks: Sequence[ScanTask]) -> pl.LazyFrame:
         """The rows of data revisions (tombstones included), each with its revision's
-        sequence and order as literals: one scan per revision, stacked in order."""
-        parts = [
-            self.stacked([task]).with_columns(
-                pl.lit(task.sequence, dtype=pl.Int64).alias(_SEQ),
-                pl.lit(task.order, dtype=pl.Int64).alias(_ORDER),
-            )
-            for task in tasks
-        ]
-        return parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical")
+        sequence and order."""
+        sequences = {t.order: t.sequence for t in tasks}
+        rows = self.tagged(tasks, _ORDER, lambda t: t.order)
+        sequence = pl.col(_ORDER).replace_strict(sequences, return_dtype=pl.Int64)
+        return rows.with_columns(sequence.alias(_SEQ))
 
     def compaction(self, base: ScanTask) -> pl.LazyFrame:
         rows = self.stacked([base], {SOURCE_SEQUENCE: pl.Int64()}).rename({SOURCE_SEQUENCE: _SEQ})
@@ -206,10 +256,11 @@ class Scanner:
     def ids_of(self, tasks: Sequence[ScanTask], ids: Sequence[str]) -> pl.LazyFrame:
         """The ids ``tasks`` wrote (repeats are harmless to the joins built on them): a scan
         of the id columns per task, stacked, so that the same revision's ids feed every
-        join that needs them from one shared scan. Never the rows' scan narrowed (Polars
-        would share one scan between both and hold the revision's rows until the rows'
-        side of the merge reads them). The files agree with the read schema here, so the ids
-        are scanned as the files record them, without a schema given.
+        join that needs them from one shared scan (one scan of them all past
+        ``FEW_TASKS``). Never the rows' scan narrowed (Polars would share one scan between
+        both and hold the revision's rows until the rows' side of the merge reads them).
+        The files agree with the read schema here, so the ids are scanned as the files
+        record them, without a schema given.
 
         Files read in place on an object store (scan ``options``), where each scan of a file
         fetches its footer and id chunks again, are scanned with the id types given (planning
@@ -218,18 +269,21 @@ class Scanner:
         if not all(agrees(t.schema, self.schema) for t in tasks):
             return self.stacked(tasks).select(ids)
         types = {c: self.types[c] for c in ids}
-        parts = [self._ids_scan(t.files, types) for t in tasks if t.files]
+        groups = [t.files for t in tasks] if len(tasks) <= FEW_TASKS else [_all_files(tasks)]
+        parts = [self._ids_scan(tuple(files), types) for files in groups if files]
         if not parts:
             return empty_frame(types)
         return parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical")
 
     def _ids_scan(self, files: tuple[str, ...], types: PolarsSchema) -> pl.LazyFrame:
         if not self.options:
-            return pl.scan_parquet(self.local(files), cast_options=_CAST).select(list(types))
+            return pl.scan_parquet(self._local(files), glob=False, cast_options=_CAST).select(
+                list(types)
+            )
         key = (*files, *types)
         if key not in self._ids:
             self._ids[key] = pl.scan_parquet(
-                self.local(files),
+                self._local(files),
                 glob=False,  # a URI is one object, literally
                 schema=types,
                 extra_columns="ignore",
@@ -237,6 +291,29 @@ class Scanner:
                 **self.options,
             ).cache()
         return self._ids[key]
+
+    def latest_orders(self, tasks: Sequence[ScanTask], ids: Sequence[str]) -> pl.LazyFrame:
+        """Per entity ``tasks`` wrote, the highest order among theirs (``_ORDER``): from a
+        scan of the id columns and the file of each row, never the rows' scan (see
+        ``ids_of``)."""
+        if all(agrees(t.schema, self.schema) for t in tasks):
+            paths = self._local(_all_files(tasks))
+            orders = dict(zip(paths, [t.order for t in tasks for _ in t.files], strict=True))
+            found = pl.col(_FILE).replace_strict(orders, return_dtype=pl.Int64)
+            written = pl.scan_parquet(
+                paths,
+                glob=False,
+                cast_options=_CAST,
+                include_file_paths=_FILE,
+                **self.options,
+            ).select(*ids, found.alias(_ORDER))
+        else:
+            written = self.revisions(tasks).select(*ids, _ORDER)
+        return written.group_by(ids).agg(pl.col(_ORDER).max())
+
+
+def _all_files(tasks: Sequence[ScanTask]) -> list[str]:
+    return [f for t in tasks for f in t.files]
 
 
 def _rows_of(scan: Scanner, task: ScanTask, annotate: bool) -> pl.LazyFrame:
@@ -259,7 +336,8 @@ def _streamed(
     large task (the base, a large minor) sits near the top: its rows are probed once, its
     ids are built into few joins, and no task's ids more than about log2(len(tasks))
     times; every join is built on ids (a chain of one join per task would build the ids
-    of a late large minor into every join before it)."""
+    of a late large minor into every join before it). Past ``FEW_TASKS`` tasks on the
+    base, ``_in_one_pass`` instead."""
     if len(tasks) == 1:
         return _rows_of(scan, tasks[0], annotate)
     split = _halving(tasks)
@@ -268,6 +346,27 @@ def _streamed(
         scan.ids_of(later, ids), on=ids, how="anti", build_side=_ON_IDS
     )
     return pl.concat([survivors, _streamed(scan, later, ids, annotate)], how="vertical")
+
+
+def _in_one_pass(scan: Scanner, plan: MergePlan, annotate: bool) -> pl.LazyFrame:
+    """The latest rows when many revisions lie on the base, each newer than all before
+    it: one scan of the newer revisions' ids finds the highest order per entity (a group-by
+    on ids, as much as the tree holds), the newer rows keep the row of that order, the
+    base keeps the entities none of them wrote. Three scans at any number of revisions,
+    where the tree's scans of ids grow as n log n; two when the newer rows are few
+    (``HELD_ROWS``): their one scan feeds both, and its rows are held meanwhile."""
+    ids = list(plan.id_columns)
+    newer = scan.revisions(plan.newer)
+    if sum(t.rows for t in plan.newer) <= HELD_ROWS:
+        latest = newer.select(*ids, _ORDER).group_by(ids).agg(pl.col(_ORDER).max())
+    else:
+        latest = scan.latest_orders(plan.newer, ids)
+    newer = newer.join(latest, on=[*ids, _ORDER], how="semi", build_side=_ON_IDS)
+    newer = newer.drop(_ORDER) if annotate else newer.drop(_SEQ, _ORDER)
+    base = _rows_of(scan, plan.base, annotate).join(
+        latest.select(ids), on=ids, how="anti", build_side=_ON_IDS
+    )
+    return pl.concat([base, newer], how="vertical")
 
 
 def _halving(tasks: Sequence[ScanTask]) -> int:
@@ -308,7 +407,9 @@ def latest_frame(
     order = {r.sequence: n for n, r in enumerate(plan.merge)}
     scan = Scanner(local, plan.schema, order, options)
     annotate = rows_wanted.with_revision or rows_wanted.with_sequence
-    if plan.base_is_prefix:
+    if plan.base_is_prefix and len(plan.newer) > FEW_TASKS:
+        merged = _in_one_pass(scan, plan, annotate)
+    elif plan.base_is_prefix:
         merged = _streamed(scan, plan.tasks, list(plan.id_columns), annotate)
     else:  # a revision read on top of a compaction is older than rows it holds
         merged = _ranked(scan, plan)
@@ -381,12 +482,7 @@ class PolarsExecutor(Executor[pl.LazyFrame]):
 
     def span_rows(self, scan: SpanScan) -> pl.LazyFrame:
         scanner = Scanner(self.local, scan.schema, {}, self.options)
-        parts = [
-            scanner.stacked([task]).with_columns(
-                pl.lit(task.order, dtype=pl.Int64).alias(SPAN_ORDER)
-            )
-            for task in scan.tasks
-        ]
+        parts = [scanner.tagged(scan.tasks, SPAN_ORDER, lambda t: t.order)] if scan.tasks else []
         if scan.base is not None:
             orders = {q: list(o) for q, o in scan.base_orders}
             at = pl.col(_SEQ).replace_strict(orders, default=None, return_dtype=pl.List(pl.Int64))

@@ -17,8 +17,10 @@ knowing its revision's order). Two physical plans for the base and the rows on t
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import reduce
 from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -29,8 +31,8 @@ from ...columns import DELETED, ROW_HASH, SOURCE_SEQUENCE
 from ...errors import RevisionsError, StorageError
 from ...hashing import row_hash
 from ...log.view import LogView
+from ...spark_columns import column
 from ...spark_errors import damaged_file, storage_cause
-from ...sqltext import quoted
 from ...storage.base import Storage
 from ...timeutil import to_micros
 from ..plan.as_of_join import AsOfJoinPlan
@@ -50,7 +52,6 @@ from .spark_scan import (
     revision_value,
     spark_file_key,
     spark_schema,
-    with_exprs,
 )
 
 MergeStrategy = Literal["auto", "broadcast", "window"]
@@ -89,7 +90,8 @@ def merge_kind(plan: MergePlan, strategy: MergeStrategy = "auto") -> str:
 
 
 def _latest_per_entity(df: DataFrame, ids: Sequence[str]) -> DataFrame:
-    rank = F.row_number().over(Window.partitionBy(*ids).orderBy(F.col(ORDER).desc()))
+    by_entity = Window.partitionBy(*map(column, ids)).orderBy(F.col(ORDER).desc())
+    rank = F.row_number().over(by_entity)
     return df.withColumn("__rank", rank).where(F.col("__rank") == 1).drop("__rank")
 
 
@@ -123,28 +125,30 @@ def latest_frame(
         rows = scan.revisions(newer, annotate_newer)
         # one broadcast of the newer rows' ids (and order): the base rows they replace and
         # the newer rows a later one replaces drop out by anti-joins, with no shuffle
-        keys = rows.selectExpr(
-            *[f"{quoted(c)} AS {quoted('__key_' + c)}" for c in ids],
-            *([f"{ORDER} AS {_LATER}"] if len(newer) > 1 else []),
+        keys = rows.select(
+            *[column(c).alias("__key_" + c) for c in ids],
+            *([F.col(ORDER).alias(_LATER)] if len(newer) > 1 else []),
         )
         keys = F.broadcast(keys)
-        same = " AND ".join(f"{quoted(c)} = {quoted('__key_' + c)}" for c in ids)
-        kept = base.join(keys, on=F.expr(same), how="left_anti")
+        same = reduce(operator.and_, [column(c) == column("__key_" + c) for c in ids])
+        kept = base.join(keys, on=same, how="left_anti")
         top = rows
         if len(newer) > 1:
-            replaced = F.expr(f"{same} AND {ORDER} < {_LATER}")
+            replaced = same & (F.col(ORDER) < F.col(_LATER))
             top = rows.join(keys, on=replaced, how="left_anti")
         merged = kept.unionByName(top, allowMissingColumns=True)
     else:
         rows = scan.revisions(newer, True)
         merged = _latest_per_entity(base.unionByName(rows), ids)
     if with_revision:
-        return with_exprs(
-            merged,
-            {"_revision_timestamp": f"timestamp_micros({STAMP})", "_revision_sequence": SEQUENCE},
+        return merged.withColumns(
+            {
+                "_revision_timestamp": F.timestamp_micros(F.col(STAMP)),
+                "_revision_sequence": F.col(SEQUENCE),
+            }
         )
     if rows_wanted.with_sequence:
-        return with_exprs(merged, {SOURCE_SEQUENCE: SEQUENCE})
+        return merged.withColumn(SOURCE_SEQUENCE, F.col(SEQUENCE))
     return merged
 
 
