@@ -24,6 +24,7 @@ from .executors import executors
 from .feast import training_sets
 from .harness import BASE_N, Config, Context, Outcome
 from .history import changes_of_last, commit_latency
+from .layout import layout
 from .lifecycle import maintenance
 from .memory import driver_memory
 from .pipes import pipes_commit
@@ -53,6 +54,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("13", "executors"): executors,
     ("14", "pipes"): pipes_commit,
     ("15", "feast"): training_sets,
+    ("17", "layout"): layout,
 }
 
 BENCH = Path(__file__).resolve().parent

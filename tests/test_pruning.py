@@ -187,6 +187,7 @@ def test_polars_filters_bound_the_ids_they_name():
     assert bounds((id_ >= 3) & (id_ < 7)) == (("id", ((3, 7),)),)
     assert bounds(id_.is_between(1, 4, closed="none")) == (("id", ((1, 4),)),)
     assert bounds((id_ == 1) | (id_ == 9)) == (("id", ((1, 1), (9, 9))),)
+    assert bounds(pl.lit(False) | (id_ == 9)) == (("id", ((9, 9),)),)  # built up from false
     assert bounds((v == 1) & (id_ < 3)) == (("id", ((None, 3),)),)
     assert bounds(s.is_in(["b", "a"])) == (("s", (("a", "a"), ("b", "b"))),)
     assert bounds(id_.is_in(pl.Series([2, 4], dtype=pl.UInt8))) == (("id", ((2, 2), (4, 4))),)

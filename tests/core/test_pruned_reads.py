@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import random
 import tempfile
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import polars as pl
 import pytest
+from harness.dates import day
 from harness.examples import examples
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -26,9 +27,10 @@ from pyspark.sql import functions as F
 
 from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.core.errors import RevisionsError
+from revisions_assets.core.read.execute.spark_ids import spark_id_bounds
 from revisions_assets.core.write import commit as commit_module
 
-from .helpers import frame
+from .helpers import frame, input_files
 from .test_reader_differential import SCHEMA, TOMB, operations, polars_rows, spark_rows
 
 COLUMNS = ("id", "v")
@@ -231,3 +233,60 @@ def test_a_filtered_read_is_the_read_filtered(
                 ),
                 polars_rows,
             )
+
+
+def test_spark_filters_bound_the_ids_they_name(spark):
+    types = {"id": "long", "s": "string", "d": "date"}
+
+    def bounds(condition) -> tuple:
+        return spark_id_bounds(spark, condition, types).ranges
+
+    assert bounds(F.col("id").isin(3, 1)) == bounds("id IN (1, 3)") == (("id", ((1, 1), (3, 3))),)
+    assert bounds(F.col("id") == 5) == bounds(F.lit(5) == F.col("id")) == (("id", ((5, 5),)),)
+    assert bounds("id <=> 5 AND s = 'x'") == (("id", ((5, 5),)), ("s", (("x", "x"),)))
+    assert bounds((F.col("id") >= 3) & (F.col("v") < 7)) == (("id", ((3, None),)),)
+    assert bounds("id BETWEEN 2 AND 4 OR id = 9") == (("id", ((2, 4), (9, 9))),)
+    assert bounds(F.col("id").between(2, 4)) == (("id", ((2, 4),)),)
+    either = F.lit(False) | (F.lit(True) & (F.col("id") == 2))  # as the CLI builds one
+    assert bounds(either) == (("id", ((2, 2),)),)
+    assert bounds("d = DATE '2024-01-02'") == (("d", ((date(2024, 1, 2), date(2024, 1, 2)),)),)
+    assert bounds("id IN (1, NULL)") == (("id", ((1, 1),)),)
+    for nothing in (
+        "NOT (id = 1)",
+        "id != 1",
+        "v = 1 OR id = 1",
+        "id = 1.5",  # a decimal against an integer id
+        "id = '7'",  # Spark casts the text: not read
+        "ID = 3",  # another spelling of the name
+        "id + 1 = 3",
+        F.col("id").isin(F.col("v")),
+        "t.id = 1",
+    ):
+        assert bounds(nothing) == (), nothing
+
+
+def test_a_lookup_hands_spark_and_polars_only_the_files_that_hold_its_ids(spark, tmp_path):
+    """A major clustered into files of 10 ids (from rows in reverse order), a minor: a
+    lookup of two ids plans the one file of the major that holds both, on both handles,
+    and Spark reads no other."""
+    ds = RevisionedDataset(str(tmp_path / "ds"), spark=spark, id_columns=["id"])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(commit_module, "rows_per_file", lambda *_: 10)
+        major = frame(spark, [(i, i, i, False) for i in reversed(range(50))], SCHEMA)
+        ds.commit({"t": major}, day(0), is_major=True)
+    ds.commit({"t": frame(spark, [(3, 0, 0, False), (4, 0, 0, False)], SCHEMA)}, day(1), False)
+    reader = DatasetReader(ds.root)
+    wanted = [F.col("id").isin(12, 17), "id IN (12, 17)"]
+    planned = [ds.scan("t").filter(w).plan_files() for w in wanted]
+    assert (
+        planned[0]
+        == planned[1]
+        == reader.scan("t").filter(pl.col("id").is_in([12, 17])).plan_files()
+    )
+    major_files, minor_files = (p.paths for p in planned[0])
+    assert len(major_files) == 1 and minor_files == ()  # the minor's range misses both ids
+    assert input_files(ds.scan("t").filter(wanted[0]).read(), ds.root) == set(major_files)
+    assert sorted(map(tuple, ds.scan("t").filter(wanted[1]).read().collect())) == [
+        (12, 12, 12),
+        (17, 17, 17),
+    ]

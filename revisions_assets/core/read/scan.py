@@ -249,12 +249,14 @@ class Scan(Generic[Frame]):
 
     def filter(self, *conditions: Any) -> Scan[Frame]:
         """Only the rows that meet every condition (a Polars expression on
-        ``DatasetReader``, a Spark Column or SQL text on Spark), on the merged state: a
-        condition on the id columns reaches every Parquet scan of the merge, where the
-        files' row groups whose min/max ids exclude it are skipped (files are sorted by
-        the ids), so a lookup of a few ids reads a few row groups per revision; one on
-        another column never brings back an older row of an entity whose newest row it
-        drops."""
+        ``DatasetReader``, a Spark Column or SQL text on Spark), on the merged state: what
+        a condition says about the id columns (``is_in``, ``==``, comparisons, ``between``,
+        under ``&`` and ``|``) prunes the files whose id ranges in the log hold none of its
+        ids before any is opened (``plan_files()`` lists the rest), and the condition
+        reaches every Parquet scan of the merge, where the row groups whose min/max ids
+        exclude it are skipped (files are sorted by the ids), so a lookup of a few ids
+        reads a few row groups of about one file per revision; one on another column never
+        brings back an older row of an entity whose newest row it drops."""
         return self.update(filters=(*self.request.filters, *conditions))
 
     def as_of(self, when: TimeLike | None) -> Scan[Frame]:

@@ -54,8 +54,9 @@ def _bounds(node: Any, types: Mapping[str, str]) -> IdBounds | None:
         op = body["op"]
         if op in ("And", "LogicalAnd"):
             return _all([_bounds(body["left"], types), _bounds(body["right"], types)])
-        if op in ("Or", "LogicalOr"):
-            return _any([_bounds(body["left"], types), _bounds(body["right"], types)])
+        if op in ("Or", "LogicalOr"):  # a literal false adds nothing
+            sides = [side for side in (body["left"], body["right"]) if not _false(side)]
+            return _any([_bounds(side, types) for side in sides])
         if op in _RANGES:
             return _comparison(body["left"], op, body["right"], types)
         return None
@@ -65,12 +66,17 @@ def _bounds(node: Any, types: Mapping[str, str]) -> IdBounds | None:
         if boolean == "AllHorizontal":
             return _all([_bounds(n, types) for n in inputs])
         if boolean == "AnyHorizontal":
-            return _any([_bounds(n, types) for n in inputs])
+            return _any([_bounds(n, types) for n in inputs if not _false(n)])
         if isinstance(boolean, dict) and "IsIn" in boolean:
             return _is_in(inputs, types)
         if isinstance(boolean, dict) and "IsBetween" in boolean:
             return _between(inputs, types)
     return None
+
+
+def _false(node: Any) -> bool:
+    """Whether a node is the literal ``False``."""
+    return node == {"Literal": {"Scalar": {"Boolean": False}}}
 
 
 def _all(parts: list[IdBounds | None]) -> IdBounds | None:

@@ -102,8 +102,8 @@ def _bounds(tree: Node, types: Mapping[str, str]) -> IdBounds | None:
     if function == "and":
         known = [b for b in (_bounds(a, types) for a in args) if b is not None]
         return reduce(IdBounds.__and__, known) if known else None
-    if function == "or":
-        parts = [_bounds(a, types) for a in args]
+    if function == "or":  # a literal false (a disjunction built up from it) adds nothing
+        parts = [_bounds(a, types) for a in args if not _false(a)]
         return None if not parts or None in parts else reduce(IdBounds.__or__, parts)  # type: ignore[arg-type]
     if function in _SWAPPED and len(args) == 2:
         return _comparison(args[0], function, args[1], types)
@@ -112,6 +112,15 @@ def _bounds(tree: Node, types: Mapping[str, str]) -> IdBounds | None:
     if function == "between" and len(args) == 3:
         return _between(args, types)
     return None
+
+
+def _false(tree: Node) -> bool:
+    node, _ = tree
+    return (
+        _kind(node) == "expressions.Literal"
+        and node.get("dataType") == "boolean"
+        and node.get("value") == "false"
+    )
 
 
 def _column(tree: Node, types: Mapping[str, str]) -> str | None:
