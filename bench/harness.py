@@ -52,6 +52,7 @@ class Config:
     #: scenario 12 probes the reader's memory and an id lookup at N and at this multiple of N
     reader_scale: int = 4
     pipes_revisions: int = 1_000  # scenario 14: the log a Pipes run reads its slice from
+    layout_history_revisions: int = 1_000  # scenario 17: the history one entity's is read from
     #: scenario 18: the lengths of the crafted logs opened and read, and read by Spark too
     #: (its file index lists every path a relation names: minutes past 20,000)
     long_log_sizes: tuple[int, ...] = (1_000, 10_000, 20_000, 100_000)
@@ -82,6 +83,7 @@ class Config:
             reader_minors=3,
             reader_scale=1,  # the probes at N stand for both: no second dataset
             pipes_revisions=40,
+            layout_history_revisions=30,
             long_log_sizes=(20, 100),  # both merges of the reader: a tree, then one pass
             long_log_spark_sizes=(20, 100),
             driver_memory="1g",

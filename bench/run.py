@@ -24,6 +24,7 @@ from .executors import executors
 from .feast import training_sets
 from .harness import BASE_N, Config, Context, Outcome
 from .history import changes_of_last, commit_latency
+from .layout import layout
 from .lifecycle import maintenance
 from .long_log import long_logs
 from .memory import driver_memory
@@ -56,6 +57,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("14", "pipes"): pipes_commit,
     ("15", "feast"): training_sets,
     ("16", "s3"): reads_on_object_storage,
+    ("17", "layout"): layout,
     ("18", "long_log"): long_logs,
 }
 

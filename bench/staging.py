@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.dataset import DEFAULT_COMPACT_AFTER
+from revisions_assets.core.log.file_stats import read_file_stats
 from revisions_assets.core.log.records import Revision, TableWrite
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.storage.base import LocalStorage
@@ -42,7 +43,10 @@ def linked_write(root: str, template: TableWrite, name: str, table: str = TABLE)
     for path in template.files:
         os.link(Path(root) / path, target / Path(path).name)
         files.append(f"{name}/{table}/{Path(path).name}")
-    return dataclasses.replace(template, files=tuple(files))
+    stats = template.file_stats  # the same bytes: the same statistics, under the new paths
+    if stats is not None:
+        stats = tuple(dataclasses.replace(s, path=f) for s, f in zip(stats, files, strict=True))
+    return dataclasses.replace(template, files=tuple(files), file_stats=stats)
 
 
 def append_minors(ds: RevisionedDataset, template: TableWrite, count: int, table: str = TABLE):
@@ -139,6 +143,10 @@ def stage_minors(ctx: Context, ds: RevisionedDataset, first: int, last: int) -> 
             tombstones=0,
             files=tuple(files),
             bytes=sum((root / f).stat().st_size for f in files),
+            # as a commit records them, from the footers
+            file_stats=read_file_stats(
+                ds.storage, files, template.id_columns, template.schema_json
+            ),
         )
         append(log, write, TABLE, name)
     log.after_commit()

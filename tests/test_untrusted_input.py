@@ -99,6 +99,7 @@ CALLERS_TEXT = {
     ("core/dataset.py", "_filtered"),
     ("cli/spark_data.py", "filtered"),
     ("cli/data_commands.py", "filtered"),
+    ("core/read/execute/spark_ids.py", "spark_id_bounds"),  # a scan's filter, for pruning
 }
 
 

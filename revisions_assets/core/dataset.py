@@ -43,8 +43,10 @@ from .maintain.vacuum import DEFAULT_GRACE, Vacuum, VacuumReport, consumer_posit
 from .maintain.verify import Finding, deep_findings, deep_skipped, verify_storage
 from .read.execute.files import FileGate
 from .read.execute.spark import MergeStrategy, SparkExecutor
+from .read.execute.spark_ids import spark_id_bounds
 from .read.execute.spark_scan import spark_schema
 from .read.facade import DatasetReads
+from .read.plan.pruning import IdBounds
 from .read.plan.schema import Schema
 from .read.scan import Scan
 from .storage.backends import open_storage
@@ -214,6 +216,9 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
             raise ArgumentTypeError(
                 f"{call}(): filter must be a Spark Column or SQL text, got {describe(condition)}"
             )
+
+    def _id_bounds(self, condition: str | Column, id_types: Mapping[str, str]) -> IdBounds:
+        return spark_id_bounds(self.spark, condition, id_types)
 
     def _filtered(self, frame: DataFrame, condition: str | Column) -> DataFrame:
         return frame.where(condition)

@@ -36,8 +36,10 @@ from .log.view import LogView
 from .read.execute.download_cache import DownloadCache
 from .read.execute.files import FileGate
 from .read.execute.polars import PolarsExecutor, polars_schema
+from .read.execute.polars_ids import polars_id_bounds
 from .read.execute.remote import remote_files
 from .read.facade import DatasetReads
+from .read.plan.pruning import IdBounds
 from .read.plan.refs import Position
 from .read.plan.schema import Schema
 from .read.scan import Scan
@@ -256,6 +258,9 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
             raise ArgumentTypeError(
                 f"{call}(): filter must be a Polars expression, got {describe(condition)}"
             )
+
+    def _id_bounds(self, condition: pl.Expr, id_types: Mapping[str, str]) -> IdBounds:
+        return polars_id_bounds(condition, id_types)
 
     def _filtered(self, frame: pl.LazyFrame, condition: pl.Expr) -> pl.LazyFrame:
         return frame.filter(condition)

@@ -20,6 +20,7 @@ from revisions_assets import RevisionedDataset
 from revisions_assets.core.log.records import COMPACTION, PURGE, FileStats, TableWrite
 from revisions_assets.core.log.revision_log import RevisionLog, entry_path
 from revisions_assets.core.storage.backends import open_storage
+from revisions_assets.core.write import commit
 
 from .helpers import frame
 
@@ -58,13 +59,17 @@ def check_recorded(root: str, write: TableWrite) -> None:
 
 @pytest.fixture(scope="module")
 def maintained(spark, tmp_path_factory):
-    """A major of three files, a minor, a compaction and a purge of one entity."""
+    """A major of three files (of 10 rows, from rows in no order), a minor, a compaction of
+    several files and a purge of one entity from each."""
     root = str(tmp_path_factory.mktemp("stats") / "ds")
     ds = RevisionedDataset(root, spark=spark, id_columns=IDS, compact_after=None)
-    ds.commit({"t": frame(spark, rows(range(30), 0), SCHEMA).repartition(3)}, day(0), True)
-    ds.commit({"t": frame(spark, rows(range(25, 40), 1), SCHEMA)}, day(1), False)
-    ds.maintenance.compact()
-    gone = frame(spark, rows(range(3, 4), 0), SCHEMA).select(*IDS)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(commit, "rows_per_file", lambda *_: 10)
+        shuffled = frame(spark, rows(range(30), 0), SCHEMA).repartition(3)
+        major = ds.commit({"t": shuffled}, day(0), True)
+        ds.commit({"t": frame(spark, rows(range(25, 40), 1), SCHEMA)}, day(1), False)
+    ds.maintenance.compact(target_file_bytes=major.tables["t"].bytes // 2)
+    gone = frame(spark, rows(range(12, 13), 0), SCHEMA).select(*IDS)
     ds.maintenance.purge("t", gone, reason="test")
     return root, RevisionLog(open_storage(root)).refresh()
 
@@ -84,6 +89,33 @@ def test_commits_compactions_and_purges_record_what_their_files_hold(maintained)
     assert isinstance(first.id_min[2], date) and isinstance(first.id_min[1], str)
     stored = json.loads((Path(root) / entry_path(1)).read_text())["tables"]["t"]["file_stats"]
     assert stored[0]["id_min"][2] == first.id_min[2].isoformat()  # "YYYY-MM-DD" in the entry
+
+
+def test_majors_compactions_and_purges_write_files_of_disjoint_id_ranges(maintained):
+    """A major's files (its rows came in no order), a compaction's and a purge's hold
+    disjoint id ranges; a purge rewrites each file within its old range."""
+    _root, records = maintained
+    major, _minor, compaction, purge = records
+
+    def ranges(write: TableWrite) -> list[tuple]:
+        assert write.file_stats is not None
+        return sorted((s.id_min, s.id_max) for s in write.file_stats)
+
+    for write in (major.tables["t"], compaction.tables["t"]):
+        found = ranges(write)
+        assert len(found) >= 3
+        assert all(a[1] < b[0] for a, b in zip(found, found[1:], strict=False)), found
+    for swap in purge.purge.swaps["t"]:
+        before = next(r for r in records if r.sequence == swap.sequence).tables["t"]
+        after = ranges(swap.write)
+        assert len(after) == len(before.files)  # each file rewritten into one
+        assert all(a[1] < b[0] for a, b in zip(after, after[1:], strict=False)), after
+        old = dict(zip(before.files, before.file_stats or (), strict=True))
+        for path, stats in zip(swap.write.files, swap.write.file_stats or (), strict=True):
+            if path in old:
+                continue
+            holder = [s for s in old.values() if s.id_min <= stats.id_min <= s.id_max]
+            assert holder and stats.id_max <= holder[0].id_max  # within its old range
 
 
 def test_an_entry_written_before_gets_its_stats_from_the_footers(spark, tmp_path):

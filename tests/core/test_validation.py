@@ -98,12 +98,14 @@ def test_null_in_one_of_composite_ids(spark, root):
     assert pair.head_sequence == 0
 
 
-@pytest.mark.parametrize("check", ["one task", "shuffled"])
+@pytest.mark.parametrize("check", ["one task", "shuffled", "a major's write"])
 def test_duplicate_ids(ds, spark, unchanged, check, monkeypatch):
     if check == "shuffled":  # the plan of writes over ONE_TASK_CHECK_MAX_ROWS rows
         monkeypatch.setattr(transaction, "ONE_TASK_CHECK_MAX_ROWS", 0)
+    data = rows(spark, (4242, 1.0, "x"), (7, 1.0, "x"), (4242, 2.0, "y"))
     with pytest.raises(DuplicateIdError, match=rf"{TABLE}.*4242.*2 times"):
-        commit(ds, {TABLE: rows(spark, (4242, 1.0, "x"), (7, 1.0, "x"), (4242, 2.0, "y"))})
+        # a major's clustered write counts the rows of each id itself
+        commit(ds, {TABLE: data}, is_major=check == "a major's write")
 
 
 def test_duplicate_id_between_a_row_and_a_tombstone(ds, spark, unchanged):

@@ -2,12 +2,12 @@
 
 ``Compactor`` writes, per table, the state of the default read at the head (tombstones
 kept, every row tagged with the sequence of the revision that wrote it) into a few files
-in the engine's layout (sorted by the ids, row groups sized for streaming:
-``write/file_size.py``), and commits a ``compaction`` entry recording which revisions it
-holds. A table is compacted when revisions lie on its base, or when its base's files were
-written before that layout or before the log recorded their stats (an earlier release's
-major or compaction alone). Reads that contain
-all of those revisions use it as their base (``read/plan/scans.py``). This module only
+in the engine's layout (clustered by the ids: disjoint id ranges, sorted, row groups sized
+for streaming: ``write/file_size.py``), and commits a ``compaction`` entry recording which
+revisions it holds. A table is compacted when revisions lie on its base, or when its base's
+files were written before that layout or before the log recorded their stats (an earlier
+release's major or compaction alone). Reads that contain all of those revisions use it as
+their base (``read/plan/scans.py``). This module only
 runs Spark jobs and commits; what a compaction may serve is decided by the pure rules of
 ``read/plan/``.
 """
@@ -32,7 +32,7 @@ from ..log.revision_log import RevisionLog
 from ..log.view import LogView
 from ..read.execute.files import FileGate
 from ..read.execute.frames import Rows
-from ..read.execute.spark import SparkExecutor, merge_kind
+from ..read.execute.spark import SparkExecutor
 from ..read.plan.refs import find_revision
 from ..read.plan.requests import Snapshot, plan_state
 from ..read.plan.scans import MergePlan, plan_merge
@@ -216,8 +216,6 @@ class Compactor:
         in_bytes = sum(t.bytes for t in plan.tasks)
         in_rows = sum(t.rows for t in plan.tasks)
         files = max(1, math.ceil(in_bytes / max(target_file_bytes, 1)))
-        if merge_kind(plan, self.executor.strategy) == "window":
-            df = df.coalesce(files)  # after the shuffle: as many files as the size needs
         prefix = f"{name}/{table}"
         into = f"compaction of table {table!r} into {self.storage.uri}/{prefix}"
         with executor.failures(table, plan.files, into):
@@ -226,6 +224,7 @@ class Compactor:
                 self.storage.spark_uri(prefix),
                 max_records_per_file=max(1, math.ceil(in_rows / files)),
                 sort_by=plan.id_columns,
+                cluster=True,  # files of disjoint id ranges, cut at about the target size
             )
         schema_json = to_struct_json(plan.schema)
         written = written_files(self.storage, prefix, plan.id_columns, schema_json)

@@ -3,7 +3,8 @@
 One Spark scan over the table's live files (data revisions and compactions) finds, by
 ``_metadata.file_path``, the files that hold the entities and how many of their rows
 match. Only those files are rewritten without the matching rows (tombstones included),
-into new folders ``<purge name>-<sequence>/<table>/``; a ``purge`` entry committed
+each into one new file within its own id range (so files clustered by id stay so), into
+new folders ``<purge name>-<sequence>/<table>/``; a ``purge`` entry committed
 through the same put-if-absent append then swaps the old files' references for the new
 ones (``logview`` applies it to every read). A crash before the append leaves folders no
 entry references (vacuum reclaims them); after it, the purged state.
@@ -271,14 +272,20 @@ class Purge:
         committed."""
         old = entry.tables[table]
         affected = {h.path for h in hits}
-        source = [self.storage.spark_uri(p) for p in sorted(affected)]
-        stored = _hash_checked(parquet_files(self.spark, source), old)
-        kept = stored.join(ids, on=list(old.id_columns), how="left_anti").select(*stored.columns)
+        # each file rewritten by one task of its own: its new file keeps within its id range
+        # (files clustered by id stay so), and holds no more rows than it did
+        parts = []
+        for path in sorted(affected):
+            stored = _hash_checked(parquet_files(self.spark, [self.storage.spark_uri(path)]), old)
+            kept = stored.join(ids, on=list(old.id_columns), how="left_anti")
+            parts.append(kept.select(*stored.columns).coalesce(1))
         prefix = f"{name}-{entry.sequence}/{table}"
         into = f"purge of table {table!r} into {self.storage.uri}/{prefix}"
         with self._executor.failures(table, [(entry.name, p) for p in sorted(affected)], into):
             write_observed(
-                kept.coalesce(len(source)), self.storage.spark_uri(prefix), sort_by=old.id_columns
+                reduce(DataFrame.unionByName, parts),
+                self.storage.spark_uri(prefix),
+                sort_by=old.id_columns,
             )
         written = written_files(self.storage, prefix, old.id_columns, old.schema_json)
         folders = {p.rsplit("/", 1)[0] for p in affected}

@@ -22,6 +22,7 @@ from ..timeutil import TimeLike
 from .execute.files import FileGate
 from .execute.frames import Executor
 from .plan.as_of_join import plan_as_of_join
+from .plan.pruning import IdBounds
 from .plan.refs import Position
 from .plan.requests import ReadRequest
 from .plan.scans import head_plan
@@ -62,6 +63,11 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
     @abstractmethod
     def _check_filter(self, condition: Any, call: str) -> None:
         """Refuse a filter that is not the engine's expression type."""
+
+    @abstractmethod
+    def _id_bounds(self, condition: Any, id_types: Mapping[str, str]) -> IdBounds:
+        """The ids ``condition`` (a checked filter) allows, by id column (``id_types``: their
+        Spark type names): what a plan prunes files by (``read/plan/pruning.py``)."""
 
     @abstractmethod
     def _filtered(self, frame: Any, condition: Any) -> Any:

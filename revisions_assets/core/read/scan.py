@@ -16,10 +16,10 @@ Every read of both handles is a scan: ``read``, ``changes``, ``history``, the re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
-from functools import cached_property
+from functools import cached_property, reduce
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ..arguments import check_text
@@ -33,6 +33,7 @@ from .execute.changes import read_changes
 from .execute.files import FileGate
 from .execute.frames import Executor, Rows, lazy
 from .execute.history import read_history
+from .plan.pruning import IdBounds, id_types, pruned
 from .plan.refs import Position, find_revision
 from .plan.requests import ChangePlan, HistoryPlan, ReadRequest, StatePlan, plan_read
 from .plan.scans import current_schema
@@ -63,6 +64,7 @@ class ScanSource(Protocol[Frame, SchemaT]):
 
     def _schema(self, schema: Schema) -> SchemaT: ...
     def _check_filter(self, condition: Any, call: str) -> None: ...
+    def _id_bounds(self, condition: Any, id_types: Mapping[str, str]) -> IdBounds: ...
     def _filtered(self, frame: Any, condition: Any) -> Any: ...
     def _results(self, frames: Sequence[Any], what: str) -> list[Any]: ...
     def _to_polars(self, scan: Scan[Frame]) -> Any: ...
@@ -77,10 +79,12 @@ class ScanSource(Protocol[Frame, SchemaT]):
 class PlannedFiles:
     """The data files of one log entry that a read scans (``Scan.plan_files()``).
 
-    ``paths`` are relative to the dataset root. ``rows`` (tombstones included),
-    ``tombstones`` and ``bytes`` are what the log records for the whole write: the log
-    records them per write, not per file. ``is_compaction``: the files of a compaction,
-    whose rows stand for the revisions it replaces.
+    ``paths`` are relative to the dataset root: with a filter on the id columns, only the
+    files whose id ranges can hold an id it allows (none: the read opens no file of the
+    entry). ``rows`` (tombstones included) and ``bytes`` are those of ``paths`` as the log
+    records them; ``tombstones`` is the write's count (the log counts them per write), at
+    most ``rows``. ``is_compaction``: the files of a compaction, whose rows stand for the
+    revisions it replaces.
     """
 
     table: str
@@ -245,12 +249,14 @@ class Scan(Generic[Frame]):
 
     def filter(self, *conditions: Any) -> Scan[Frame]:
         """Only the rows that meet every condition (a Polars expression on
-        ``DatasetReader``, a Spark Column or SQL text on Spark), on the merged state: a
-        condition on the id columns reaches every Parquet scan of the merge, where the
-        files' row groups whose min/max ids exclude it are skipped (files are sorted by
-        the ids), so a lookup of a few ids reads a few row groups per revision; one on
-        another column never brings back an older row of an entity whose newest row it
-        drops."""
+        ``DatasetReader``, a Spark Column or SQL text on Spark), on the merged state: what
+        a condition says about the id columns (``is_in``, ``==``, comparisons, ``between``,
+        under ``&`` and ``|``) prunes the files whose id ranges in the log hold none of its
+        ids before any is opened (``plan_files()`` lists the rest), and the condition
+        reaches every Parquet scan of the merge, where the row groups whose min/max ids
+        exclude it are skipped (files are sorted by the ids), so a lookup of a few ids
+        reads a few row groups of about one file per revision; one on another column never
+        brings back an older row of an entity whose newest row it drops."""
         return self.update(filters=(*self.request.filters, *conditions))
 
     def as_of(self, when: TimeLike | None) -> Scan[Frame]:
@@ -301,11 +307,19 @@ class Scan(Generic[Frame]):
 
     @cached_property
     def _plan(self) -> StatePlan | ChangePlan | HistoryPlan:
-        return plan_read(self.snapshot, self.request)
+        """The plan, reading only the files that may hold an id the filters allow."""
+        plan = plan_read(self.snapshot, self.request)
+        if not self.request.filters:
+            return plan
+        types = id_types(plan)
+        reads = self.snapshot._reads
+        bounds = [reads._id_bounds(condition, types) for condition in self.request.filters]
+        return pruned(plan, reduce(IdBounds.__and__, bounds))
 
     def plan_files(self) -> list[PlannedFiles]:
         """The files the read scans, one entry per log entry that wrote them, oldest
-        first (a change read's state before included)."""
+        first (a change read's state before included): with a filter on the id columns,
+        only the files whose id ranges (in the log) can hold an id it allows."""
         plan = self._plan
         if isinstance(plan, HistoryPlan):
             tasks = [*plan.tasks, *([plan.base] if plan.base else [])]

@@ -117,8 +117,8 @@ class CommitPlanner:
             schema = data_schema(table, df.schema, ids)
             table_version = version.get(table) if isinstance(version, Mapping) else version
             staged = StagedTable(table, ids, schema, table_version)
-            if table in view.tables():
-                staged.rows_per_file = rows_per_file(view.table_revisions(table), table)
+            written = view.table_revisions(table) if table in view.tables() else []
+            staged.rows_per_file = rows_per_file(written, table)
             if not request.is_major and DELETED in df.columns:
                 complete_for_tombstones(view, staged)
             request.staged.append(staged)

@@ -18,7 +18,7 @@ from ..storage.base import Storage
 from ..storage.footer import stored_file
 
 if TYPE_CHECKING:
-    from ..read.plan.scans import MergePlan
+    from ..read.plan.scans import MergePlan, ScanTask
 
 #: the size a compaction aims its files at, and a large revision's files too
 DEFAULT_TARGET_FILE_BYTES = 128 * 2**20
@@ -73,11 +73,22 @@ def laid_out_for_streaming(storage: Storage, files: Sequence[str]) -> bool:
 def compaction_needed(storage: Storage, plan: MergePlan) -> bool:
     """Whether a compaction of the state ``plan`` reads would change its files: revisions lie
     on its base, or an earlier release wrote the base's files: without their stats in the
-    log, or not laid out for streaming (read from their footers, only when nothing lies on
-    the base)."""
-    if plan.on_base or not _stats_logged(plan):
+    log, not clustered by id (files whose id ranges overlap), or not laid out for streaming
+    (read from their footers, only when nothing lies on the base)."""
+    if plan.on_base or not _stats_logged(plan) or not clustered_by_id(plan.base):
         return True
     return not laid_out_for_streaming(storage, plan.base.files)
+
+
+def clustered_by_id(task: ScanTask) -> bool:
+    """Whether no two files of ``task`` overlap in the range of their first id column, as
+    the log records it (two may share a boundary value of a first column of several ids);
+    True where the ranges are unknown (nothing to gain then)."""
+    ranges = [(s.id_min[0], s.id_max[0]) for s in task.file_stats or ()]
+    if any(low is None or high is None for low, high in ranges):
+        return True
+    ranges.sort(key=lambda r: r[0])
+    return all(before[1] <= after[0] for before, after in zip(ranges, ranges[1:], strict=False))
 
 
 def _stats_logged(plan: MergePlan) -> bool:

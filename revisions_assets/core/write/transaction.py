@@ -5,10 +5,11 @@ A ``CommitTransaction`` gets everything it needs explicitly (storage, log, Spark
 session, the prepared ``CommitRequest`` and the DataFrames) and runs one commit:
 
 1. claim the revision folder exclusively (two writers of one name never share it);
-2. write each table with Spark into ``<revision>/<table>/``;
+2. write each table with Spark into ``<revision>/<table>/``: a major's files clustered by
+   id (disjoint id ranges, ``clustered``), a minor's as they come;
 3. check what was written: row and tombstone counts and null ids are observed by the
-   write job itself (``DataFrame.observe``); duplicate ids take one job over the id
-   columns of the written files;
+   write job itself (``DataFrame.observe``), and so are a major's duplicate ids (its rows
+   sorted by id); a minor's take one job over the id columns of the written files;
 4. append the log entry ``head + 1`` put-if-absent, re-validating against the log and
    retrying with jittered backoff when another writer took the sequence (``append_entry``,
    which every kind of entry goes through, after checking what the entry was derived from
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -70,6 +71,8 @@ log = logging.getLogger(__name__)
 MAX_COMMIT_ATTEMPTS = 64
 #: up to this many written rows, the duplicate-id check runs in one task (no shuffle)
 ONE_TASK_CHECK_MAX_ROWS = 1_000_000
+#: the rows of a clustered write that share each row's id (``write_observed``)
+_REPEATS = "__rows_of_id"
 
 
 @dataclass
@@ -347,6 +350,8 @@ class CommitTransaction:
                 # a large revision: files of about the target size
                 max_records_per_file=staged.rows_per_file,
                 sort_by=staged.id_columns,
+                cluster=self.request.is_major,  # minors stay as they come: they are small
+                repeats=self.request.is_major,
             )
         finally:
             if cached is not None:
@@ -363,7 +368,9 @@ class CommitTransaction:
                 + ", ".join(f"{c!r} ({n} rows)" for c, n in bad.items())
             )
         staged.rows, staged.tombstones = stats["rows"], stats["tombstones"]
-        if staged.rows > 1:
+        # a clustered write counted the rows of each id itself: a job of its own only
+        # names a repeated id it found
+        if staged.rows > 1 and stats.get("repeats", 2) > 1:
             self.check_unique_ids(staged)
         if staged.filled and staged.rows != staged.tombstones:
             raise SchemaMismatchError(
@@ -581,13 +588,22 @@ def write_observed(
     extra: Mapping[str, Column] | None = None,
     max_records_per_file: int | None = None,
     sort_by: Sequence[str] = (),
+    cluster: bool = False,
+    repeats: bool = False,
 ) -> dict[str, int]:
     """Write ``df`` (with its ``_deleted`` column) as Parquet into the fresh folder ``uri``;
     its rows, tombstones and ``extra`` sums are counted by the write job itself.
 
     The layout of every data file (``file_size.py``): sorted by ``sort_by`` (the id
-    columns) within each file, in row groups of ``ROW_GROUP_ROWS`` rows at most."""
-    if sort_by:
+    columns) within each file, in row groups of ``ROW_GROUP_ROWS`` rows at most.
+    ``cluster`` (majors, compactions): in the order of ``sort_by`` across the files, so
+    their id ranges do not overlap (``clustered``); then ``repeats`` also counts the most
+    rows that share one id (``repeats`` in the result: more than 1, a duplicate id), in the
+    same job: the rows of an id are adjacent, so no shuffle but the sort's."""
+    columns = df.columns
+    if sort_by and cluster:
+        df = clustered(df, sort_by)
+    elif sort_by:
         df = df.sortWithinPartitions(*sort_by)
     observation = Observation(f"write-{uuid.uuid4().hex}")
     metrics = {
@@ -595,7 +611,13 @@ def write_observed(
         "tombstones": F.sum(F.col(DELETED).cast("long")),
         **(extra or {}),
     }
+    if repeats and sort_by and cluster:
+        # a window partitioned by the ids, over rows already range-partitioned and sorted
+        # by them: Spark adds no exchange and no sort
+        df = df.withColumn(_REPEATS, F.count(F.lit(1)).over(Window.partitionBy(*sort_by)))
+        metrics["repeats"] = F.max(F.col(_REPEATS))
     observed = df.observe(observation, *[e.alias(k) for k, e in metrics.items()])
+    observed = observed.select(*columns) if _REPEATS in df.columns else observed
     writer = (
         observed.write.mode("error")  # a fresh folder; Spark Connect knows only "error"
         .option("parquet.block.row.count.limit", ROW_GROUP_ROWS)
@@ -606,3 +628,15 @@ def write_observed(
         writer = writer.option("maxRecordsPerFile", max_records_per_file)
     writer.parquet(uri)
     return {k: int(v or 0) for k, v in observation.get.items()}
+
+
+def clustered(df: DataFrame, id_columns: Sequence[str]) -> DataFrame:
+    """``df`` in the order of ``id_columns`` across its partitions: each task then writes a
+    run of consecutive ids, cut into files by ``maxRecordsPerFile`` in that order, so no two
+    files of the write overlap in id range and an id lies in one file (a plan prunes the
+    others by the ranges the log records). A global sort: Spark range-partitions the rows
+    (equal ids in one partition) into ``spark.sql.shuffle.partitions`` runs, adaptive
+    execution merging small neighbours, and sorts each; where the input is already in that
+    order (a range of ids, a clustered read) Spark adds neither the shuffle nor the sort
+    (docs/benchmarks/index.md, "Files clustered by id")."""
+    return df.orderBy(*id_columns)

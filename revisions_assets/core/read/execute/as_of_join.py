@@ -8,9 +8,10 @@ then reuses), cuts each row's span at the start of the entity's next later row, 
 on the ids with the span condition meets at most one row per event. The spans and the
 revision's name are looked up from the row's order, not shuffled. The first revision's rows
 skip the window: a second merge join on the ids (the events are shuffled once) gives them
-to the events no later row took. Only when a span's revision was removed by a vacuum does
-the join run one small aggregate first (the range of the event times) to decide whether any
-event falls in it.
+to the events no later row took. One small aggregate runs first: the range of the events'
+keys, so that only the files whose id ranges meet it are read (``read/plan/pruning.py``),
+and, when a span's revision was removed by a vacuum, the range of the event times, to
+decide whether any event falls in it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ...columns import DELETED, REVISION
 from ...errors import ArgumentTypeError
 from ...storage.base import Storage
 from ..plan.as_of_join import AsOfJoinPlan, SpanRead
+from ..plan.pruning import key_bounds
 from ..plan.schema import table_schema
 from .spark_scan import ORDER, revision_rows, revision_value, spark_schema
 
@@ -59,11 +61,16 @@ def spark_as_of_join(
     values = list(spark_schema(plan.values).fields)
     marked = events.withColumn(_EVENT_US, F.col(event_time))
     when = F.unix_micros(marked[_EVENT_US])
-    if plan.removed:  # does any event fall in a span whose files a vacuum removed?
-        low, high = marked.select(F.min(when), F.max(when)).first()
-        reads = plan.reads(low, high)
-    else:
-        reads = plan.reads()
+    # one small aggregate: the range of the events' keys, whose files alone are read, and
+    # whether any event falls in a span whose files a vacuum removed
+    extent = [F.min(when), F.max(when)] if plan.removed else []
+    found = marked.select(*[f(marked[e]) for e in pairs for f in (F.min, F.max)], *extent).first()
+    keys = key_bounds(
+        {i: (found[2 * n], found[2 * n + 1]) for n, i in enumerate(pairs.values())},
+        plan.id_types,
+    )
+    low, high = (found[-2], found[-1]) if plan.removed else (None, None)
+    reads = plan.reads(low, high, keys)
     if reads.first is None:
         nulls = {f.name: F.lit(None).cast(f.dataType) for f in values}
         return events.withColumns({**nulls, REVISION: F.lit(None).cast("string")})

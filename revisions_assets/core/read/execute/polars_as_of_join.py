@@ -11,8 +11,9 @@ window over those rows only), so each entity's spans are disjoint; an as-of join
 (``join_asof``, backward on the span's start) of the events of the entities they hold then
 finds the one row that can hold each event, kept when the event falls before its end, and
 joined back by the event's index. Every join keeps the events' order, so nothing is sorted
-but the events the minors can hold. Nothing is collected but, when a vacuum removed a span's
-files, the range of the event times.
+but the events the minors can hold. Nothing is collected but the range of the events' keys
+(only the files whose id ranges meet it are read: ``read/plan/pruning.py``) and, when a
+vacuum removed a span's files, the range of the event times.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ...columns import DELETED, REVISION
 from ...errors import ArgumentTypeError
 from ...uris import describe
 from ..plan.as_of_join import AsOfJoinPlan, SpanRead
+from ..plan.pruning import key_bounds
 from .frames import SPAN_ORDER, Executor, Rows, SpanScan
 
 _EVENT_US = "__event_us"
@@ -35,6 +37,8 @@ _FIRST_PREFIX = "__first_"
 _FIRST_FOUND = "__first_found"
 _ROW = "__event_row"
 _SPAN_ROW = "__span_row"
+#: the smallest and largest key of the events (what the files read are pruned by)
+_RANGE = (pl.Expr.min, pl.Expr.max)
 
 
 def event_frame(events: object) -> pl.LazyFrame:
@@ -80,14 +84,20 @@ def polars_as_of_join(
         pl.col(event_time).dt.epoch("us").alias(_EVENT_US),
         *[pl.col(e).cast(types[i], strict=False).alias(_KEY_PREFIX + i) for e, i in pairs.items()],
     )
-    if plan.removed:  # does any event fall in a span whose files a vacuum removed?
-        times = pl.col(_EVENT_US)
-        low, high = (
-            marked.select(times.min().alias("low"), times.max().alias("high")).collect().row(0)
-        )
-        reads = plan.reads(low, high)
-    else:
-        reads = plan.reads()
+    # the range of the events' keys, whose files alone are read, and whether any event
+    # falls in a span whose files a vacuum removed
+    times = pl.col(_EVENT_US)
+    extent = [times.min().alias("__low"), times.max().alias("__high")] if plan.removed else []
+    found = marked.select(
+        *[f(pl.col(k)).alias(f"__{f.__name__}{n}") for n, k in enumerate(keys) for f in _RANGE],
+        *extent,
+    ).collect()
+    ranges = found.row(0)
+    key_range = key_bounds(
+        {i: (ranges[2 * n], ranges[2 * n + 1]) for n, i in enumerate(ids)}, plan.id_types
+    )
+    low, high = (ranges[-2], ranges[-1]) if plan.removed else (None, None)
+    reads = plan.reads(low, high, key_range)
     if reads.first is None:
         nulls = [pl.lit(None, dtype=types[v]).alias(v) for v in values]
         return frame.with_columns(*nulls, pl.lit(None, dtype=pl.String).alias(REVISION))

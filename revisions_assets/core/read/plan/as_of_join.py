@@ -40,6 +40,7 @@ from ...errors import (
 )
 from ...log.records import Revision
 from ...uris import describe
+from .pruning import EVERY_ID, IdBounds, prune_task
 from .requests import Snapshot, projected
 from .scans import ScanTask, retention_message, scan_task
 from .schema import Schema, table_schema
@@ -144,10 +145,19 @@ class AsOfJoinPlan:
                 )
         return pairs
 
-    def reads(self, low_us: int | None = None, high_us: int | None = None) -> SpanReads:
+    @property
+    def id_types(self) -> dict[str, str]:
+        """The Spark type name of each id column (what its events' keys are pruned by)."""
+        types = {f.name: f.type for f in self.schema}
+        return {c: t for c in self.id_columns if isinstance(t := types.get(c), str)}
+
+    def reads(
+        self, low_us: int | None = None, high_us: int | None = None, keys: IdBounds = EVERY_ID
+    ) -> SpanReads:
         """The spans to read for events whose times fall in ``[low_us, high_us]`` (None: no
-        events). Only a plan with ``removed`` spans needs the range: RetentionError when an
-        event falls in one of them, else they are left out."""
+        events), each reading only the files that may hold an id of ``keys`` (the events'
+        keys, ``pruning.key_bounds``). Only a plan with ``removed`` spans needs the range:
+        RetentionError when an event falls in one of them, else they are left out."""
         spans = []
         for span in self.spans:
             message = self.removed.get(span.revision.sequence)
@@ -160,13 +170,13 @@ class AsOfJoinPlan:
         first, *rest = spans
         pieces = carried_pieces(rest, self.carrying, self.table, "start_us", "end_us")
         return SpanReads(
-            first=self._read(first, 0),
-            later=tuple(self._read(s, n) for n, s in enumerate(pieces)),
+            first=self._read(first, 0, keys),
+            later=tuple(self._read(s, n, keys) for n, s in enumerate(pieces)),
             tombstones=any(s.revision.tables[self.table].tombstones for s in spans),
         )
 
-    def _read(self, span: VisibleSpan, order: int) -> SpanRead:
-        task = scan_task(span.revision, self.table, order)
+    def _read(self, span: VisibleSpan, order: int, keys: IdBounds) -> SpanRead:
+        task = prune_task(scan_task(span.revision, self.table, order), keys, self.id_columns)
         return SpanRead(task, span.revision, span.start_us, span.end_us)
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ...errors import NoMajorRevisionError, RetentionError
-from ...log.records import Revision, TableWrite
+from ...log.records import FileStats, Revision, TableWrite
 from ...log.view import Compaction, LogView
 from .schema import Schema, parse_schema, read_schema, table_schema
 from .selection import Selection, head_state
@@ -35,6 +35,8 @@ class ScanTask:
     ``order``: the index of the revision in the plan's merge (later wins; -1: older than
     the merge, the state part of a change read). A compaction's rows carry the sequence of
     the revision that wrote each of them (``is_compaction``): their order follows from it.
+    ``rows`` and ``bytes``: of ``files`` (a pruned task reads some of its write's files,
+    ``pruning.py``); ``tombstones``: at most that many.
     """
 
     entry: str
@@ -47,6 +49,10 @@ class ScanTask:
     bytes: int
     order: int
     is_compaction: bool = False
+    #: each file's statistics as the log recorded them (aligned with ``files``; None: not
+    #: recorded, an entry of an earlier release): a plan prunes files by their id ranges
+    #: (``pruning.py``)
+    file_stats: tuple[FileStats, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,7 @@ def _task(record: Revision, write: TableWrite, order: int, *, is_compaction: boo
         bytes=write.bytes,
         order=order,
         is_compaction=is_compaction,
+        file_stats=write.file_stats,
     )
 
 
