@@ -142,6 +142,10 @@ class ChangeFeedReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ]
         if not revisions:
             return start
+        if position > 0 and self.options.stream.on_major == "fail":
+            # deliver what comes before a major, then stop at it (a batch of its own)
+            first = next((n for n, r in enumerate(revisions) if r.is_major), None)
+            revisions = revisions[: max(first, 1)] if first is not None else revisions
         # the bootstrap is one batch, the state at the newest revision; after it, at most
         # maxRevisionsPerTrigger revisions a batch unless Spark asks for everything
         capped = position > 0 and not isinstance(limit, ReadAllAvailable)

@@ -106,38 +106,11 @@ def read_part(part: ReadPart, schema: StructType) -> Iterator[pa.RecordBatch]:
     frame = frame.select(columns)
     try:
         for chunk in frame.collect_batches(chunk_size=BATCH_ROWS, lazy=True):
-            yield from _conformed(chunk.to_arrow(), target).to_batches()
+            yield from chunk.to_arrow().cast(target).to_batches()
     except (pl.exceptions.PolarsError, OSError) as exc:
         if isinstance(exc, RevisionsError):
             raise
         raise StorageError(f"{part.plan.what} failed reading its data files: {exc}") from exc
-
-
-def _conformed(table: pa.Table, target: pa.Schema) -> pa.Table:
-    """``table`` in exactly the Arrow types Spark expects: Polars' large strings and lists
-    narrowed, Parquet's maps (lists of key/value structs in Polars) made maps again."""
-    import pyarrow as pa
-
-    columns = []
-    for name, want in zip(target.names, target.types, strict=True):
-        column = table.column(name)
-        if pa.types.is_map(want) and not pa.types.is_map(column.type):
-            column = pa.chunked_array([_as_map(chunk, want) for chunk in column.chunks], type=want)
-        columns.append(column)
-    return pa.Table.from_arrays(columns, names=target.names).cast(target)
-
-
-def _as_map(lists: pa.Array, want: pa.MapType) -> pa.Array:
-    """A list of key/value structs as a map array of type ``want``."""
-    import pyarrow as pa
-
-    entries = lists.values
-    return pa.MapArray.from_arrays(
-        lists.offsets.cast(pa.int32()),
-        entries.field(0).cast(want.key_type),
-        entries.field(1).cast(want.item_type),
-        mask=lists.is_null() if lists.null_count else None,
-    ).cast(want)
 
 
 #: the download caches of S3 roots in this worker process (files are immutable: a file
