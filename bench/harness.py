@@ -52,6 +52,7 @@ class Config:
     #: scenario 12 probes the reader's memory and an id lookup at N and at this multiple of N
     reader_scale: int = 4
     pipes_revisions: int = 1_000  # scenario 14: the log a Pipes run reads its slice from
+    stream_trigger_seconds: float = 5.0  # scenario 16: the change feed's processingTime
     driver_memory: str = "4g"
     #: the memory probe's master: local-cluster keeps the executor JVM apart from the driver's
     memory_master: str = "local-cluster[1,2,2048]"
@@ -78,6 +79,7 @@ class Config:
             reader_minors=3,
             reader_scale=1,  # the probes at N stand for both: no second dataset
             pipes_revisions=40,
+            stream_trigger_seconds=1.0,
             driver_memory="1g",
             memory_master="local[1]",
         )

@@ -32,6 +32,7 @@ from .provenance import soft_major, unchanged_rows_skipped
 from .reader import reading_without_a_jvm
 from .results import RunInfo, load_average, summary, write
 from .scenarios import incremental_scoring, minor_vs_major, read_after_minors
+from .spark_source import spark_source
 from .training import training_set
 
 Scenario = Callable[[Context], Outcome]
@@ -53,6 +54,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("13", "executors"): executors,
     ("14", "pipes"): pipes_commit,
     ("15", "feast"): training_sets,
+    ("16", "spark_source"): spark_source,
 }
 
 BENCH = Path(__file__).resolve().parent

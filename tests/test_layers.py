@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("revisions_assets", "resources")
+PACKAGES = ("revisions_assets", "pyspark_revisions", "resources")
 #: this project's own modules beside the library (not in the wheel)
 PROJECT = ("resources", "definitions")
 
@@ -51,6 +51,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "revisions_assets.feast",
             "revisions_assets.samples",
             "revisions_assets.spark",
+            "pyspark_revisions",
         ),
     ),
     (9, ("revisions_assets.pipes",)),

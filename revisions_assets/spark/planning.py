@@ -25,8 +25,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..core.columns import DELETED, REVISION_COLUMNS
-from ..core.errors import InvalidArgumentError
+from ..core.errors import InvalidArgumentError, MissingFileError, RetentionError
 from ..core.log.layout import not_a_dataset
+from ..core.log.records import Revision
 from ..core.log.revision_log import RevisionLog
 from ..core.log.view import LogView
 from ..core.read.execute.files import FileGate
@@ -162,7 +163,18 @@ def split(
     plan = plan or read.plan
     options = read.options
     storage = open_storage(read.root, **options.storage_options)
-    FileGate(storage).check(read.request.table, plan.files)
+    try:
+        FileGate(storage).check(read.request.table, plan.files)
+    except MissingFileError as exc:
+        vacuum = vacuumed_since(storage, read.head, plan)
+        if vacuum is None:
+            raise
+        raise RetentionError(
+            f"{plan.what}: planned on the log at sequence {read.head}, it needs files that "
+            f"vacuum {vacuum.name!r} (sequence {vacuum.sequence}) removed since: load the "
+            "DataFrame again, or make the view again (CREATE OR REPLACE TEMPORARY VIEW), to "
+            "read the dataset as it is now"
+        ) from exc
 
     def part(narrowed: Plan, id_range: IdRange | None = None) -> ReadPart:
         return ReadPart(
@@ -192,6 +204,22 @@ def split(
     ranges = id_ranges(storage, largest, column, wanted)
     kept = [r for r in ranges if range_may_hold(conditions, column, r.low, r.high)]
     return [part(plan, r) for r in kept] or [part(plan)]
+
+
+def vacuumed_since(storage: Storage, head: int, plan: Plan) -> Revision | None:
+    """The vacuum committed after sequence ``head`` that removed files ``plan`` reads, if
+    any: a DataFrame or a view reads the log as it was when it was made."""
+    log = RevisionLog(storage)
+    log.refresh()
+    planned = {t.sequence for t in plan_tasks(plan)}
+    return next(
+        (
+            r
+            for r in log.view().logged[head:]
+            if r.vacuum is not None and planned & set(r.vacuum.removed)
+        ),
+        None,
+    )
 
 
 def _groups(files: Sequence[str], count: int) -> list[tuple[str, ...]]:

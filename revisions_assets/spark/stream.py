@@ -42,9 +42,10 @@ from ..core.log.revision_log import RevisionLog
 from ..core.log.view import LogView
 from ..core.read.plan.refs import resolve_position
 from ..core.read.plan.requests import ChangePlan, Snapshot, plan_read
+from ..core.read.plan.schema import Schema
 from ..core.storage.backends import open_storage
 from .options import BOOTSTRAP, LATEST, STREAM_SPELLING, SourceOptions
-from .planning import PlannedRead, check_schema, output_fields, split
+from .planning import PlannedRead, output_fields, split, struct_type
 from .worker import ReadPart, read_part
 
 if TYPE_CHECKING:
@@ -177,16 +178,28 @@ class ChangeFeedReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 f"(a new checkpoint) from startingPosition={until}"
             )
         fields = output_fields(plan, request)
-        try:
-            check_schema(fields, self.schema, what)
-        except InvalidArgumentError as exc:
-            raise ChangeFeedError(
-                f"{what}: the revisions after position {since} up to {until} have columns "
-                f"the query did not start with ({exc}); restart the query to read its new "
-                "columns (its checkpoint stays valid)"
-            ) from exc
+        self._check_columns(
+            plan, fields, f"{what}: the revisions after position {since} up to {until}"
+        )
         planned = PlannedRead(self.options, self.options.root, request, plan, view.head, fields)
         return list(split(planned, (), reset=plan.is_reset))
+
+    def _check_columns(self, plan: ChangePlan, fields: Schema, what: str) -> None:
+        """Refuse a batch whose columns are not the query's: columns added or retyped since
+        it started, or dropped by a major (a batch of revisions older than a column added
+        later reads it as null)."""
+        mine = {f.name: f.dataType for f in self.schema.fields}
+        theirs = {f.name: f.dataType for f in struct_type(fields).fields}
+        added = [n for n in theirs if n not in mine]
+        retyped = [n for n in theirs if n in mine and theirs[n] != mine[n]]
+        dropped = [n for n in mine if n not in theirs] if plan.is_reset else []
+        if added or retyped or dropped:
+            changes = {"added": added, "retyped": retyped, "dropped": dropped}
+            told = "; ".join(f"{k} {v}" for k, v in changes.items() if v)
+            raise ChangeFeedError(
+                f"{what} have other columns than the query started with ({told}): restart "
+                "the query to read them (its checkpoint stays valid)"
+            )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, ReadPart)

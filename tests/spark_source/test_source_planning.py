@@ -15,6 +15,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from core.helpers import stage_frame
 from pyspark.sql.datasource import (
     EqualTo,
     GreaterThan,
@@ -37,8 +38,10 @@ from revisions_assets.core.errors import (
     RetentionError,
     UnknownRevisionError,
 )
+from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.read.plan.scans import ScanTask
 from revisions_assets.core.read.plan.schema import Field
+from revisions_assets.core.storage.backends import open_storage
 from revisions_assets.core.storage.base import LocalStorage
 from revisions_assets.samples import copy_sample
 from revisions_assets.spark.filters import polars_condition, range_may_hold, taken
@@ -372,3 +375,40 @@ def test_a_position_past_retention_names_the_oldest_readable(tmp_path):
         reader.partitions(offset(1), offset(2))
     # the vacuum entry is no revision of the table: it makes no batch
     assert reader.latestOffset(offset(4), ReadAllAvailable()) == offset(4)
+
+
+def test_a_feed_reads_its_columns_and_stops_at_new_ones(tmp_path):
+    root = str(copy_sample("features", tmp_path / "features"))
+    started = feed(root)  # its columns: day, id (and the change read's own)
+    log = RevisionLog(open_storage(root))
+    log.refresh()
+    added = StructType(
+        [
+            StructField("day", LongType()),
+            StructField("id", LongType()),
+            StructField("extra", StringType()),
+        ]
+    )
+    rows = pl.DataFrame({"day": [8], "id": [3], "extra": ["x"], "_deleted": [False]})
+    stage_frame(
+        log, root, "revision_8", datetime(2020, 1, 9, tzinfo=UTC), False, rows, added, TABLE
+    )
+    with pytest.raises(ChangeFeedError, match=r"\(added \['extra'\]\): restart the query"):
+        started.partitions(offset(4), offset(5))
+    # restarted, the query has the new column: batches of older revisions read it as null
+    restarted = feed(root)
+    assert "extra" in restarted.schema.fieldNames()
+    parts = restarted.partitions(offset(1), offset(2))
+    read = planned(root, table=TABLE, changes=True)
+    older = pa.Table.from_batches([b for p in parts for b in read_part(p, restarted.schema)])
+    assert older.num_rows and set(older.column("extra").to_pylist()) == {None}
+    assert read.spark_schema == restarted.schema
+
+
+def test_a_read_planned_before_a_vacuum_says_to_load_again(tmp_path):
+    root = str(copy_sample("features", tmp_path / "features"))
+    read = planned(root, table=TABLE, at="revision_2")  # reads revision_0 and revision_2
+    RevisionedDataset(root).maintenance.vacuum(retain=timedelta(0), keep_majors=False)
+    with pytest.raises(RetentionError, match="planned on the log at sequence 4.*load the"):
+        split(read, ())
+    assert split(planned(root, table=TABLE), ())  # planned now: what the vacuum left
