@@ -14,8 +14,9 @@ entities from every revision of the model, so each read after it must be the rea
 it without them: the latest read is compared so at the purge, every read kind (latest, as
 of, ``HEAD~n``, changes, SCD2 history) against the model at the end, by the engine, by
 ``DatasetReader`` and by the ``format("revisions")`` data source's planning and tasks
-(tests/spark_source/helpers.py: its reads split in parts). Maintenance entries take sequences in the engine's log, so positions
-are mapped: the model's sequence n is the engine's n-th data revision.
+(tests/spark_source/helpers.py: its reads split in parts). Maintenance entries take
+sequences in the engine's log, so positions are mapped: the model's sequence n is the
+engine's n-th data revision.
 """
 
 from __future__ import annotations
