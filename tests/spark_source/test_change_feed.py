@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from harness.dates import day
 from harness.frames import frame
-from pyspark.errors import PySparkException, StreamingQueryException
+from pyspark.errors import StreamingQueryException
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.spark import register
@@ -98,15 +98,3 @@ def test_a_major_stops_a_feed_told_to_fail(spark, tmp_path):
     with pytest.raises(StreamingQueryException, match="major 'r3' \\(sequence 3\\).*onMajor=fail"):
         run(ds, str(tmp_path / "checkpoint"), sink, startingPosition="r1", onMajor="fail")
     assert by_id(sink.batches[0]) == changes(ds, 1, 2)  # the minor before it was delivered
-
-
-def test_a_stream_reads_the_change_feed_only(spark, tmp_path):
-    register(spark)
-    ds = RevisionedDataset(str(tmp_path / "dataset"), spark=spark, id_columns=["id"])
-    commit(ds, [(1, 1)], 1, True, "r1")
-    stream = spark.readStream.format("revisions").option("table", "t").load(ds.root)
-    query = stream.writeStream.format("noop").option(
-        "checkpointLocation", str(tmp_path / "checkpoint")
-    )
-    with pytest.raises(PySparkException, match='add .option\\("changes", "true"\\)'):
-        query.trigger(availableNow=True).start().awaitTermination()

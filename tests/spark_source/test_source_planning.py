@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from core.helpers import stage_frame
 from pyspark.sql.datasource import (
+    CaseInsensitiveDict,
     EqualTo,
     GreaterThan,
     GreaterThanOrEqual,
@@ -36,6 +37,7 @@ from revisions_assets.core.errors import (
     InvalidArgumentError,
     NaiveTimestampError,
     RetentionError,
+    RevisionsError,
     UnknownRevisionError,
 )
 from revisions_assets.core.log.revision_log import RevisionLog
@@ -44,6 +46,7 @@ from revisions_assets.core.read.plan.schema import Field
 from revisions_assets.core.storage.backends import open_storage
 from revisions_assets.core.storage.base import LocalStorage
 from revisions_assets.samples import copy_sample
+from revisions_assets.spark import RevisionsDataSource
 from revisions_assets.spark.filters import polars_condition, range_may_hold, taken
 from revisions_assets.spark.options import parse_options
 from revisions_assets.spark.planning import check_schema, id_ranges, split
@@ -128,6 +131,42 @@ def test_bad_options_are_refused_naming_the_option(options, error, message):
 def test_a_read_without_a_table_names_the_tables(sample):
     with pytest.raises(InvalidArgumentError, match="'featurizer_A', 'featurizer_B'"):
         planned(sample)
+
+
+@pytest.mark.parametrize(
+    "options, call",
+    [
+        ({"table": "nope"}, lambda r: r.read("nope")),
+        ({"table": TABLE, "as_of": "2020-01-02"}, lambda r: r.read(TABLE, as_of="2020-01-02")),
+        ({"table": TABLE, "at": "HEAD~9"}, lambda r: r.read(TABLE, at="HEAD~9")),
+        (
+            {"table": TABLE, "changes": "true", "since_sequence": "5", "until_sequence": "2"},
+            lambda r: r.changes(TABLE, since_sequence=5, until_sequence=2),
+        ),
+        (
+            {"table": TABLE, "changes": "true", "as_of": day(2)},
+            lambda r: r.scan(TABLE, as_of=day(2)).changes(),
+        ),
+        (
+            {"table": TABLE, "history": "true", "columns": "nope"},
+            lambda r: r.history(TABLE, columns=["nope"]),
+        ),
+    ],
+)
+def test_the_source_refuses_what_the_library_refuses(sample, options, call):
+    with pytest.raises(RevisionsError) as library:
+        call(DatasetReader(sample))
+    with pytest.raises(type(library.value)) as source:
+        RevisionsDataSource(CaseInsensitiveDict({"path": sample, **options})).schema()
+    assert library.value.args[0].split("(): ", 1)[-1] in source.value.args[0]
+
+
+def test_a_batch_read_refuses_the_options_of_a_stream(sample):
+    source = RevisionsDataSource(
+        CaseInsensitiveDict({"path": sample, "table": TABLE, "startingPosition": "latest"})
+    )
+    with pytest.raises(InvalidArgumentError, match=r"\['startingPosition'\].*readStream only"):
+        source.reader(source.schema())
 
 
 # -- filters ---------------------------------------------------------------------------------
@@ -283,8 +322,9 @@ def test_a_schema_given_chooses_columns(sample):
     assert rows.column_names == ["id", "_revision"]
     want = DatasetReader(sample).read(TABLE, with_revision=True).select("id", "_revision")
     assert sorted_rows(rows) == sorted_rows(want)
+    source = RevisionsDataSource(CaseInsensitiveDict({"path": sample, "table": TABLE}))
     with pytest.raises(InvalidArgumentError, match=r"\['day string'\]"):
-        check_schema(read.fields, StructType([StructField("day", StringType())]), "a read")
+        source.reader(StructType([StructField("day", StringType())]))
 
 
 # -- the change feed -------------------------------------------------------------------------
