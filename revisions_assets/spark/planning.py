@@ -152,16 +152,11 @@ def check_schema(fields: Schema, schema: StructType, what: str) -> None:
         )
 
 
-def split(
-    read: PlannedRead,
-    conditions: Sequence[Filter],
-    plan: Plan | None = None,
-    reset: bool | None = None,
-) -> list[ReadPart]:
-    """The parts of ``read`` (or of ``plan``, a plan of the same read's kind), each narrowed
-    by the filters the source took; the planned files pass the file gate first."""
-    plan = plan or read.plan
-    options = read.options
+def split(read: PlannedRead, conditions: Sequence[Filter]) -> list[ReadPart]:
+    """The parts of ``read``, each narrowed by the filters the source took; the planned
+    files pass the file gate first. A change read's parts say whether it is a reset."""
+    plan, options = read.plan, read.options
+    reset = plan.is_reset if isinstance(plan, ChangePlan) else None
     storage = open_storage(read.root, **options.storage_options)
     try:
         FileGate(storage).check(read.request.table, plan.files)

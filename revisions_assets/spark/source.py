@@ -101,11 +101,8 @@ class RevisionsReader(DataSourceReader):
                 yield condition
 
     def partitions(self) -> list[InputPartition]:
-        planned = self._planned
-        assert planned is not None
-        plan = planned.plan
-        reset = plan.is_reset if planned.request.kind == "changes" else None  # type: ignore[union-attr]
-        return list(split(planned, self.conditions, reset=reset))
+        assert self._planned is not None
+        return list(split(self._planned, self.conditions))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, ReadPart)

@@ -182,7 +182,7 @@ class ChangeFeedReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             plan, fields, f"{what}: the revisions after position {since} up to {until}"
         )
         planned = PlannedRead(self.options, self.options.root, request, plan, view.head, fields)
-        return list(split(planned, (), reset=plan.is_reset))
+        return list(split(planned, ()))
 
     def _check_columns(self, plan: ChangePlan, fields: Schema, what: str) -> None:
         """Refuse a batch whose columns are not the query's: columns added or retyped since

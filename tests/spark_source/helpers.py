@@ -48,7 +48,7 @@ def source_rows(root: str, cuts: Sequence[Any] = CUTS, **options: Any) -> pa.Tab
     ranges ``cuts`` make of the first id column (every entity in one range), and as
     ``split`` cuts it into 3 parts; both must give the same rows, returned."""
     read = planned(root, **options)
-    (whole,) = split(read, (), reset=_reset(read))
+    (whole,) = split(read, ())
     column = read.id_columns[0]
     edges = [None, *cuts, None]
     ranged = [
@@ -57,13 +57,9 @@ def source_rows(root: str, cuts: Sequence[Any] = CUTS, **options: Any) -> pa.Tab
     ]
     rows = read_parts(read, ranged)
     in_three = replace(read, options=replace(read.options, partitions=3))
-    three = read_parts(read, split(in_three, (), reset=_reset(read)))
+    three = read_parts(read, split(in_three, ()))
     assert sorted_rows(three) == sorted_rows(rows), "split in 3 parts: other rows"
     return rows
-
-
-def _reset(read: PlannedRead) -> bool | None:
-    return read.plan.is_reset if read.request.kind == "changes" else None  # type: ignore[union-attr]
 
 
 def sorted_rows(table: pa.Table | Any) -> list[tuple]:
