@@ -8,9 +8,10 @@ stops it mid-batch, at ``torn:<batch id>`` (after writing half the batch's file,
 mid-write leaves it) or ``written:<batch id>`` (the file written, Spark's commit of the batch
 not yet): it drops the marker and waits to be killed with its whole process group.
 
-Its Spark session is the product's (``build_spark_session``): the test runs it without
-``PYSPARK_PYTHON`` and with no virtualenv on its ``PATH``, so the source's Python workers
-get this interpreter from the session alone.
+Its Spark session is the product's (``build_spark_session``) and nobody registers the
+format in it: Spark finds it on its own (``pyspark_revisions``), as in ``spark-sql``. The
+test runs it without ``PYSPARK_PYTHON`` and with no virtualenv on its ``PATH``, so Spark's
+Python processes get this interpreter from the session alone.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import pyarrow.parquet as pq
 from harness.kill_points import stop_here
 from harness.sessions import PROCESS_CONF
 from revisions_assets.core.spark_session import build_spark_session
-from revisions_assets.spark import register
 
 #: at most this many revisions of the table a micro-batch
 PER_TRIGGER = "5"
@@ -31,7 +31,6 @@ PER_TRIGGER = "5"
 
 def main(root: str, checkpoint: str, out: str, marker: Path, kill: str) -> None:
     spark = build_spark_session(master="local[1]", app_name="feed-consumer", conf=PROCESS_CONF)
-    register(spark)
     mode, _, at = kill.partition(":")
 
     def sink(df, batch_id: int) -> None:

@@ -4,10 +4,10 @@ changes again, an idempotent sink replaces what the killed attempt wrote.
 
 50 log entries: a major and 45 minors staged through the log layer (no Spark: milliseconds
 each), a second major, a compaction, a purge and a vacuum by the engine. A consumer
-process (tests/harness/change_feed_consumer.py, the product's session, no PYSPARK_PYTHON)
-runs the feed with ``trigger(availableNow=True)`` and ``maxRevisionsPerTrigger`` after each
-group of commits; two of its runs are killed, once mid-write of a batch's file and once
-after the write but before Spark's commit of the batch (at the major's reset). After every
+process (tests/harness/change_feed_consumer.py: the product's session, no PYSPARK_PYTHON,
+the format found by Spark itself) runs the feed with ``trigger(availableNow=True)`` and
+``maxRevisionsPerTrigger`` after each group of commits; two of its runs are killed, once
+mid-write of a batch's file and once after the write but before Spark's commit of the batch (at the major's reset). After every
 run each batch's file holds exactly the library's change read of the batch's positions
 (read from the checkpoint), the batches' positions follow each other from 0 to the newest
 revision, and replaying every batch in order gives the table's state.
