@@ -57,6 +57,7 @@ class Config:
     #: (its file index lists every path a relation names: minutes past 20,000)
     long_log_sizes: tuple[int, ...] = (1_000, 10_000, 20_000, 100_000)
     long_log_spark_sizes: tuple[int, ...] = (1_000, 10_000, 20_000)
+    stream_trigger_seconds: float = 5.0  # scenario 19: the change feed's processingTime
     driver_memory: str = "4g"
     #: the memory probe's master: local-cluster keeps the executor JVM apart from the driver's
     memory_master: str = "local-cluster[1,2,2048]"
@@ -86,6 +87,7 @@ class Config:
             layout_history_revisions=30,
             long_log_sizes=(20, 100),  # both merges of the reader: a tree, then one pass
             long_log_spark_sizes=(20, 100),
+            stream_trigger_seconds=1.0,
             driver_memory="1g",
             memory_master="local[1]",
         )

@@ -65,7 +65,9 @@ def _lookup(ctx: Context) -> list[Row]:
         return pl.scan_parquet(files).filter(wanted).collect()
 
     assert lookup().height == len(ten)
-    ours, whole = measure_pair(ctx, ("lookup of 10 ids", lookup), ("read()", reader.read))
+    ours, whole = measure_pair(
+        ctx, ("lookup of 10 ids", lookup), ("read()", lambda: reader.read(TABLE))
+    )
     again, raw = measure_pair(ctx, ("lookup of 10 ids", lookup), ("raw Polars lookup", floor))
     case = f"N={n:,} x 11, after {k} minors of {cfg.p:.0%}"
     return [

@@ -35,6 +35,7 @@ from .reader import reading_without_a_jvm
 from .results import RunInfo, load_average, summary, write
 from .s3_reads import reads_on_object_storage
 from .scenarios import incremental_scoring, minor_vs_major, read_after_minors
+from .spark_source import spark_source
 from .training import training_set
 
 Scenario = Callable[[Context], Outcome]
@@ -59,6 +60,7 @@ SCENARIOS: dict[tuple[str, str], Scenario] = {
     ("16", "s3"): reads_on_object_storage,
     ("17", "layout"): layout,
     ("18", "long_log"): long_logs,
+    ("19", "spark_source"): spark_source,
 }
 
 BENCH = Path(__file__).resolve().parent

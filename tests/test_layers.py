@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("revisions_assets", "resources")
+PACKAGES = ("revisions_assets", "pyspark_revisions", "resources")
 #: this project's own modules beside the library (not in the wheel)
 PROJECT = ("resources", "definitions")
 
@@ -44,7 +44,16 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "revisions_assets.s3a",
         ),
     ),
-    (8, ("revisions_assets.core.runs", "revisions_assets.feast", "revisions_assets.samples")),
+    (
+        8,
+        (
+            "revisions_assets.core.runs",
+            "revisions_assets.feast",
+            "revisions_assets.samples",
+            "revisions_assets.spark",
+            "pyspark_revisions",
+        ),
+    ),
     (9, ("revisions_assets.pipes",)),
     (10, ("revisions_assets.dagster.resources",)),
     (11, ("revisions_assets.dagster", "revisions_assets.cli")),
@@ -61,7 +70,7 @@ LAYER_NAMES = {
     5: "engine: writes",
     6: "engine: maintenance",
     7: "engine: facade",
-    8: "engine: runs / the Feast offline store / samples",
+    8: "engine: runs / the Feast offline store / samples / the Spark data source",
     9: "remote jobs (Dagster Pipes)",
     10: "Dagster resources",
     11: "Dagster layer / tools",
@@ -260,6 +269,16 @@ def test_copying_a_sample_imports_neither_spark_nor_pandas():
     assert not imports_reached(edges, samples, heavy)
     edges["revisions_assets.samples"] |= {"revisions_assets.samples.writing"}
     assert any("imports pyspark" in p for p in imports_reached(edges, samples, heavy))
+
+
+def test_the_spark_source_runs_on_the_base_install():
+    """``format("revisions")`` runs in Spark's Python workers, which need only the base
+    install beside PySpark (docs/guides/spark-sql.md): importing the source loads no pandas
+    (the engine's Spark executor, ``spark_scan``, does) and no Dagster."""
+    edges, source, heavy = graph(eager=True), ["revisions_assets.spark"], ("pandas", "dagster")
+    assert not imports_reached(edges, source, heavy)
+    edges["revisions_assets.spark.planning"] |= {"revisions_assets.core.read.execute.spark_scan"}
+    assert any("imports pandas" in p for p in imports_reached(edges, source, heavy))
 
 
 @pytest.mark.parametrize(

@@ -159,3 +159,9 @@ class RetentionError(RevisionsError):
 class CarriedStateError(RevisionsError, ValueError):
     """A major stamped before a carrying major would void revisions that major carries:
     their rows would drop out of the state and come back at the carrying major's time."""
+
+
+class ChangeFeedError(RevisionsError):
+    """A change feed (``spark.readStream.format("revisions")``) that cannot go on as it was
+    started: a major under ``onMajor=fail``, a schema the query did not start with, a
+    checkpoint of another table. The message says how to restart it."""

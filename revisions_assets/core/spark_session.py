@@ -3,11 +3,16 @@
 Precedence: explicit arguments, then ``SPARK_REMOTE`` (Spark Connect) or
 ``SPARK_MASTER`` from the environment, then ``local[*]``. Read at call time,
 never at import time.
+
+A local session's Python workers (the ``format("revisions")`` data source, UDFs) run the
+driver's own interpreter, with its packages, unless ``PYSPARK_PYTHON`` names another:
+PySpark's default is whatever ``python3`` the ``PATH`` finds first, which often lacks them.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
@@ -45,7 +50,10 @@ def build_spark_session(
     if remote:
         builder = builder.remote(remote)
     else:
-        builder = builder.master(master or os.environ.get("SPARK_MASTER") or "local[*]")
+        master = master or os.environ.get("SPARK_MASTER") or "local[*]"
+        builder = builder.master(master)
+        if master.startswith("local"):  # read by PySpark when it starts the SparkContext
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings = {**DEFAULT_CONF, **(conf or {})}
     for key, value in settings.items():
         if remote and not key.startswith("spark.sql."):

@@ -154,6 +154,8 @@ def test_engine_through_spark_connect_matches_local(connect_server, runs, tmp_pa
     assert remote["session"] == "pyspark.sql.connect.session"
     assert remote["workload"] == runs.local_workload
     check_against_model(remote["workload"])
+    # format("revisions") registered over Connect: a SQL view of the state as of day 2
+    assert remote["source_as_of_day_2"] == runs.local_workload["as_of_day_2"]
 
 
 def test_demo_pipeline_on_the_standalone_cluster_matches_local(runs):

@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from revisions_assets import RevisionedDataset, UpstreamPosition
 from revisions_assets.core.hashing import row_hash
 from revisions_assets.core.spark_session import build_spark_session
+from revisions_assets.spark import register
 
 FEATURES = "id long, grp int, v long"
 
@@ -134,6 +135,11 @@ def main(url: str, root: str, out_path: str) -> None:
     """The workload through a Spark Connect server (``sc://host:port``)."""
     spark = build_spark_session(remote=url, app_name="revisions-assets-connect-workload")
     result = {"session": type(spark).__module__, "workload": run(spark, root)}
+    # format("revisions") over Connect: registered by the client, run by the server's Python
+    register(spark)
+    view = f"CREATE TEMPORARY VIEW features USING revisions OPTIONS (path '{root}/features', "
+    spark.sql(view + "table 'features', as_of '2020-01-03T00:00:00Z')")
+    result["source_as_of_day_2"] = rows(spark.sql("SELECT * FROM features"))
     with open(out_path, "w") as fh:
         json.dump(result, fh)
     spark.stop()

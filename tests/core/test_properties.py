@@ -12,9 +12,11 @@ model's read of the data revisions alone, except that a read the retention horiz
 cover may raise RetentionError instead (a read it covers never may). A purge removes the
 entities from every revision of the model, so each read after it must be the read before
 it without them: the latest read is compared so at the purge, every read kind (latest, as
-of, ``HEAD~n``, changes, SCD2 history) against the model at the end, by the engine and by
-``DatasetReader``. Maintenance entries take sequences in the engine's log, so positions
-are mapped: the model's sequence n is the engine's n-th data revision.
+of, ``HEAD~n``, changes, SCD2 history) against the model at the end, by the engine, by
+``DatasetReader`` and by the ``format("revisions")`` data source's planning and tasks
+(tests/spark_source/helpers.py: its reads split in parts). Maintenance entries take
+sequences in the engine's log, so positions are mapped: the model's sequence n is the
+engine's n-th data revision.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from harness.dates import instant
 from harness.examples import examples
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from spark_source.helpers import source_rows
 
 from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.core.errors import (
@@ -179,6 +182,10 @@ def check_read(engine: Engine, model, table, model_where: dict, **where):
     columns = [polars[c] for c in ("id", "v", "_revision", "_revision_sequence")]
     rows = [(*r[:4], s) for r, s in zip(zip(*columns, strict=True), stamps, strict=True)]
     assert {r[0]: tuple(r[1:]) for r in rows} == want, f"reader: read({table!r}, {where})"
+    source = source_rows(engine.ds.root, table=table, with_revision=True, **where).to_pylist()
+    got = {r["id"]: (r["v"], r["_revision"], r["_revision_sequence"]) for r in source}
+    assert len(got) == len(source), "format('revisions'): duplicate ids in a read"
+    assert got == {k: v[:3] for k, v in want.items()}, f"format('revisions'): {where}"
 
 
 def check_history(engine: Engine, model, table: str, since: datetime | None) -> None:
@@ -217,9 +224,22 @@ def check_history(engine: Engine, model, table: str, since: datetime | None) -> 
         polars["valid_from"].dt.epoch("us"), polars["valid_to"].dt.epoch("us")
     )
     assert set(polars.select("id", "v", "valid_from", "valid_to", "_revision").rows()) == want
+    source = source_rows(ds.root, table=table, history=True, since=since).to_pylist()
+    got = {
+        (
+            r["id"],
+            r["v"],
+            micros(r["valid_from"]),
+            r["valid_to"] and micros(r["valid_to"]),
+            r["_revision"],
+        )
+        for r in source
+    }
+    assert len(got) == len(source) and got == want, f"format('revisions'): history({since})"
 
 
-def check_changes(ds, model, table, model_call, engine_call, what):
+def check_changes(ds, model, table, model_call, engine_call, what, options):
+    """``options``: the read's options, which the Spark data source reads alike."""
     expected, cs = expect_same_outcome(model, table, model_call, engine_call)
     if expected is None:
         return
@@ -236,6 +256,10 @@ def check_changes(ds, model, table, model_call, engine_call, what):
         for k, (row, _rev) in expected.rows.items()
     }
     assert got == want, f"{what} differs from docs/concepts/read-semantics.md"
+    source = source_rows(ds.root, table=table, changes=True, **options).to_pylist()
+    assert {r["_reset"] for r in source} <= {cs.is_reset}, f"format('revisions'): {what}"
+    rows = {r["id"]: (None if r["_deleted"] else r["v"], r["_deleted"]) for r in source}
+    assert len(rows) == len(source) and rows == want, f"format('revisions'): {what}"
     if not expected.is_reset:
         got_names = {getattr(r, "name", r) for r in cs.revisions}
         assert got_names == {r.name for r in expected.revisions}, f"{what}: revisions"
@@ -553,6 +577,7 @@ def test_engine_matches_model(spark, first, rest, data):
             lambda: model.changes(table, since=since, until=until),
             lambda: ds.changes(table, since=since, until=until),
             f"changes({table!r}, since={since}, until={until})",
+            {"since": since, "until": until},
         )
         head = len(records)
         s = data.draw(st.integers(min_value=0, max_value=head), label="since_sequence")
@@ -581,6 +606,7 @@ def test_engine_matches_model(spark, first, rest, data):
                         ),
                         f"changes({table!r}, since_sequence={since_seq}, "
                         f"until_sequence={until_seq})",
+                        {"since_sequence": since_seq, "until_sequence": until_seq},
                     )
                 )
 

@@ -16,7 +16,7 @@ Every read of both handles is a scan: ``read``, ``changes``, ``history``, the re
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from functools import cached_property, reduce
@@ -36,7 +36,7 @@ from .execute.history import read_history
 from .plan.pruning import IdBounds, id_types, pruned
 from .plan.refs import Position, find_revision
 from .plan.requests import ChangePlan, HistoryPlan, ReadRequest, StatePlan, plan_read
-from .plan.scans import current_schema
+from .plan.scans import ScanTask, current_schema
 from .plan.schema import Schema
 from .results import ChangeSet, TableInfo
 
@@ -320,17 +320,6 @@ class Scan(Generic[Frame]):
         """The files the read scans, one entry per log entry that wrote them, oldest
         first (a change read's state before included): with a filter on the id columns,
         only the files whose id ranges (in the log) can hold an id it allows."""
-        plan = self._plan
-        if isinstance(plan, HistoryPlan):
-            tasks = [*plan.tasks, *([plan.base] if plan.base else [])]
-        else:
-            merges = (
-                [plan.rows, plan.before, plan.on_top.rows if plan.on_top else None]
-                if isinstance(plan, ChangePlan)
-                else [plan.rows]
-            )
-            tasks = [t for m in merges if m is not None for t in (*m.tasks, *(m.only_ids_of or ()))]
-        unique = {(t.sequence, t.is_compaction): t for t in tasks}
         return [
             PlannedFiles(
                 table=self.request.table,
@@ -343,7 +332,7 @@ class Scan(Generic[Frame]):
                 bytes=t.bytes,
                 is_compaction=t.is_compaction,
             )
-            for t in sorted(unique.values(), key=lambda t: (t.sequence, t.is_compaction))
+            for t in plan_tasks(self._plan)
         ]
 
     # -- conversions ----------------------------------------------------------------------
@@ -423,19 +412,7 @@ class Scan(Generic[Frame]):
         the file gate passed every file of the plan."""
         reads, request, plan = self.snapshot._reads, self.request, self._plan
         reads._gate.check(request.table, plan.scanned)
-        executor = reads._executor
-        if isinstance(plan, ChangePlan):
-            return read_changes(executor, plan, with_revision=request.with_revision)
-        if isinstance(plan, HistoryPlan):
-            frame = read_history(executor, plan)
-        else:
-            frame = executor.merge(plan.rows, Rows(with_revision=request.with_revision))
-        for condition in request.filters:
-            frame = reads._filtered(frame, condition)
-        if isinstance(plan, StatePlan) and plan.select is not None:
-            system = REVISION_COLUMNS if request.with_revision else ()
-            frame = lazy(frame).select(*plan.select, *system).to_native()
-        return frame, None
+        return run_plan(plan, request, reads._executor, reads._filtered)
 
     def _deprecated_frame_call(self, name: str, args: Sequence[Any]) -> Any:
         """A ``LazyFrame`` method called on the scan ``DatasetReader.scan()`` returns: the
@@ -460,6 +437,46 @@ class Scan(Generic[Frame]):
             stacklevel=3,
         )
         return getattr(self.to_polars(), name)
+
+
+def plan_tasks(plan: StatePlan | ChangePlan | HistoryPlan) -> list[ScanTask]:
+    """The scan tasks of a plan, one per log entry whose files it reads, oldest first (a
+    change read's state before included)."""
+    if isinstance(plan, HistoryPlan):
+        tasks = [*plan.tasks, *([plan.base] if plan.base else [])]
+    else:
+        merges = (
+            [plan.rows, plan.before, plan.on_top.rows if plan.on_top else None]
+            if isinstance(plan, ChangePlan)
+            else [plan.rows]
+        )
+        tasks = [t for m in merges if m is not None for t in (*m.tasks, *(m.only_ids_of or ()))]
+    unique = {(t.sequence, t.is_compaction): t for t in tasks}
+    return sorted(unique.values(), key=lambda t: (t.sequence, t.is_compaction))
+
+
+def run_plan(
+    plan: StatePlan | ChangePlan | HistoryPlan,
+    request: ReadRequest,
+    executor: Executor[Any],
+    filtered: Callable[[Any, Any], Any],
+) -> tuple[Any, Any | None]:
+    """(the rows, a reset's ``changed`` or None) of a planned read as ``executor``'s lazy
+    frames, its files already through the file gate: what every conversion of a scan runs,
+    and the Spark data source's workers (``revisions_assets/spark``) run on a part of one.
+    ``filtered(frame, condition)`` applies one of the request's filters."""
+    if isinstance(plan, ChangePlan):
+        return read_changes(executor, plan, with_revision=request.with_revision)
+    if isinstance(plan, HistoryPlan):
+        frame = read_history(executor, plan)
+    else:
+        frame = executor.merge(plan.rows, Rows(with_revision=request.with_revision))
+    for condition in request.filters:
+        frame = filtered(frame, condition)
+    if isinstance(plan, StatePlan) and plan.select is not None:
+        system = REVISION_COLUMNS if request.with_revision else ()
+        frame = lazy(frame).select(*plan.select, *system).to_native()
+    return frame, None
 
 
 def planned(scan: Scan[Any]) -> StatePlan | ChangePlan | HistoryPlan:

@@ -128,11 +128,19 @@ def column_bounds(
     return bounds
 
 
+def footer(storage: Storage, path: str) -> pq.FileMetaData | str:
+    """A Parquet file's footer (its row groups, their statistics), or its problem: "missing",
+    or what is wrong with its bytes."""
+    found = stored_file(storage, path)
+    return found.problem if found.problem is not None else found.metadata
+
+
 __all__ = [
     "FOOTER_READ",
     "FOOTER_TRAILER",
     "PARQUET_MAGIC",
     "StoredFile",
     "column_bounds",
+    "footer",
     "stored_file",
 ]
