@@ -8,7 +8,9 @@ never at import time.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -52,3 +54,28 @@ def build_spark_session(
             continue  # a Connect client cannot set static/core settings of the server
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+#: errors only; the logger of PySpark's gateway too: Spark starts it as a shell, whose level
+#: is WARN unless configured (it then prints 'Setting default log level to "WARN"')
+QUIET_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+appender.console.type = Console
+appender.console.name = stderr
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %p %c{1}: %m%n%ex
+"""
+
+
+def quiet_log4j_config() -> Path:
+    """A log4j2 configuration for a JVM that should log errors only (no WARN lines at start
+    or during jobs), written once per machine: give a new session
+    ``spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=<its URI>``."""
+    path = Path(tempfile.gettempdir()) / "revisions-log4j2.properties"
+    if not path.exists() or path.read_text() != QUIET_LOG4J:
+        path.write_text(QUIET_LOG4J)
+    return path

@@ -81,7 +81,8 @@ class _Reads:
         self.io: RevisionsIOManager = io_manager(context, io_manager_key_of(asset))
         self.address = address_of(asset)
         self.table = self.address.table
-        self.snapshot = self.io.snapshot(context.run.run_id, self.address.dataset)
+        self.logs = self.io.run_state(context.run.run_id)
+        self.snapshot = self.logs.snapshot(self.address.dataset)
         self.dataset: RevisionedDataset = self.snapshot.dataset  # type: ignore[assignment]
 
     def history(self) -> list[Revision]:
@@ -327,7 +328,7 @@ def consumer_lag_check(
         + ".",
     )
     def consumer_lag(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        state = read_consumer(_Reads(context, asset).io.location, asset)
+        state = read_consumer(_Reads(context, asset).logs.log_of, asset)
         lags = consumer_lags(state.upstream, now_utc())
         ok = all(
             lag.revisions_behind <= max_lag_revisions

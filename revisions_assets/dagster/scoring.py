@@ -37,6 +37,7 @@ from pyspark.sql import DataFrame
 from revisions_assets.core.columns import DELETED
 from revisions_assets.core.errors import InvalidArgumentError, RevisionsError
 from revisions_assets.core.runs.consume import plan_inputs, with_tombstones
+from revisions_assets.core.runs.run_slice import RunSlice
 
 from .factory import (
     AssetOptions,
@@ -46,7 +47,7 @@ from .factory import (
     declared_columns,
     io_manager,
 )
-from .pipes import Launcher, RevisionJob, launch, launcher_resources
+from .pipes import Launcher, remote_asset
 from .resources.address import (
     META_REMOTE,
     META_UPSTREAM,
@@ -57,9 +58,11 @@ from .resources.address import (
     address_of,
     upstream_refs_metadata,
 )
-from .resources.location import DatasetLocation
+from .resources.io_manager import RevisionsIOManager
 from .resources.metadata import COLUMN_LINEAGE, column_lineage
 from .resources.values import UpstreamChanges
+from .source_version import SourceVersion, code_version_of
+from .unmaterialized import scoring_slice_or_none
 
 Scorer = Callable[..., DataFrame]
 
@@ -80,7 +83,7 @@ def scoring_asset(
     *,
     upstream: dg.AssetsDefinition,
     partitions_def: dg.TimeWindowPartitionsDefinition,
-    code_version: str,
+    code_version: str | SourceVersion,
     references: Mapping[str, Reference] | None = None,
     id_columns: Sequence[str] | None = None,
     name: str | None = None,
@@ -164,7 +167,7 @@ def scoring_asset(
             name=asset_name,
             address=address,
             role=Role.SCORING,
-            code_version=code_version,
+            code_version=code_version_of(code_version, fn),
             partitions_def=partitions_def,
             default_description=fn.__doc__,
             metadata={
@@ -177,31 +180,22 @@ def scoring_asset(
             options=replace(opts, deps=[a.key for a in sources.values()]) if pipes else opts,
         )
         if pipes:
-            clients = launcher_resources(fn, asset_name)
-            kwargs["required_resource_keys"] = set(clients)
+            recorded = {n: address_of(a) for n, a in sources.items()}
 
-            # a run with nothing to consume materializes nothing (no day looks scored twice)
-            @asset_decorator(output_required=False, **kwargs)
-            def _remote(
-                context: dg.AssetExecutionContext, config: RevisionRunConfig
-            ) -> Iterator[dg.MaterializeResult]:
-                io = io_manager(context, opts.io_manager_key)
-                s = io.slice_for(context)
-                if s.skip is not None:
-                    context.log.info(f"{s.asset_key}: {s.skip}: no job launched, no revision")
-                    return
+            def remote_lineage(io: RevisionsIOManager, s: RunSlice) -> dict[str, Any]:
+                """The lineage of what the job committed, from the schemas the run's
+                snapshots of the logs record."""
+                return lineage(
+                    _recorded_columns(io, s.run_id, address),
+                    {
+                        n: [*_recorded_columns(io, s.run_id, a), DELETED]
+                        for n, a in recorded.items()
+                    },
+                )
 
-                def remote_lineage() -> dict[str, Any]:
-                    """The lineage of what the job committed, from the recorded schemas."""
-                    inputs = {
-                        n: [*_recorded_columns(io.location, address_of(a)), DELETED]
-                        for n, a in sources.items()
-                    }
-                    return lineage(_recorded_columns(io.location, address), inputs)
-
-                yield launch(context, io, fn, RevisionJob(s), clients, remote_lineage)
-
-            return _remote
+            return remote_asset(
+                kwargs, fn, opts.io_manager_key, scoring=True, describe_output=remote_lineage
+            )
 
         @asset_decorator(
             ins=ins,
@@ -215,9 +209,8 @@ def scoring_asset(
             **inputs: UpstreamChanges,
         ) -> Iterator[dg.MaterializeResult]:
             io = io_manager(context, opts.io_manager_key)
-            s = io.slice_for(context)
-            if s.skip is not None:
-                context.log.info(f"{s.asset_key}: {s.skip}: no revision, no materialization")
+            s = scoring_slice_or_none(context, io)
+            if s is None:
                 return
             plan = plan_inputs(
                 s.is_major,
@@ -242,9 +235,9 @@ def scoring_asset(
     return decorator
 
 
-def _recorded_columns(location: DatasetLocation, address: TableAddress) -> list[str]:
-    """A table's columns as its log records them (read without Spark)."""
-    return location.dataset(address.dataset).tables()[address.table].schema.fieldNames()
+def _recorded_columns(io: RevisionsIOManager, run_id: str, address: TableAddress) -> list[str]:
+    """A table's columns as the run's snapshot of its log records them (read without Spark)."""
+    return io.snapshot(run_id, address.dataset).tables()[address.table].schema.fieldNames()
 
 
 def _ref(input_name: str, asset: dg.AssetsDefinition, on: Mapping[str, str] | None) -> UpstreamRef:
