@@ -50,6 +50,7 @@ with needs_extra("revisions_assets.dagster", "dagster"):
     from .schedules import daily_featurized_schedule
     from .scoring import Reference, ScoringInputsError, scoring_asset
     from .sensors import code_version_sensor, upstream_changes_sensor
+    from .source_version import SourceVersion
     from .training import training_set_asset
     from .unmaterialized import TAG_REFUSED
 
@@ -79,6 +80,7 @@ __all__ = [
     "RunSlice",
     "ScoringAssetComponent",
     "ScoringInputsError",
+    "SourceVersion",
     "SparkSessionResource",
     "UnknownComponentError",
     "UpstreamChanges",

@@ -6,9 +6,9 @@ sensor stopped (the default) nothing will. Two things show it:
 
 - **per partition**, Dagster itself: every materialization carries the code version that
   computed it (``dagster/code_version``, also on the partitions a major reports), so each
-  materialized partition of an asset whose code version changed is stale ("has a new code
-  version") in the asset's Partitions tab (not after a field version bump: Dagster knows
-  only the code version);
+  materialized partition of an asset whose code version changed is stale ("Unsynced": has
+  a new code version) in the asset's Partitions tab (not after a field version bump:
+  Dagster knows only the code version);
 - **per asset**, the definitions: Dagster reports a partitioned asset as fresh whatever its
   partitions say, so when the code location loads, every revisioned asset whose table's head
   was written by other versions gets the tag ``revisions/pending: major`` (the catalog
@@ -24,6 +24,7 @@ Python passes its Definitions through ``pending_majors``.
 from __future__ import annotations
 
 import logging
+import warnings
 
 import dagster as dg
 
@@ -95,6 +96,8 @@ def pending_majors(defs: dg.Definitions) -> dg.Definitions:
             reasons[asset.key] = why
     if not reasons:
         return defs
-    return defs.map_asset_specs(
-        func=lambda spec: _marked(spec, reasons[spec.key]), selection=list(reasons)
-    )
+    with warnings.catch_warnings():  # map_resolved_asset_specs is a preview of Dagster 1.13
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        return defs.map_resolved_asset_specs(
+            func=lambda spec: _marked(spec, reasons[spec.key]), selection=list(reasons)
+        )

@@ -79,7 +79,7 @@ def keep_check_results(context: dg.AssetExecutionContext) -> None:
         partitioned = graph.get(key).partitions_def is not None
         for partition in context.partition_keys if partitioned else [None]:
             found = storage.get_asset_check_execution_history(
-                key, limit=1, status=_EVALUATED, partition_filter=PartitionKeyFilter(partition)
+                key, limit=1, status=_EVALUATED, partition_filter=PartitionKeyFilter(key=partition)
             )
             last = found[0].evaluation if found else None
             if last is not None:

@@ -63,6 +63,8 @@ class RevisionsResourcesComponent(dg.Component, dg.Resolvable):
     #: Spark Connect URL (default: ``SPARK_REMOTE``; wins over master)
     remote: str | None = None
     app_name: str = "revisions-assets"
+    #: Spark's own log at ERROR in the sessions the runs start (false: Spark's defaults)
+    quiet_logs: bool = True
 
     def spark(self) -> SparkSessionResource:
         return SparkSessionResource(
@@ -70,6 +72,7 @@ class RevisionsResourcesComponent(dg.Component, dg.Resolvable):
             master=self.master,
             remote=self.remote,
             app_name=self.app_name,
+            quiet_logs=self.quiet_logs,
         )
 
     def resources(self, context: dg.ComponentLoadContext) -> Mapping[str, Any]:

@@ -35,6 +35,7 @@ from .address import (
     upstream_refs,
     uses_columns,
 )
+from .keys import SENSOR_REQUESTS_TAG
 from .location import DatasetLocation
 from .metadata import COLUMN_SCHEMA, table_schema
 from .run_state import RunState
@@ -213,6 +214,7 @@ def range_hint(step: Any, key: dg.AssetKey) -> str:
         for sensor in (repository.sensor_defs if repository is not None else [])
         if key in _sensor_targets(sensor, repository)
         and (conditioned or not isinstance(sensor, dg.AutomationConditionSensorDefinition))
+        and sensor.tags.get(SENSOR_REQUESTS_TAG) != "checks"
     ]
     named = f"the sensor{'s' if len(sensors) > 1 else ''} {' and '.join(map(repr, sensors))}"
     if sensors and conditioned:
