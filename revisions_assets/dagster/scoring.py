@@ -142,27 +142,12 @@ def scoring_asset(
         sources = {main_name: upstream, **{n: r.asset for n, r in references.items()}}
         joins = {n: r.on for n, r in references.items()}
         refs = [_ref(n, a, joins.get(n)) for n, a in sources.items()]
-        ins = {n: dg.AssetIn(a.key) for n, a in sources.items()}
-
-        def lineage(output: Sequence[str], inputs: Mapping[str, Sequence[str]]) -> dict[str, Any]:
-            """``dagster/column_lineage`` of ``output`` columns, from the inputs' columns."""
-            ids = main_address.id_columns
-            used = uses_columns or [c for c in inputs[main_name] if c not in ids]
-            return {
-                COLUMN_LINEAGE: column_lineage(
-                    output,
-                    address.id_columns,
-                    (upstream.key, ids, [c for c in used if c != DELETED], inputs[main_name]),
-                    [(r.asset.key, r.on, inputs[n]) for n, r in references.items()],
-                )
-            }
-
+        lineage = _Lineage(upstream, main_name, references, address.id_columns, uses_columns)
         declared = (
-            lineage(list(columns), {n: declared_columns(a) for n, a in sources.items()})
+            lineage.of(list(columns), {n: declared_columns(a) for n, a in sources.items()})
             if columns
             else {}
         )
-
         kwargs = asset_kwargs(
             name=asset_name,
             address=address,
@@ -180,59 +165,105 @@ def scoring_asset(
             options=replace(opts, deps=[a.key for a in sources.values()]) if pipes else opts,
         )
         if pipes:
-            recorded = {n: address_of(a) for n, a in sources.items()}
-
-            def remote_lineage(io: RevisionsIOManager, s: RunSlice) -> dict[str, Any]:
-                """The lineage of what the job committed, from the schemas the run's
-                snapshots of the logs record."""
-                return lineage(
-                    _recorded_columns(io, s.run_id, address),
-                    {
-                        n: [*_recorded_columns(io, s.run_id, a), DELETED]
-                        for n, a in recorded.items()
-                    },
-                )
-
             return remote_asset(
-                kwargs, fn, opts.io_manager_key, scoring=True, describe_output=remote_lineage
+                kwargs,
+                fn,
+                opts.io_manager_key,
+                scoring=True,
+                describe_output=lambda io, s: lineage.recorded(io, s, address, sources),
             )
-
-        @asset_decorator(
-            ins=ins,
-            # a run with nothing to consume materializes nothing (no day looks scored twice)
-            output_required=False,
-            **kwargs,
-        )
-        def _scoring(
-            context: dg.AssetExecutionContext,
-            config: RevisionRunConfig,  # force_major: read by the IO manager's resolver
-            **inputs: UpstreamChanges,
-        ) -> Iterator[dg.MaterializeResult]:
-            io = io_manager(context, opts.io_manager_key)
-            s = scoring_slice_or_none(context, io)
-            if s is None:
-                return
-            plan = plan_inputs(
-                s.is_major,
-                s.soft,
-                inputs[main_name],
-                {n: (inputs[n], r.on) for n, r in references.items()},
-            )
-            context.log.info(f"{'major' if s.is_major else 'minor'}: {s.reason}")
-            scores = fn(plan.main, **plan.references)
-            output = with_tombstones(scores, plan.tombstones)
-            shown = lineage(output.columns, {n: u.df.columns for n, u in inputs.items()})
-            if s.soft:
-                # a carrying major (the IO manager commits it with carry=True): the scores of
-                # every entity not re-scored or deleted upstream are kept, not rewritten
-                rescored = plan.main.count()  # one small job: the soft major's point
-                context.log.info(f"soft major: re-scored {rescored} changed entities")
-                shown["rescored_entities"] = rescored
-            yield io.materialize(context, output, shown)
-
-        return _scoring
+        ins = {n: dg.AssetIn(a.key) for n, a in sources.items()}
+        return _in_process(kwargs, ins, fn, opts.io_manager_key, lineage)
 
     return decorator
+
+
+@dataclass(frozen=True)
+class _Lineage:
+    """The inputs of a scoring asset, and the ``dagster/column_lineage`` of its output: which
+    input columns each output column may derive from (``resources.metadata.column_lineage``)."""
+
+    main: dg.AssetsDefinition
+    main_name: str
+    references: Mapping[str, Reference]
+    id_columns: tuple[str, ...]  # the output's
+    uses_columns: Sequence[str] | None
+
+    def of(self, output: Sequence[str], inputs: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+        """The lineage of ``output`` columns, from the inputs' columns."""
+        ids = address_of(self.main).id_columns
+        main = inputs[self.main_name]
+        used = self.uses_columns or [c for c in main if c not in ids]
+        return {
+            COLUMN_LINEAGE: column_lineage(
+                output,
+                self.id_columns,
+                (self.main.key, ids, [c for c in used if c != DELETED], main),
+                [(r.asset.key, r.on, inputs[n]) for n, r in self.references.items()],
+            )
+        }
+
+    def recorded(
+        self,
+        io: RevisionsIOManager,
+        s: RunSlice,
+        address: TableAddress,
+        sources: Mapping[str, dg.AssetsDefinition],
+    ) -> dict[str, Any]:
+        """The lineage of what a remote job committed, from the schemas the run's snapshots
+        of the logs record."""
+        inputs = {
+            n: [*_recorded_columns(io, s.run_id, address_of(a)), DELETED]
+            for n, a in sources.items()
+        }
+        return self.of(_recorded_columns(io, s.run_id, address), inputs)
+
+
+def _in_process(
+    kwargs: Mapping[str, Any],
+    ins: Mapping[str, dg.AssetIn],
+    fn: Scorer,
+    io_manager_key: str,
+    lineage: _Lineage,
+) -> dg.AssetsDefinition:
+    """The asset of a scoring function run in this process: it plans its inputs (the main
+    entities to re-score, the reference rows they join to), scores them, and commits."""
+
+    @asset_decorator(
+        ins=ins,
+        # a run with nothing to consume materializes nothing (no day looks scored twice)
+        output_required=False,
+        **kwargs,
+    )
+    def _scoring(
+        context: dg.AssetExecutionContext,
+        config: RevisionRunConfig,  # force_major: read by the IO manager's resolver
+        **inputs: UpstreamChanges,
+    ) -> Iterator[dg.MaterializeResult]:
+        io = io_manager(context, io_manager_key)
+        s = scoring_slice_or_none(context, io)
+        if s is None:
+            return
+        references = lineage.references
+        plan = plan_inputs(
+            s.is_major,
+            s.soft,
+            inputs[lineage.main_name],
+            {n: (inputs[n], r.on) for n, r in references.items()},
+        )
+        context.log.info(f"{'major' if s.is_major else 'minor'}: {s.reason}")
+        scores = fn(plan.main, **plan.references)
+        output = with_tombstones(scores, plan.tombstones)
+        shown = lineage.of(output.columns, {n: u.df.columns for n, u in inputs.items()})
+        if s.soft:
+            # a carrying major (the IO manager commits it with carry=True): the scores of
+            # every entity not re-scored or deleted upstream are kept, not rewritten
+            rescored = plan.main.count()  # one small job: the soft major's point
+            context.log.info(f"soft major: re-scored {rescored} changed entities")
+            shown["rescored_entities"] = rescored
+        yield io.materialize(context, output, shown)
+
+    return _scoring
 
 
 def _recorded_columns(io: RevisionsIOManager, run_id: str, address: TableAddress) -> list[str]:

@@ -22,7 +22,6 @@ import re
 import shlex
 import subprocess
 import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -95,7 +94,6 @@ class Shell:
             install(self.python, *args[1:], *extra, cwd=cwd or self.project)
             return ""
         executable = [str(self.python), "-m", "pip"] if program == "pip" else [program]
-        started = time.monotonic()
         done = subprocess.run(
             [*executable, *args, *extra],
             cwd=cwd or self.project,
@@ -105,7 +103,6 @@ class Shell:
             timeout=600,
         )
         assert done.returncode == 0, f"{command}:\n{done.stdout}{done.stderr}"
-        print(f"TIMING {time.monotonic() - started:.1f}s {command}", flush=True)
         return done.stdout + done.stderr
 
 
