@@ -15,13 +15,11 @@ from __future__ import annotations
 import os
 import re
 import sys
-import tempfile
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlparse
 
@@ -308,48 +306,24 @@ def split_columns(values: Sequence[str]) -> list[str]:
     return [c.strip() for v in values for c in v.split(",") if c.strip()]
 
 
-#: fatal only: a failed job logs errors with the stack trace of every task (5 to 50 KB) that
-#: reach the user as the command's own one-line error (``--debug`` shows the JVM's log);
-#: the logger of PySpark's gateway too: Spark starts it as a shell, whose level is WARN
-#: unless configured (it then prints 'Setting default log level to "WARN"')
-QUIET_LOG4J = """\
-rootLogger.level = fatal
-rootLogger.appenderRef.stderr.ref = stderr
-logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
-logger.gateway.level = fatal
-appender.console.type = Console
-appender.console.name = stderr
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %p %c{1}: %m%n%ex
-"""
-
-
-def quiet_log4j_config() -> Path:
-    """A log4j2 configuration for the CLI's JVM: fatal errors only (written once per
-    machine)."""
-    path = Path(tempfile.gettempdir()) / "revisions-cli-log4j2.properties"
-    if not path.exists() or path.read_text() != QUIET_LOG4J:
-        path.write_text(QUIET_LOG4J)
-    return path
-
-
 def start_spark(ds: RevisionedDataset, endpoint_url: str | None) -> SparkSession:
     """The session the reads of ``ds`` use: the running one, or a new one (s3a for S3)."""
     with engine_command():
         from pyspark.sql import SparkSession
 
-        from ..core.spark_session import build_spark_session
+        from ..core.spark_session import build_spark_session, quiet_log4j_config
         from ..s3a import apply_s3a_conf, s3a_conf
 
     location = urlparse(ds.storage.spark_uri())
     session = SparkSession.getActiveSession()
     if session is None:
         conf = {"spark.ui.enabled": "false"}
-        if not debugging():  # the JVM logs fatal errors only: stderr is the command's
-            conf["spark.driver.extraJavaOptions"] = (
-                f"-Dlog4j2.configurationFile={quiet_log4j_config().as_uri()}"
-            )
+        if not debugging():
+            # fatal only: a failed job logs errors with the stack trace of every task (5 to
+            # 50 KB) that reach the user as the command's own one-line error (``--debug``
+            # shows the JVM's log)
+            quiet = quiet_log4j_config("fatal").as_uri()
+            conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={quiet}"
         if location.scheme == "s3a":
             conf.update(s3a_conf(endpoint_url=endpoint_url))
         with nullcontext() if debugging() else jvm_start_lines_dropped():

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -60,3 +62,30 @@ def build_spark_session(
             continue  # a Connect client cannot set static/core settings of the server
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+#: the root logger at a level; the logger of PySpark's gateway too: Spark starts it as a
+#: shell, whose level is WARN unless configured (it then prints 'Setting default log level to
+#: "WARN"')
+QUIET_LOG4J = """\
+rootLogger.level = {level}
+rootLogger.appenderRef.stderr.ref = stderr
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = {level}
+appender.console.type = Console
+appender.console.name = stderr
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %p %c{1}: %m%n%ex
+"""
+
+
+def quiet_log4j_config(level: str = "error") -> Path:
+    """A log4j2 configuration for a JVM that should log at ``level`` and above only (no WARN
+    lines at start or during jobs), written once per machine: give a new session
+    ``spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=<its URI>``."""
+    text = QUIET_LOG4J.replace("{level}", level)
+    path = Path(tempfile.gettempdir()) / f"revisions-log4j2-{level}.properties"
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path

@@ -20,13 +20,17 @@ with needs_extra("revisions_assets.dagster", "dagster"):
     from .checks import revision_checks, runs_with
     from .components import (
         FeaturizedAssetComponent,
+        FeaturizedScheduleComponent,
         ReferenceAssetComponent,
+        RevisionsResourcesComponent,
         ScoringAssetComponent,
+        UnknownComponentError,
     )
     from .factory import AssetOptions, RevisionRunConfig
     from .featurized import featurized_asset, reference_asset
     from .maintenance import VacuumConfig, vacuum_job, weekly_vacuum_schedule
     from .outside_commits import outside_commits_sensor
+    from .pending import TAG_PENDING, pending_majors
     from .pipes import RemoteJobError, RevisionJob
     from .resources import (
         IO_MANAGER_KEY,
@@ -46,7 +50,9 @@ with needs_extra("revisions_assets.dagster", "dagster"):
     from .schedules import daily_featurized_schedule
     from .scoring import Reference, ScoringInputsError, scoring_asset
     from .sensors import code_version_sensor, upstream_changes_sensor
+    from .source_version import SourceVersion
     from .training import training_set_asset
+    from .unmaterialized import TAG_REFUSED
 
 __all__ = [
     "IO_MANAGER_KEY",
@@ -54,14 +60,18 @@ __all__ = [
     "SPARK_KEY",
     "TAG_FORCE_COMPACTION",
     "TAG_FORCE_MAJOR",
+    "TAG_PENDING",
+    "TAG_REFUSED",
     "AssetOptions",
     "DatasetLocation",
     "DatasetSlice",
     "FeaturizedAssetComponent",
+    "FeaturizedScheduleComponent",
     "Reference",
     "ReferenceAssetComponent",
     "RemoteJobError",
     "ResourceConflictError",
+    "RevisionsResourcesComponent",
     "RevisionJob",
     "RevisionRunConfig",
     "RevisionsGapCondition",
@@ -70,7 +80,9 @@ __all__ = [
     "RunSlice",
     "ScoringAssetComponent",
     "ScoringInputsError",
+    "SourceVersion",
     "SparkSessionResource",
+    "UnknownComponentError",
     "UpstreamChanges",
     "VacuumConfig",
     "automation_tick",
@@ -79,6 +91,7 @@ __all__ = [
     "daily_featurized_schedule",
     "featurized_asset",
     "outside_commits_sensor",
+    "pending_majors",
     "project_root",
     "reference_asset",
     "revision_checks",

@@ -38,6 +38,7 @@ import json
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import dagster as dg
 
@@ -309,15 +310,21 @@ def _location(asset: dg.AssetsDefinition) -> DatasetLocation:
             f"{asset.key.to_user_string()}: no {key!r} resource bound to the asset; give the "
             "Definitions revisions_resources(...)"
         )
-    cached = _LOCATIONS.get(id(resource))
-    if cached is None or cached[0] is not resource:
-        with dg.build_resources({key: resource}) as built:
-            cached = _LOCATIONS[id(resource)] = (resource, getattr(built, key).location)
+    return built_location(resource, key)
+
+
+def built_location(io_manager: Any, key: str) -> DatasetLocation:
+    """The location of a revision IO manager resource (bound under ``key``), built as a run
+    builds it (its S3 access configured), once per code server: a tick evaluates the
+    conditions of every asset, and building a resource costs more than reading a log."""
+    cached = _LOCATIONS.get(id(io_manager))
+    if cached is None or cached[0] is not io_manager:
+        with dg.build_resources({key: io_manager}) as built:
+            cached = _LOCATIONS[id(io_manager)] = (io_manager, getattr(built, key).location)
     return cached[1]
 
 
-#: the built location of each bound IO manager (built once per code server: a tick evaluates
-#: the conditions of every asset, and building a resource costs more than reading a log)
+#: the built location of each bound IO manager
 _LOCATIONS: dict[int, tuple[object, DatasetLocation]] = {}
 
 

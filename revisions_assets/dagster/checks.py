@@ -48,7 +48,12 @@ from pyspark.sql import functions as F
 
 from revisions_assets import RevisionedDataset
 from revisions_assets.core.columns import REVISION, REVISION_COLUMNS
-from revisions_assets.core.errors import NoMajorRevisionError, UnknownTableError
+from revisions_assets.core.errors import (
+    CorruptFileError,
+    MissingFileError,
+    NoMajorRevisionError,
+    UnknownTableError,
+)
 from revisions_assets.core.log.records import Revision
 from revisions_assets.core.maintain.verify import merged_revisions, table_counts
 from revisions_assets.core.timeutil import now_utc
@@ -81,7 +86,8 @@ class _Reads:
         self.io: RevisionsIOManager = io_manager(context, io_manager_key_of(asset))
         self.address = address_of(asset)
         self.table = self.address.table
-        self.snapshot = self.io.snapshot(context.run.run_id, self.address.dataset)
+        self.logs = self.io.run_state(context.run.run_id)
+        self.snapshot = self.logs.snapshot(self.address.dataset)
         self.dataset: RevisionedDataset = self.snapshot.dataset  # type: ignore[assignment]
 
     def history(self) -> list[Revision]:
@@ -126,7 +132,10 @@ def ids_check(asset: dg.AssetsDefinition, blocking: bool) -> dg.AssetChecksDefin
             direct, compaction = merged_revisions(reads.snapshot.view, reads.table)
         except (NoMajorRevisionError, UnknownTableError):
             return dg.AssetCheckResult(passed=False, metadata={"error": "no major revision yet"})
-        nulls, duplicates = reads.id_counts(direct)
+        try:
+            nulls, duplicates = reads.id_counts(direct)
+        except (MissingFileError, CorruptFileError) as exc:
+            return _unreadable(exc)
         return dg.AssetCheckResult(
             passed=nulls == 0 and duplicates == 0,
             metadata={
@@ -309,7 +318,10 @@ def schema_check(
     )
     def schema_(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         reads = _Reads(context, asset)
-        return _validated(schema, reads.scan())
+        try:
+            return _validated(schema, reads.scan())
+        except (MissingFileError, CorruptFileError) as exc:
+            return _unreadable(exc)
 
     return schema_
 
@@ -327,7 +339,7 @@ def consumer_lag_check(
         + ".",
     )
     def consumer_lag(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        state = read_consumer(_Reads(context, asset).io.location, asset)
+        state = read_consumer(_Reads(context, asset).logs.log_of, asset)
         lags = consumer_lags(state.upstream, now_utc())
         ok = all(
             lag.revisions_behind <= max_lag_revisions
@@ -538,6 +550,12 @@ def _target(
         storage_id=found[0].storage_id,
         timestamp=found[0].timestamp,
     )
+
+
+def _unreadable(exc: MissingFileError | CorruptFileError) -> dg.AssetCheckResult:
+    """A data check on a dataset whose files a read refuses: failed, saying why (the
+    ``log_integrity`` check lists every such file), never an execution error."""
+    return dg.AssetCheckResult(passed=False, metadata={"error": str(exc)})
 
 
 def _validated(schema: Any, rows: DataFrame) -> dg.AssetCheckResult:

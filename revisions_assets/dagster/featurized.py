@@ -25,8 +25,9 @@ from revisions_assets.core.errors import InvalidArgumentError
 from revisions_assets.core.runs.run_slice import RunSlice
 
 from .factory import AssetOptions, RevisionRunConfig, asset_decorator, asset_kwargs, io_manager
-from .pipes import Launcher, RevisionJob, launch, launcher_resources
+from .pipes import Launcher, remote_asset
 from .resources.address import META_FIELD_VERSIONS, META_LOOKBACK, META_REMOTE, Role, TableAddress
+from .source_version import SourceVersion, code_version_of
 
 #: source rows of [start, end): (spark, start, end) -> DataFrame
 WindowSource = Callable[[SparkSession, datetime, datetime], DataFrame]
@@ -38,7 +39,7 @@ def featurized_asset(
     *,
     id_columns: Sequence[str],
     partitions_def: dg.TimeWindowPartitionsDefinition,
-    code_version: str,
+    code_version: str | SourceVersion,
     source: WindowSource | None = None,
     lookback: timedelta = timedelta(0),
     name: str | None = None,
@@ -54,6 +55,9 @@ def featurized_asset(
     The decorated function is ``fn(source_rows, window) -> DataFrame`` where ``window`` is
     the run's slice (``RunSlice``, resolved by the IO manager) and
     ``source_rows = source(spark, window.compute_start - lookback, window.compute_end)``.
+
+    ``code_version``: bump it to make the next run a major, or ``SourceVersion()`` to derive
+    it from the code of ``fn`` and ``source`` (``revisions_assets.dagster.source_version``).
 
     ``field_versions={column: version}``: fields whose version differs from ``code_version``
     (the default of every field). Bumping one makes a major; the versions of every field are
@@ -86,7 +90,7 @@ def featurized_asset(
             name=asset_name,
             address=address,
             role=Role.FEATURIZED,
-            code_version=code_version,
+            code_version=code_version_of(code_version, fn, source),
             partitions_def=partitions_def,
             default_description=fn.__doc__,
             metadata={
@@ -97,17 +101,7 @@ def featurized_asset(
             options=opts,
         )
         if pipes:
-            clients = launcher_resources(fn, asset_name)
-            kwargs["required_resource_keys"] = set(clients)
-
-            @asset_decorator(**kwargs)
-            def _remote(
-                context: dg.AssetExecutionContext, config: RevisionRunConfig
-            ) -> dg.MaterializeResult:
-                io = io_manager(context, opts.io_manager_key)
-                return launch(context, io, fn, RevisionJob(io.slice_for(context)), clients)
-
-            return _remote
+            return remote_asset(kwargs, fn, opts.io_manager_key)
 
         @asset_decorator(**kwargs)
         def _featurized(
@@ -144,7 +138,7 @@ def snapshot_changes(
 def reference_asset(
     *,
     id_columns: Sequence[str],
-    code_version: str,
+    code_version: str | SourceVersion,
     name: str | None = None,
     dataset: str | None = None,
     table: str | None = None,
@@ -168,7 +162,7 @@ def reference_asset(
                 name=asset_name,
                 address=address,
                 role=Role.REFERENCE,
-                code_version=code_version,
+                code_version=code_version_of(code_version, fn),
                 partitions_def=None,
                 default_description=fn.__doc__,
                 metadata={},

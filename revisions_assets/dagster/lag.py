@@ -5,7 +5,7 @@ Read from the logs only, read-only and without Spark: the same pure rules as the
 manager's resolver (``resources.slice``), through the location's read-only handles.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -27,16 +27,17 @@ class ConsumerState:
 
 
 def read_consumer(
-    location: DatasetLocation, asset: dg.AssetsDefinition, pins: dict[str, int] | None = None
+    logs: DatasetLocation | Callable[[str], tuple[str, Sequence[Revision]]],
+    asset: dg.AssetsDefinition,
+    pins: dict[str, int] | None = None,
 ) -> ConsumerState:
+    """Where ``asset`` stands, from the logs ``logs`` gives: a location's (read afresh), or
+    a run's snapshots (``RunState.log_of``: a check reads the logs its run read)."""
+    log_of = logs.root_and_log if isinstance(logs, DatasetLocation) else logs
     address = address_of(asset)
-    records = location.read_log(address.dataset)
+    _, records = log_of(address.dataset)
     upstream = upstream_slices(
-        upstream_refs(asset.metadata_by_key[asset.key]),
-        records,
-        address.table,
-        location.root_and_log,
-        pins,
+        upstream_refs(asset.metadata_by_key[asset.key]), records, address.table, log_of, pins
     )
     return ConsumerState(tuple(r for r in records if r.wrote(address.table)), upstream)
 

@@ -36,6 +36,7 @@ import dagster as dg
 from revisions_assets.core.log.records import COMPACTION, PURGE, VACUUM, Revision
 
 from .resources.address import address_of, column_descriptions
+from .resources.keys import SENSOR_REQUESTS_TAG
 from .resources.location import DatasetLocation
 from .resources.metadata import (
     CODE_VERSION_TAG,
@@ -70,6 +71,7 @@ def outside_commits_sensor(
     @dg.sensor(
         name=name,
         target=dg.AssetSelection.assets(*assets),
+        tags={SENSOR_REQUESTS_TAG: "checks"},  # runs of checks only: never a scoring run
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
         description="Reports revisions committed outside this Dagster instance (engine "

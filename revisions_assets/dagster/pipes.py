@@ -22,10 +22,8 @@ other parameters name the resources it launches with. It returns what the client
     error (nothing was committed).
 """
 
-from __future__ import annotations
-
 import inspect
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +35,9 @@ from revisions_assets.core.runs.commit import CommittedRun, compaction_following
 from revisions_assets.core.runs.run_slice import SLICE_EXTRA, RunSlice
 from revisions_assets.core.uris import describe
 
+from .factory import RevisionRunConfig, asset_decorator, io_manager
 from .resources import RevisionsIOManager
+from .unmaterialized import scoring_slice_or_none
 
 #: what a remote job reports beside the revision metadata the run derives from the log
 #: (``revisions_assets.pipes``): the revision's sequence (absent: it committed nothing), the
@@ -103,6 +103,50 @@ def launcher_resources(fn: Launcher, asset: str) -> tuple[str, ...]:
     return tuple(p.name for p in params[2:])
 
 
+def remote_asset(
+    kwargs: Mapping[str, Any],
+    fn: Launcher,
+    io_manager_key: str,
+    *,
+    scoring: bool = False,
+    describe_output: Callable[[RevisionsIOManager, RunSlice], Mapping[str, Any]] | None = None,
+) -> dg.AssetsDefinition:
+    """The asset of a ``pipes=True`` factory (``kwargs``: its ``dg.asset`` arguments): its
+    body resolves the run's slice and launches the job with ``fn`` (``launch``). A scoring
+    asset's run with nothing to consume, or refused, launches nothing and materializes
+    nothing (``unmaterialized.py``). ``describe_output(io, slice)``: more metadata of the
+    materialization, read from the run's snapshots of the logs after the job."""
+    clients = launcher_resources(fn, kwargs["name"])
+    kwargs = {**kwargs, "required_resource_keys": set(clients)}
+
+    def launched(context: dg.AssetExecutionContext, io: RevisionsIOManager, s: RunSlice) -> Any:
+        described = (lambda: describe_output(io, s)) if describe_output is not None else None
+        return launch(context, io, fn, RevisionJob(s), clients, described)
+
+    if not scoring:
+
+        @asset_decorator(**kwargs)
+        def _remote(
+            context: dg.AssetExecutionContext, config: RevisionRunConfig
+        ) -> dg.MaterializeResult:
+            io = io_manager(context, io_manager_key)
+            return launched(context, io, io.slice_for(context))
+
+        return _remote
+
+    # a run with nothing to consume materializes nothing (no day looks scored twice)
+    @asset_decorator(output_required=False, **kwargs)
+    def _remote_scoring(
+        context: dg.AssetExecutionContext, config: RevisionRunConfig
+    ) -> Iterator[dg.MaterializeResult]:
+        io = io_manager(context, io_manager_key)
+        s = scoring_slice_or_none(context, io)
+        if s is not None:
+            yield launched(context, io, s)
+
+    return _remote_scoring
+
+
 def launch(
     context: dg.AssetExecutionContext,
     io: RevisionsIOManager,
@@ -129,7 +173,7 @@ def launch(
     records = io.snapshot(s.run_id, s.root, refresh=True).revisions()  # the log after the job
     done, shown = _confirmed(context, job, records, report, error)
     extra = dict(describe_output()) if describe_output and done.revision else {}
-    result = io.materialization(context, done, records, {**launched, **shown, **extra})
+    result = io.materialization(context, done, {**launched, **shown, **extra})
     if not checks:
         return result
     return dg.MaterializeResult(

@@ -6,15 +6,16 @@ import dagster as dg
 
 
 def daily_featurized_schedule(
-    assets: Sequence[dg.AssetsDefinition],
+    assets: Sequence[dg.AssetsDefinition | dg.AssetKey],
     partitions_def: dg.TimeWindowPartitionsDefinition,
     *,
     name: str = "featurized_daily",
     hour_of_day: int = 1,
     default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.STOPPED,
 ) -> dg.ScheduleDefinition:
-    """Each day, materialize the newest complete partition of ``assets`` (minors, unless a
-    code version changed: then the run itself decides major)."""
+    """Each day, materialize the newest complete partition of ``assets`` (or of the assets
+    of these keys), as one run (minors, unless a code version changed: then the run itself
+    decides major). A components project declares it with ``FeaturizedScheduleComponent``."""
     job = dg.define_asset_job(
         name=f"{name}_job",
         selection=dg.AssetSelection.assets(*assets),

@@ -37,6 +37,7 @@ from pyspark.sql import DataFrame
 from revisions_assets.core.columns import DELETED
 from revisions_assets.core.errors import InvalidArgumentError, RevisionsError
 from revisions_assets.core.runs.consume import plan_inputs, with_tombstones
+from revisions_assets.core.runs.run_slice import RunSlice
 
 from .factory import (
     AssetOptions,
@@ -46,7 +47,7 @@ from .factory import (
     declared_columns,
     io_manager,
 )
-from .pipes import Launcher, RevisionJob, launch, launcher_resources
+from .pipes import Launcher, remote_asset
 from .resources.address import (
     META_REMOTE,
     META_UPSTREAM,
@@ -57,9 +58,11 @@ from .resources.address import (
     address_of,
     upstream_refs_metadata,
 )
-from .resources.location import DatasetLocation
+from .resources.io_manager import RevisionsIOManager
 from .resources.metadata import COLUMN_LINEAGE, column_lineage
 from .resources.values import UpstreamChanges
+from .source_version import SourceVersion, code_version_of
+from .unmaterialized import scoring_slice_or_none
 
 Scorer = Callable[..., DataFrame]
 
@@ -80,7 +83,7 @@ def scoring_asset(
     *,
     upstream: dg.AssetsDefinition,
     partitions_def: dg.TimeWindowPartitionsDefinition,
-    code_version: str,
+    code_version: str | SourceVersion,
     references: Mapping[str, Reference] | None = None,
     id_columns: Sequence[str] | None = None,
     name: str | None = None,
@@ -139,32 +142,17 @@ def scoring_asset(
         sources = {main_name: upstream, **{n: r.asset for n, r in references.items()}}
         joins = {n: r.on for n, r in references.items()}
         refs = [_ref(n, a, joins.get(n)) for n, a in sources.items()]
-        ins = {n: dg.AssetIn(a.key) for n, a in sources.items()}
-
-        def lineage(output: Sequence[str], inputs: Mapping[str, Sequence[str]]) -> dict[str, Any]:
-            """``dagster/column_lineage`` of ``output`` columns, from the inputs' columns."""
-            ids = main_address.id_columns
-            used = uses_columns or [c for c in inputs[main_name] if c not in ids]
-            return {
-                COLUMN_LINEAGE: column_lineage(
-                    output,
-                    address.id_columns,
-                    (upstream.key, ids, [c for c in used if c != DELETED], inputs[main_name]),
-                    [(r.asset.key, r.on, inputs[n]) for n, r in references.items()],
-                )
-            }
-
+        lineage = _Lineage(upstream, main_name, references, address.id_columns, uses_columns)
         declared = (
-            lineage(list(columns), {n: declared_columns(a) for n, a in sources.items()})
+            lineage.of(list(columns), {n: declared_columns(a) for n, a in sources.items()})
             if columns
             else {}
         )
-
         kwargs = asset_kwargs(
             name=asset_name,
             address=address,
             role=Role.SCORING,
-            code_version=code_version,
+            code_version=code_version_of(code_version, fn),
             partitions_def=partitions_def,
             default_description=fn.__doc__,
             metadata={
@@ -177,74 +165,110 @@ def scoring_asset(
             options=replace(opts, deps=[a.key for a in sources.values()]) if pipes else opts,
         )
         if pipes:
-            clients = launcher_resources(fn, asset_name)
-            kwargs["required_resource_keys"] = set(clients)
-
-            # a run with nothing to consume materializes nothing (no day looks scored twice)
-            @asset_decorator(output_required=False, **kwargs)
-            def _remote(
-                context: dg.AssetExecutionContext, config: RevisionRunConfig
-            ) -> Iterator[dg.MaterializeResult]:
-                io = io_manager(context, opts.io_manager_key)
-                s = io.slice_for(context)
-                if s.skip is not None:
-                    context.log.info(f"{s.asset_key}: {s.skip}: no job launched, no revision")
-                    return
-
-                def remote_lineage() -> dict[str, Any]:
-                    """The lineage of what the job committed, from the recorded schemas."""
-                    inputs = {
-                        n: [*_recorded_columns(io.location, address_of(a)), DELETED]
-                        for n, a in sources.items()
-                    }
-                    return lineage(_recorded_columns(io.location, address), inputs)
-
-                yield launch(context, io, fn, RevisionJob(s), clients, remote_lineage)
-
-            return _remote
-
-        @asset_decorator(
-            ins=ins,
-            # a run with nothing to consume materializes nothing (no day looks scored twice)
-            output_required=False,
-            **kwargs,
-        )
-        def _scoring(
-            context: dg.AssetExecutionContext,
-            config: RevisionRunConfig,  # force_major: read by the IO manager's resolver
-            **inputs: UpstreamChanges,
-        ) -> Iterator[dg.MaterializeResult]:
-            io = io_manager(context, opts.io_manager_key)
-            s = io.slice_for(context)
-            if s.skip is not None:
-                context.log.info(f"{s.asset_key}: {s.skip}: no revision, no materialization")
-                return
-            plan = plan_inputs(
-                s.is_major,
-                s.soft,
-                inputs[main_name],
-                {n: (inputs[n], r.on) for n, r in references.items()},
+            return remote_asset(
+                kwargs,
+                fn,
+                opts.io_manager_key,
+                scoring=True,
+                describe_output=lambda io, s: lineage.recorded(io, s, address, sources),
             )
-            context.log.info(f"{'major' if s.is_major else 'minor'}: {s.reason}")
-            scores = fn(plan.main, **plan.references)
-            output = with_tombstones(scores, plan.tombstones)
-            shown = lineage(output.columns, {n: u.df.columns for n, u in inputs.items()})
-            if s.soft:
-                # a carrying major (the IO manager commits it with carry=True): the scores of
-                # every entity not re-scored or deleted upstream are kept, not rewritten
-                rescored = plan.main.count()  # one small job: the soft major's point
-                context.log.info(f"soft major: re-scored {rescored} changed entities")
-                shown["rescored_entities"] = rescored
-            yield io.materialize(context, output, shown)
-
-        return _scoring
+        ins = {n: dg.AssetIn(a.key) for n, a in sources.items()}
+        return _in_process(kwargs, ins, fn, opts.io_manager_key, lineage)
 
     return decorator
 
 
-def _recorded_columns(location: DatasetLocation, address: TableAddress) -> list[str]:
-    """A table's columns as its log records them (read without Spark)."""
-    return location.dataset(address.dataset).tables()[address.table].schema.fieldNames()
+@dataclass(frozen=True)
+class _Lineage:
+    """The inputs of a scoring asset, and the ``dagster/column_lineage`` of its output: which
+    input columns each output column may derive from (``resources.metadata.column_lineage``)."""
+
+    main: dg.AssetsDefinition
+    main_name: str
+    references: Mapping[str, Reference]
+    id_columns: tuple[str, ...]  # the output's
+    uses_columns: Sequence[str] | None
+
+    def of(self, output: Sequence[str], inputs: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+        """The lineage of ``output`` columns, from the inputs' columns."""
+        ids = address_of(self.main).id_columns
+        main = inputs[self.main_name]
+        used = self.uses_columns or [c for c in main if c not in ids]
+        return {
+            COLUMN_LINEAGE: column_lineage(
+                output,
+                self.id_columns,
+                (self.main.key, ids, [c for c in used if c != DELETED], main),
+                [(r.asset.key, r.on, inputs[n]) for n, r in self.references.items()],
+            )
+        }
+
+    def recorded(
+        self,
+        io: RevisionsIOManager,
+        s: RunSlice,
+        address: TableAddress,
+        sources: Mapping[str, dg.AssetsDefinition],
+    ) -> dict[str, Any]:
+        """The lineage of what a remote job committed, from the schemas the run's snapshots
+        of the logs record."""
+        inputs = {
+            n: [*_recorded_columns(io, s.run_id, address_of(a)), DELETED]
+            for n, a in sources.items()
+        }
+        return self.of(_recorded_columns(io, s.run_id, address), inputs)
+
+
+def _in_process(
+    kwargs: Mapping[str, Any],
+    ins: Mapping[str, dg.AssetIn],
+    fn: Scorer,
+    io_manager_key: str,
+    lineage: _Lineage,
+) -> dg.AssetsDefinition:
+    """The asset of a scoring function run in this process: it plans its inputs (the main
+    entities to re-score, the reference rows they join to), scores them, and commits."""
+
+    @asset_decorator(
+        ins=ins,
+        # a run with nothing to consume materializes nothing (no day looks scored twice)
+        output_required=False,
+        **kwargs,
+    )
+    def _scoring(
+        context: dg.AssetExecutionContext,
+        config: RevisionRunConfig,  # force_major: read by the IO manager's resolver
+        **inputs: UpstreamChanges,
+    ) -> Iterator[dg.MaterializeResult]:
+        io = io_manager(context, io_manager_key)
+        s = scoring_slice_or_none(context, io)
+        if s is None:
+            return
+        references = lineage.references
+        plan = plan_inputs(
+            s.is_major,
+            s.soft,
+            inputs[lineage.main_name],
+            {n: (inputs[n], r.on) for n, r in references.items()},
+        )
+        context.log.info(f"{'major' if s.is_major else 'minor'}: {s.reason}")
+        scores = fn(plan.main, **plan.references)
+        output = with_tombstones(scores, plan.tombstones)
+        shown = lineage.of(output.columns, {n: u.df.columns for n, u in inputs.items()})
+        if s.soft:
+            # a carrying major (the IO manager commits it with carry=True): the scores of
+            # every entity not re-scored or deleted upstream are kept, not rewritten
+            rescored = plan.main.count()  # one small job: the soft major's point
+            context.log.info(f"soft major: re-scored {rescored} changed entities")
+            shown["rescored_entities"] = rescored
+        yield io.materialize(context, output, shown)
+
+    return _scoring
+
+
+def _recorded_columns(io: RevisionsIOManager, run_id: str, address: TableAddress) -> list[str]:
+    """A table's columns as the run's snapshot of its log records them (read without Spark)."""
+    return io.snapshot(run_id, address.dataset).tables()[address.table].schema.fieldNames()
 
 
 def _ref(input_name: str, asset: dg.AssetsDefinition, on: Mapping[str, str] | None) -> UpstreamRef:

@@ -228,6 +228,17 @@ class Demo:
         print(f"Open the UI on the same instance: DAGSTER_HOME={home} ./dev.sh ui")
 
 
+#: the demo's instance (dagster.yaml): no telemetry, one run at a time (each run starts its
+#: own Spark; docs/guides/your-project.md)
+INSTANCE = """\
+telemetry:
+  enabled: false
+concurrency:
+  runs:
+    max_concurrent_runs: 1
+"""
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m revisions_assets.demo", description=__doc__.splitlines()[0]
@@ -240,8 +251,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     args.home.mkdir(parents=True, exist_ok=True)
     config = args.home / "dagster.yaml"
-    if not config.exists():
-        config.write_text("telemetry:\n  enabled: false\n")
+    if not config.exists():  # one Spark run at a time, as the guide's projects run
+        config.write_text(INSTANCE)
     os.environ["DAGSTER_HOME"] = str(args.home.resolve())
     shutil.rmtree(args.data, ignore_errors=True)  # a fresh start: the first runs are majors
     demo = Demo(args.data.resolve(), dg.DagsterInstance.get())

@@ -4,14 +4,16 @@ The default code location declares the assets as components in ``defs/``
 (``load_definitions``): each brings its checks, the first the automation sensor, all the
 in-process executor. ``build_definitions`` builds the same assets with the factories, with
 the code versions as arguments (the demo's script and the tests deploy one release after
-another in one process), and adds those around them itself.
+another in one process), and adds those around them itself. Either way the resources are
+bound in Python, so the Definitions go through ``pending_majors``: an asset whose major is
+due shows it from the load on.
 """
 
 from pathlib import Path
 
 import dagster as dg
 
-from revisions_assets.dagster import SparkSessionResource, revisions_resources
+from revisions_assets.dagster import SparkSessionResource, pending_majors, revisions_resources
 
 from .assets import FLIGHTS, DemoVersions, build_demo_assets
 from .automation import build_demo_schedules, build_demo_sensors, build_outside_sensors
@@ -27,7 +29,7 @@ def load_definitions(base_uri: str, spark: SparkSessionResource | None = None) -
     assets = {
         a.key.path[-1]: a for a in declared.assets or () if isinstance(a, dg.AssetsDefinition)
     }
-    return dg.Definitions.merge(declared, _around(assets, base_uri, spark))
+    return pending_majors(dg.Definitions.merge(declared, _around(assets, base_uri, spark)))
 
 
 def build_definitions(
@@ -45,7 +47,7 @@ def build_definitions(
         # one process, one JVM: Spark work must not be split across step processes
         executor=dg.in_process_executor,
     )
-    return dg.Definitions.merge(built, _around(assets, base_uri, spark))
+    return pending_majors(dg.Definitions.merge(built, _around(assets, base_uri, spark)))
 
 
 def _around(

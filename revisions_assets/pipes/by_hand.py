@@ -12,7 +12,14 @@ from ..core.arguments import check_bool, check_text
 from ..core.dataset import DEFAULT_COMPACT_AFTER, RevisionedDataset
 from ..core.errors import ArgumentTypeError, InvalidArgumentError
 from ..core.log.records import Revision
-from ..core.runs.resolve import InputState, consumer_timestamp, input_state, major_window_end
+from ..core.runs.resolve import (
+    InputState,
+    RunTarget,
+    featurized_slice,
+    input_state,
+    log_head,
+    scoring_slice,
+)
 from ..core.runs.run_slice import RunSlice, RunSliceError
 from ..core.runs.versions import decide_consumer_major, decide_major
 from ..core.timeutil import TimeLike, to_utc
@@ -75,17 +82,17 @@ def slice_by_hand(
     records = tuple(own.revisions())
     history = [r for r in records if r.wrote(table)]
     head = history[-1] if history else None
-    common = {
-        "asset_key": asset_key,
-        "root": own.root,
-        "table": table,
-        "id_columns": tuple(id_columns),
-        "code_version": code_version,
-        "partition": partition,
-        "compact_after": compact_after,
-        "force_compaction": check_bool(force_compaction, "force_compaction"),
-        "expected_head": records[-1].sequence if records else 0,
-    }
+    target = RunTarget(
+        asset_key=asset_key,
+        root=own.root,
+        table=table,
+        id_columns=tuple(id_columns),
+        code_version=code_version,
+        expected_head=log_head(records),
+        partition=partition,
+        compact_after=compact_after,
+        force_compaction=check_bool(force_compaction, "force_compaction"),
+    )
     if window is not None:
         start, end = (to_utc(t, "window") for t in window)
         due, why = decide_major(head, table, code_version, False, field_versions)
@@ -95,31 +102,28 @@ def slice_by_hand(
                 "a window from the first partition's start and is_major=True"
             )
         major = due or bool(is_major)
-        end = major_window_end(history, end) if major else end
-        return RunSlice(
-            **common,
-            is_major=major,
-            reason=why if due else ("major given by hand" if major else why),
-            timestamp=end,
-            compute_start=start,
-            compute_end=end,
+        reason = why if due else ("major given by hand" if major else why)
+        return featurized_slice(
+            target,
+            history,
+            (major, reason),
+            (start, end),
             lookback=lookback,
-            field_versions=dict(field_versions or {}),
+            field_versions=field_versions,
         )
     if sum(1 for j in upstream if j.kind == "main") != 1:
         raise InvalidArgumentError("upstream needs exactly one JobInput of kind 'main'")
     inputs = [_input(j, records, table, options) for j in upstream]
     resets = [u.input.name for u in inputs if u.is_reset]
-    major, why, soft = decide_consumer_major(head, table, code_version, bool(is_major), resets)
+    decision = decide_consumer_major(head, table, code_version, bool(is_major), resets)
     main = next(u for u in inputs if u.input.kind == "main")
-    return RunSlice(
-        **common,
-        is_major=major,
-        reason=why,
-        timestamp=consumer_timestamp(history, main.newest_timestamp),
-        upstream=tuple(u.input for u in inputs),
-        soft=soft,
-        uses_columns=tuple(uses_columns) if uses_columns is not None else None,
+    return scoring_slice(
+        target,
+        history,
+        decision,
+        [u.input for u in inputs],
+        main.newest_timestamp,
+        uses_columns=uses_columns,
     )
 
 

@@ -204,16 +204,16 @@ class RevisionJobContext:
         frame = self._rows(rows)
         ds = self.dataset(frame.sparkSession)
         shown = dict(metadata or {})
-        earlier = run_revisions(ds.revisions(), self.run)
+        log = ds.snapshot()
+        earlier = run_revisions(log.revisions(), self.run)
         if earlier:
             rev = earlier[-1]
             self.log.info(
                 f"revision {rev.name} (sequence {rev.sequence}) of run {self.run_id} is already "
                 "committed (an earlier attempt): reporting it"
             )
-            records = ds.revisions()
-            compaction = compaction_following(records, self.run.table, rev)
-            done = CommittedRun(rev, compaction, entity_count(ds, self.run, rev))
+            compaction = compaction_following(log.revisions(), self.run.table, rev)
+            done = CommittedRun(rev, compaction, entity_count(log, self.run, rev), log)
         else:
             if self.run.upstream:
                 tombstones = self._inputs.tombstones if self._inputs else None

@@ -24,6 +24,7 @@ from revisions_assets.dagster import (
     FeaturizedAssetComponent,
     ReferenceAssetComponent,
     ScoringAssetComponent,
+    UnknownComponentError,
     automation_tick,
     runs_with,
 )
@@ -149,6 +150,26 @@ def test_scaffold_check_materialize(tmp_path, monkeypatch, instance):
     requests, _ = automation_tick(sensor, defs, instance, ordered)
     asked = {key.to_user_string(): r.partition_key for r in requests for key in r.asset_selection}
     assert asked == {"my_scores": "2024-01-01"}, requests  # `scores` declares no condition
+
+    # an upstream that names no component: the error names those the project has
+    scores_yaml = root / PROJECT / "defs" / "scores" / "defs.yaml"
+    scores_yaml.write_text(SCORES_YAML.replace("upstream: my_features", "upstream: features"))
+    with pytest.raises(Exception) as raised:
+        dg.load_from_defs_folder(path_within_project=root / PROJECT)
+    chain = [raised.value, *iter_causes(raised.value)]
+    (unknown,) = [e for e in chain if isinstance(e, UnknownComponentError)]
+    assert "upstream 'features'" in str(unknown)
+    assert "my_features (FeaturizedAssetComponent), my_scores (ScoringAssetComponent)" in str(
+        unknown
+    )
+
+
+def iter_causes(error: BaseException) -> list[BaseException]:
+    """The exceptions ``error`` was raised from or during."""
+    found = []
+    while (error := error.__cause__ or error.__context__) is not None:
+        found.append(error)
+    return found
 
 
 SCORE_PY = """from pyspark.sql import functions as F

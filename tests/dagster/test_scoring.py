@@ -22,7 +22,8 @@ from revisions_assets.dagster import (
     revisions_automation_sensor,
     upstream_changes_sensor,
 )
-from revisions_assets.dagster.resources.io_manager import range_hint
+from revisions_assets.dagster.resources.resolver import range_hint
+from revisions_assets.dagster.unmaterialized import TAG_REFUSED
 
 pytestmark = pytest.mark.dagster
 
@@ -143,19 +144,23 @@ def test_upstream_reset_reference_change_and_deletions(pipe):
     pipe.run(pipe.scores, P1)
     pipe.run(pipe.features, P2)
     pipe.run(pipe.features, P3)  # e appears, b is deleted upstream
-    # a run must materialize the days its changes cover: asked for P3 alone, it refuses
-    # from the logs alone (before the run asks for its Spark session), names what requests
-    # the right range in this project, and nothing is committed or consumed
+    # a run must materialize the days its changes cover: asked for P3 alone, it is refused
+    # from the logs alone (before the run asks for its Spark session): nothing committed or
+    # consumed, nothing materialized, no step failed; the run names the range to launch (a
+    # tag, and an ERROR that says what requests the right range in this project)
     sessions: list[str] = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(RevisionsIOManager, "session", lambda self: sessions.append("started"))
-        partial = pipe.run(pipe.scores, P3, raise_on_error=False)
+        refused = pipe.run(pipe.scores, P3)
     assert sessions == []
-    assert not partial.success and "ScoringRangeError" in failure_of(partial)
-    assert "materialize 2024-01-02...2024-01-03 instead" in failure_of(partial)
+    assert refused.success and not refused.get_asset_materialization_events()
+    run = pipe.instance.get_run_by_id(refused.run_id)
+    assert run.tags[TAG_REFUSED] == "materialize 2024-01-02...2024-01-03"
+    (said,) = [e.message for e in pipe.instance.all_logs(refused.run_id) if e.level >= 40]
+    assert "ScoringRangeError" in said and "materialize 2024-01-02...2024-01-03 instead" in said
     # it names what requests the right range in the run's code location (an in-process run
     # has none), and in a code location the sensors that target the asset
-    assert "once a revisions_automation_sensor targets the asset; no sensor" in failure_of(partial)
+    assert "once a revisions_automation_sensor targets the asset; no sensor" in said
     sensors = [revisions_automation_sensor(pipe.assets), upstream_changes_sensor([pipe.scores])]
     defs = dg.Definitions(assets=pipe.assets, sensors=sensors, resources=pipe.resources)
     repository = defs.get_repository_def()

@@ -30,6 +30,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
+from revisions_assets.dagster import TAG_REFUSED
 from revisions_assets.demo.template_vars import VERSIONS_FILE_ENV
 
 pytestmark = [pytest.mark.dagster, pytest.mark.slow]
@@ -585,13 +586,16 @@ SKIPPED, LATE = "2013-01-04", "2013-01-05"
 
 
 def test_code_version_bump_is_shown_until_the_automation_lands_the_majors(ui, spark, tmp_path):
-    """Dagster marks an unpartitioned asset stale after a code version bump; for partitioned
-    ones it does not (dagster#22553, #18921): there our code_version check warns. A day of
-    features that runs before the one before it leaves a gap, which our partition_freshness
-    check warns of (Dagster's freshness cannot). Then the automation sensor, started as a user
-    starts it and evaluated by dg dev's daemon, requests the references' majors, the missing
-    day of features (the Automation tab says why) and, once it landed, one major of the
-    scores over every day, each at the new code version; every indicator clears."""
+    """Dagster marks an unpartitioned asset stale after a code version bump; a partitioned
+    one only per partition ("Unsynced", dagster#22553, #18921): the asset itself carries its
+    pending major from the reload on (a tag and why), before anything runs. A scoring run
+    launched for a day its changes do not cover is refused: it succeeds, and every partition
+    and check shows what it showed before. A day of features that runs before the one before
+    it leaves a gap, which our partition_freshness check warns of (Dagster's freshness
+    cannot); our code_version check warns once it runs. Then the automation sensor, started
+    as a user starts it and evaluated by dg dev's daemon, requests the references' majors,
+    the missing day of features (the Automation tab says why) and, once it landed, one major
+    of the scores over every day, each at the new code version; every indicator clears."""
     from revisions_assets.demo.__main__ import Demo
     from revisions_assets.demo.assets import DemoVersions
 
@@ -617,8 +621,41 @@ def test_code_version_bump_is_shown_until_the_automation_lands_the_majors(ui, sp
         # ... which does not cover partitioned assets (dagster#22553): the docs say to look
         # at our check there (if Dagster starts marking them, update that advice)
         assert stale["plane_delay_risk"]["staleStatus"] == "FRESH"
+        # ... so the asset shows its pending major itself, from the reload on: a tag and why;
+        # per partition, Dagster's own stale status says "has a new code version"
+        pending = ui.graphql(PENDING, key={"path": ["plane_delay_risk"]}, partitions=DAYS)
+        node = pending["assetNodeOrError"]
+        assert {"key": "revisions/pending", "value": "major"} in node["tags"]
+        why = {e["label"]: e.get("text") for e in node["metadataEntries"]}
+        assert "code version changed: '1' -> '2'" in why["revisions/pending_major"]
+        assert node["staleStatusByPartition"] == ["STALE"] * len(DAYS)
+        assert all(c["category"] == "CODE" for cs in node["staleCausesByPartition"] for c in cs)
         demo.materialize("plane_delay_features", LATE)  # before SKIPPED: a gap
         run_log_checks(demo)
+        # a scoring run launched as the UI launches it, for a day its changes do not cover:
+        # refused, it succeeds, and every partition and check shows what it showed before
+        shown = nodes(ui, "plane_delay_risk")["plane_delay_risk"]
+        refused = launch_run(ui, "plane_delay_risk", DAYS[0], check_results(shown))
+        assert refused["status"] == "SUCCESS", _log(ui)
+        assert {"key": TAG_REFUSED, "value": f"materialize {DAYS[0]}...{LATE}"} in refused["tags"]
+        after = nodes(ui, "plane_delay_risk")["plane_delay_risk"]
+        assert after["assetPartitionStatuses"] == shown["assetPartitionStatuses"]
+        assert after["partitionStats"]["numFailed"] == 0
+        assert check_results(after) == check_results(shown)
+        shots = shots_folder(tmp_path)
+        with browser(ui) as (page, visit):
+            # the pending major: the asset's tag, and each materialized day unsynced
+            visit("/assets/plane_delay_risk", "revisions/pending: major")
+            shoot(page, shots / "pending-major.png")
+            path = f"/assets/plane_delay_risk?view=partitions&partition={DAYS[0]}"
+            visit(path, "Unsynced (1)")
+            shoot(page, shots / "pending-partition.png")
+            # the refused run succeeded; its log says what to launch instead
+            visit(f"/runs/{refused['runId']}", "Success")
+            page.get_by_placeholder("Filter…").first.fill("refused")
+            page.get_by_text("ScoringRangeError", exact=False).first.wait_for(timeout=30_000)
+            page.wait_for_timeout(1000)
+            shoot(page, shots / "refused-run.png")
         warned = nodes(ui, "plane_delay_features", "plane_delay_risk")
         assert check_results(warned["plane_delay_risk"])["code_version"] == (
             "FAILED",
@@ -689,6 +726,59 @@ def test_code_version_bump_is_shown_until_the_automation_lands_the_majors(ui, sp
     assert check_results(fresh["plane_delay_risk"])["code_version"][:2] == ("SUCCEEDED", True)
     freshness = check_results(fresh["plane_delay_features"])["partition_freshness"]
     assert freshness[:2] == ("SUCCEEDED", True)
+
+
+PENDING = """
+query ($key: AssetKeyInput!, $partitions: [String!]) {
+  assetNodeOrError(assetKey: $key) {
+    ... on AssetNode {
+      tags { key value }
+      metadataEntries { label ... on TextMetadataEntry { text } }
+      staleStatusByPartition(partitions: $partitions)
+      staleCausesByPartition(partitions: $partitions) { category reason }
+    }
+  }
+}
+"""
+LAUNCH_RUN = """
+mutation ($params: ExecutionParams!) {
+  launchRun(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+  }
+}
+"""
+RUN = """
+query ($id: ID!) {
+  runOrError(runId: $id) { ... on Run { runId status tags { key value } } }
+}
+"""
+
+
+def launch_run(ui: Ui, name: str, partition: str, checks: dict[str, Any]) -> dict[str, Any]:
+    """A run of one partition of ``name`` with its checks, as the UI's Materialize launches
+    it, once dg dev's daemon has run it: its id, status and tags."""
+    params = {
+        "selector": {
+            "repositoryLocationName": LOCATION,
+            "repositoryName": "__repository__",
+            "jobName": "__ASSET_JOB",
+            "assetSelection": [{"path": [name]}],
+            "assetCheckSelection": [{"assetKey": {"path": [name]}, "name": c} for c in checks],
+        },
+        "executionMetadata": {"tags": [{"key": "dagster/partition", "value": partition}]},
+    }
+    launched = ui.graphql(LAUNCH_RUN, params=params)["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    run_id = launched["run"]["runId"]
+    deadline = time.monotonic() + 300
+    while True:
+        run = ui.graphql(RUN, id=run_id)["runOrError"]
+        if run["status"] in ("SUCCESS", "FAILURE", "CANCELED"):
+            return run
+        assert time.monotonic() < deadline, (run, _log(ui))
+        time.sleep(1)
 
 
 def _log(ui: Ui) -> str:

@@ -4,11 +4,15 @@
 ``.setup/wheelhouse`` a wheel of every distribution that the base install and the
 ``spark`` and ``dagster`` extras pull in, at the versions of this development environment:
 built once with ``pip wheel`` (from pip's cache where it can, pyspark's source
-distribution built once), rebuilt when those versions change. ``fresh_env`` then installs
-the package's wheel into a new virtual environment with uv, offline, from that wheelhouse:
-uv's cache (``.setup/uv-cache``) hardlinks the files, so an environment with pyspark and
-Dagster takes seconds after the first time. ``python tests/install/wheelhouse.py env DIR``
-builds one (the benchmark of ``revisions --help`` in the base install uses it).
+distribution built once), rebuilt when those versions change. Beside it,
+``.setup/wheelhouse-tools`` holds what a user's project takes from elsewhere (``TOOLS``,
+with what they need): the newest ``create-dagster`` (run in an environment of its own, as
+``uvx`` runs it) and the build backend of the project it scaffolds (hatchling), downloaded
+once (``ensure_tools``). ``fresh_env`` then
+installs the package's wheel into a new virtual environment with uv, offline, from that
+wheelhouse: uv's cache (``.setup/uv-cache``) hardlinks the files, so an environment with
+pyspark and Dagster takes seconds after the first time. ``python tests/install/wheelhouse.py
+env DIR`` builds one (the benchmark of ``revisions --help`` in the base install uses it).
 """
 
 from __future__ import annotations
@@ -36,6 +40,14 @@ WHEELHOUSE = SETUP / "wheelhouse"
 UV_CACHE = SETUP / "uv-cache"
 #: what a wheel of the package is built from
 SOURCES = ("pyproject.toml", "README.md", "revisions_assets")
+#: the newest create-dagster release (``pip index versions create-dagster``): the one
+#: docs/guides/your-project.md is run with (tests/dagster/test_your_project.py). Raise it
+#: when a newer one is out; the guide's test then proves the guide against it.
+CREATE_DAGSTER = "1.13.29"
+#: what a user's project takes besides the package: create-dagster, and the build backend
+#: (and its editable-install helper) of the project it scaffolds
+TOOLS = (f"create-dagster=={CREATE_DAGSTER}", "hatchling==1.33.0", "editables==0.6")
+TOOLS_HOUSE = SETUP / "wheelhouse-tools"
 
 
 def pins(extras: tuple[str, ...] = EXTRAS) -> dict[str, str]:
@@ -97,6 +109,28 @@ def ensure() -> Path:
     return WHEELHOUSE
 
 
+def ensure_tools() -> Path:
+    """The tools' wheelhouse (``TOOLS`` and what they need), downloaded when ``TOOLS``
+    changed."""
+    stamp = hashlib.sha1(repr(TOOLS).encode()).hexdigest()[:12]
+    with _locked():
+        if (TOOLS_HOUSE / f".tools-{stamp}").exists():
+            return TOOLS_HOUSE
+        print(
+            f"[setup] {', '.join(TOOLS)} into {TOOLS_HOUSE.relative_to(REPO)} (once)",
+            file=sys.stderr,
+        )
+        building = Path(tempfile.mkdtemp(prefix="wheelhouse-tools-", dir=SETUP))
+        subprocess.run(  # with their dependencies: resolved once, from the index
+            [sys.executable, "-m", "pip", "download", "-q", "--dest", str(building), *TOOLS],
+            check=True,
+        )
+        (building / f".tools-{stamp}").touch()
+        shutil.rmtree(TOOLS_HOUSE, ignore_errors=True)
+        building.rename(TOOLS_HOUSE)
+    return TOOLS_HOUSE
+
+
 def build_wheel(out: Path) -> Path:
     """A wheel of the package built from a copy of this tree (the tree stays clean)."""
     source = out / "source"
@@ -140,19 +174,44 @@ def fresh_env(
     """A new virtual environment at ``venv`` with the wheel (and ``extras``) installed,
     offline from the wheelhouse; returns its python. ``compile_bytecode``: as pip installs
     (start-up times then compare with an installed environment's)."""
-    uv = [sys.executable, "-m", "uv"]
-    env: Mapping[str, str] = {**clean_env(), "UV_CACHE_DIR": str(UV_CACHE)}
-    subprocess.run([*uv, "venv", "-q", "--python", sys.executable, str(venv)], check=True, env=env)
+    uv_env = {**clean_env(), "UV_CACHE_DIR": str(UV_CACHE)}
+    subprocess.run(
+        [*UV, "venv", "-q", "--python", sys.executable, str(venv)], check=True, env=uv_env
+    )
     python = venv / "bin" / "python"
     target = f"{wheel}[{','.join(extras)}]" if extras else str(wheel)
+    install(python, target, compile_bytecode=compile_bytecode)
+    return python
+
+
+UV = [sys.executable, "-m", "uv"]
+
+
+def install(
+    python: Path, *args: str, cwd: Path | None = None, compile_bytecode: bool = False
+) -> None:
+    """``pip install args`` into the environment of ``python``, as uv installs it: offline,
+    from the wheelhouse and its tools (a project's build backend), in seconds."""
     subprocess.run(
-        [*uv, "pip", "install", "-q", "--offline", "--no-index", "--python", str(python)]
-        + ["--find-links", str(ensure()), target]
+        [*UV, "pip", "install", "-q", "--offline", "--no-index", "--python", str(python)]
+        + ["--find-links", str(ensure()), "--find-links", str(ensure_tools()), *args]
         + (["--compile-bytecode"] if compile_bytecode else []),
         check=True,
-        env=env,
+        cwd=cwd,
+        env={**clean_env(), "UV_CACHE_DIR": str(UV_CACHE)},
     )
-    return python
+
+
+def tool_env(venv: Path, requirement: str) -> Path:
+    """A command line in an environment of its own at ``venv`` (as ``uvx`` runs one), from
+    the tools of the wheelhouse; returns the environment's ``bin`` folder."""
+    subprocess.run(
+        [*UV, "venv", "-q", "--python", sys.executable, str(venv)],
+        check=True,
+        env={**clean_env(), "UV_CACHE_DIR": str(UV_CACHE)},
+    )
+    install(venv / "bin" / "python", requirement)
+    return venv / "bin"
 
 
 def run_in(
@@ -185,3 +244,4 @@ if __name__ == "__main__":  # the wheelhouse; with `env DIR [EXTRA ...]`, a fres
             print(fresh_env(Path(sys.argv[2]), wheel, tuple(sys.argv[3:]), compile_bytecode=True))
     else:
         ensure()
+        ensure_tools()

@@ -8,10 +8,14 @@ from .commit import CommittedRun, DeclaredColumnsError, commit_run, run_revision
 from .consume import ScoringInputs, TableChanges, plan_inputs, with_tombstones
 from .resolve import (
     InputState,
+    RunTarget,
     UpstreamNotReadyError,
     consumer_timestamp,
+    featurized_slice,
     input_state,
+    log_head,
     major_window_end,
+    scoring_slice,
 )
 from .run_slice import SLICE_EXTRA, InputSlice, RunSlice, RunSliceError, UnknownInputError
 from .versions import decide_consumer_major, decide_major, version_change
@@ -24,6 +28,7 @@ __all__ = [
     "InputState",
     "RunSlice",
     "RunSliceError",
+    "RunTarget",
     "ScoringInputs",
     "TableChanges",
     "UnknownInputError",
@@ -32,10 +37,13 @@ __all__ = [
     "consumer_timestamp",
     "decide_consumer_major",
     "decide_major",
+    "featurized_slice",
     "input_state",
+    "log_head",
     "major_window_end",
     "plan_inputs",
     "run_revisions",
+    "scoring_slice",
     "version_change",
     "with_tombstones",
 ]

@@ -18,6 +18,7 @@ from ..columns import DELETED
 from ..dataset import RevisionedDataset
 from ..errors import RevisionsError
 from ..log.records import COMPACTION, Revision
+from ..read.scan import DatasetSnapshot
 from .run_slice import RunSlice
 
 
@@ -28,11 +29,14 @@ class DeclaredColumnsError(RevisionsError, ValueError):
 @dataclass(frozen=True)
 class CommittedRun:
     """What a run's commit did: its revision (None: no rows, nothing committed), the
-    compaction that followed it, and the live entities of the table afterwards."""
+    compaction that followed it, the live entities of the table afterwards, and the snapshot
+    of the log taken after it (the run's from then on; None: the commit was found in a log
+    read by the caller)."""
 
     revision: Revision | None
     compaction: Revision | None
     entities: int | None  # None when nothing was committed
+    snapshot: DatasetSnapshot | None = None
 
 
 def check_columns(asset_key: str, declared: Mapping[str, str], schema: StructType) -> None:
@@ -85,7 +89,9 @@ def commit_run(ds: RevisionedDataset, s: RunSlice, rows: DataFrame) -> Committed
         ),
     )
     compaction = compaction_after(ds, s)
-    return CommittedRun(rev, compaction, entity_count(ds, s, rev) if rev is not None else None)
+    after = ds.snapshot()  # the run's one snapshot of its log after the commit
+    entities = entity_count(after, s, rev) if rev is not None else None
+    return CommittedRun(rev, compaction, entities, after)
 
 
 def compaction_after(ds: RevisionedDataset, s: RunSlice) -> Revision | None:
@@ -98,13 +104,14 @@ def compaction_after(ds: RevisionedDataset, s: RunSlice) -> Revision | None:
     return done[-1] if done else None
 
 
-def entity_count(ds: RevisionedDataset, s: RunSlice, rev: Revision) -> int:
+def entity_count(snapshot: DatasetSnapshot, s: RunSlice, rev: Revision) -> int:
     """The live entities of the table once ``rev`` is committed: a complete major's own
-    count, else a count of the state's ids (one Spark job)."""
+    count, else a count of the state on ``snapshot``, a snapshot taken after the commit
+    (one Spark job, on the id columns only)."""
     written = rev.tables[s.table]
     if rev.is_major and not written.carries:
         return written.rows - written.tombstones
-    return ds.read(s.table).select(*s.id_columns).count()
+    return snapshot.scan(s.table).count()
 
 
 def run_revisions(records: Sequence[Revision], s: RunSlice) -> list[Revision]:

@@ -1,6 +1,6 @@
-"""The Dagster resources of revisions-assets: the revision IO manager (the one resolver from a
-run's context to its ``RunSlice``), the dataset location, the Spark session, under the keys of
-``keys.py``."""
+"""The Dagster resources of revisions-assets: the revision IO manager (a thin dispatcher to its
+parts: the resolver from a run's context to its ``RunSlice``, the loader, the committer, the
+materialization), the dataset location, the Spark session, under the keys of ``keys.py``."""
 
 import sys
 from collections.abc import Mapping
@@ -10,7 +10,8 @@ from revisions_assets.core.dataset import DEFAULT_COMPACT_AFTER
 
 from .address import NotRevisionedAssetError, Role, TableAddress, UpstreamRef
 from .binding import ResourceConflictError, shared_resources
-from .io_manager import NothingToConsumeError, RevisionsIOManager, UnexpectedOutputError
+from .committer import NothingToConsumeError, UnexpectedOutputError
+from .io_manager import RevisionsIOManager
 from .keys import IO_MANAGER_KEY, LOCATION_KEY, SPARK_KEY
 from .location import DatasetLocation, project_root
 from .slice import (

@@ -53,7 +53,12 @@ class InvalidRunTagError(RevisionsError, ValueError):
 
 
 class ScoringRangeError(RevisionsError, ValueError):
-    """A scoring run asked for other partitions than those its upstream changes cover."""
+    """A scoring run asked for other partitions than those its upstream changes cover.
+    ``covers``: the range to materialize instead (``A`` or ``A...B``)."""
+
+    def __init__(self, message: str, covers: str = ""):
+        super().__init__(message)
+        self.covers = covers
 
 
 def truthy(value: str | None) -> bool:
@@ -244,11 +249,12 @@ def check_requested_partitions(
     if fits(plan, requested, history, partitions_def):
         return
     consumed = ", ".join(f"{u.input.asset_key} {u.since}->{u.head}" for u in plan.upstream)
+    covers = describe(plan.covers)
     raise ScoringRangeError(
         f"{asset_key}: this run asks for partitions {describe(requested)}, but the upstream "
-        f"revisions it consumes ({consumed}) cover {describe(plan.covers)}; materialize "
-        f"{describe(plan.covers)} instead ({requested_by}). A run may add only partitions "
-        "that are already scored."
+        f"revisions it consumes ({consumed}) cover {covers}; materialize {covers} instead "
+        f"({requested_by}). A run may add only partitions that are already scored.",
+        covers,
     )
 
 

@@ -1,26 +1,29 @@
-"""Components of revisioned assets: the factories, declared from YAML (``defs.yaml``).
+"""The components of revisioned assets: the factories, declared from YAML (``defs.yaml``).
 
 ``FeaturizedAssetComponent``, ``ReferenceAssetComponent`` and ``ScoringAssetComponent`` are
 ``dg.Component`` + ``dg.Resolvable``: their attributes are what ``featurized_asset``,
 ``reference_asset`` and ``scoring_asset`` take, and ``build_defs`` calls those factories (one
-implementation). They are registered through the ``dagster_dg_cli.registry_modules`` entry
-point, so ``dg list components`` lists them, and ``dg scaffold defs
-revisions_assets.dagster.FeaturizedAssetComponent my_features`` writes a ``defs.yaml`` and
-the Python functions it names.
+implementation). ``dg scaffold defs revisions_assets.dagster.FeaturizedAssetComponent
+my_features`` writes a ``defs.yaml`` and the Python functions it names.
 
 - ``function`` (and a featurized asset's ``source``): ``file.py:name`` (a file of the
   component's folder) or ``package.module:name``;
 - ``automation_condition``: a template, e.g. ``"{{ revisions_automation() }}"`` (also in
   scope: ``revisions_log_condition()``, Dagster's ``automation_condition``);
 - ``base_uri``: the location of the datasets (a relative path is resolved against the
-  project root, as ``revisions_resources`` resolves one); the component's Definitions then
-  carry the revisions resources, the same objects for the same location, so components and
-  a project's ``revisions_resources(...)`` on one location merge (different locations fail
-  with ``ResourceConflictError``, naming both). Without it, the project binds them;
+  project root, as ``revisions_resources`` resolves one). With a ``RevisionsResourcesComponent``
+  in the project, the component runs on its resources (``base_uri`` must then name the same
+  location, or be left out); without one, the component's Definitions carry the revisions
+  resources on the default Spark settings, the same objects for the same location, so
+  components and a project's ``revisions_resources(...)`` on one location merge (different
+  settings fail with ``ResourceConflictError``, naming both). Without either, the project
+  binds them. A component that knows its location shows a pending major
+  (``pending.py``);
 - ``check_schema`` (``file.py:name`` or ``module:name`` of a pandera.pyspark model) and a scoring
   asset's ``max_lag_revisions``/``max_lag_seconds``: what its ``revision_checks`` take;
 - a scoring component names its inputs by the defs path of their components
-  (``upstream: my_features``, ``references: {groups: {component: my_groups, join_on: {...}}}``).
+  (``upstream: my_features``, ``references: {groups: {component: my_groups, join_on: {...}}}``);
+  a path that names none fails with ``UnknownComponentError``, listing the project's.
 
 A component brings what a project of factories adds around its assets: the asset's
 ``revision_checks``, the in-process executor (every component gives the same one, so their
@@ -35,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import dagster as dg
 from dagster.components.resolved.core_models import (
@@ -47,13 +50,21 @@ from dagster.components.resolved.core_models import (
 )
 from dagster.components.scaffold.scaffold import ScaffoldRequest, scaffold_with
 
-from revisions_assets.core.dataset import DEFAULT_COMPACT_AFTER
+from revisions_assets.core.errors import RevisionsError
 
-from .automation import revisions_automation, revisions_automation_sensor, revisions_log_condition
-from .checks import revision_checks
-from .featurized import featurized_asset, reference_asset
-from .resources.binding import shared_resources
-from .scoring import Reference, scoring_asset
+from ..automation import (
+    built_location,
+    revisions_automation,
+    revisions_automation_sensor,
+    revisions_log_condition,
+)
+from ..checks import revision_checks
+from ..featurized import featurized_asset, reference_asset
+from ..pending import mark_pending
+from ..resources.keys import IO_MANAGER_KEY
+from ..scoring import Reference, scoring_asset
+from ..source_version import SourceVersion
+from .resources import project_resources
 
 PartitionsField = Annotated[
     dg.PartitionsDefinition,
@@ -74,6 +85,15 @@ ConditionField = Annotated[
     ),
 ]
 
+VersionField = Annotated[
+    str | SourceVersion,
+    dg.Resolver.default(
+        model_field_type=str,
+        description='The code version: bump it to make the next run a major; or "{{ '
+        "source_version() }}\": derived from the code of the asset's functions.",
+    ),
+]
+
 FreshnessField = Annotated[
     dg.FreshnessPolicy | None,
     dg.Resolver.default(
@@ -82,6 +102,9 @@ FreshnessField = Annotated[
         'e.g. "{{ my_freshness_policy() }}" from a template_vars_module.',
     ),
 ]
+
+
+_Component = TypeVar("_Component", bound=dg.Component)
 
 
 def _function(context: dg.ComponentLoadContext, reference: str) -> Callable[..., Any]:
@@ -112,8 +135,9 @@ class _RevisionedAsset(dg.Component, dg.Resolvable):
     name: str
     #: the asset's function: ``file.py:name`` (of the component's folder) or ``module:name``
     function: str
-    #: the code version: bumping it makes a major (the automation requests it)
-    code_version: str
+    #: the code version: bumping it makes a major (the automation requests it); or
+    #: ``"{{ source_version() }}"``, derived from the code of the asset's functions
+    code_version: VersionField
     #: the dataset (a folder under the location) and the table (default: the asset's name)
     dataset: str | None = None
     table: str | None = None
@@ -140,14 +164,19 @@ class _RevisionedAsset(dg.Component, dg.Resolvable):
             **super().get_additional_scope(),
             "revisions_automation": revisions_automation,
             "revisions_log_condition": revisions_log_condition,
+            "source_version": SourceVersion,
         }
 
     def common(self) -> dict[str, Any]:
         """The factory arguments every component declares the same way."""
         return {
             "name": self.name,
-            # a template renders '1' as 1: versions are strings
-            "code_version": str(self.code_version),
+            # a template renders '1' as 1: versions are strings (or derived from the code)
+            "code_version": (
+                self.code_version
+                if isinstance(self.code_version, SourceVersion)
+                else str(self.code_version)
+            ),
             "dataset": self.dataset,
             "table": self.table,
             "key_prefix": self.key_prefix,
@@ -175,24 +204,15 @@ class _RevisionedAsset(dg.Component, dg.Resolvable):
         return {"schema": schema}
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        resources = {}
-        if self.base_uri is not None:
-            resources = dict(
-                shared_resources(
-                    self.base_uri,
-                    None,
-                    DEFAULT_COMPACT_AFTER,
-                    root=context.project_root,
-                    origin=f"component {self.name} ({context.path}/defs.yaml base_uri)",
-                    by_component=True,
-                )
-            )
+        resources, own = project_resources(context, self.name, self.base_uri)
         asset = self.asset(context)
+        if resources is not None:  # the datasets' location is known: a pending major shows
+            asset = mark_pending(asset, built_location(resources[IO_MANAGER_KEY], IO_MANAGER_KEY))
         return dg.Definitions(
             assets=[asset],
             asset_checks=revision_checks(asset, **self.check_options(context)),
             sensors=_automation_sensor(self, context),
-            resources=resources,
+            resources=dict(resources) if own and resources is not None else {},
             # one process, one JVM: a run's Spark work is not split across step processes
             executor=dg.in_process_executor,
         )
@@ -416,11 +436,15 @@ class ScoringAssetComponent(_RevisionedAsset):
         }
 
     def asset(self, context: dg.ComponentLoadContext) -> dg.AssetsDefinition:
+        what = f"component {self.name}"
         return scoring_asset(
             **self.common(),
-            upstream=_component_asset(context, self.upstream),
+            upstream=_component_asset(context, self.upstream, f"{what}: upstream"),
             references={
-                name: Reference(_component_asset(context, r.component), on=r.join_on)
+                name: Reference(
+                    _component_asset(context, r.component, f"{what}: reference {name!r}"),
+                    on=r.join_on,
+                )
                 for name, r in (self.references or {}).items()
             },
             partitions_def=self.partitions,  # type: ignore[arg-type]
@@ -430,10 +454,49 @@ class ScoringAssetComponent(_RevisionedAsset):
         )(_function(context, self.function))
 
 
-def _component_asset(context: dg.ComponentLoadContext, path: str) -> dg.AssetsDefinition:
+class UnknownComponentError(RevisionsError, ValueError):
+    """A defs path that names no revisioned component of the project (a scoring asset's
+    ``upstream`` or reference, a schedule's assets)."""
+
+
+def component_at(
+    context: dg.ComponentLoadContext, path: str, of_type: type[_Component], what: str
+) -> _Component:
+    """The component of type ``of_type`` at the defs path ``path``; UnknownComponentError
+    naming those of the project when there is none (``what``: who names it)."""
+    found = _components(context, of_type)
+    if path.strip("/") not in found:
+        label = "revisioned asset component" if of_type is _RevisionedAsset else of_type.__name__
+        known = ", ".join(f"{p} ({type(c).__name__})" for p, c in sorted(found.items()))
+        defs = context.component_tree.defs_module_path.name
+        raise UnknownComponentError(
+            f"{what} {path!r} ({context.path}/defs.yaml) names no {label} of this project; "
+            f"give the defs path of one (its folder under {defs}/): {known or 'there is none'}"
+        )
+    return found[path.strip("/")]
+
+
+def _components(
+    context: dg.ComponentLoadContext, of_type: type[_Component]
+) -> dict[str, _Component]:
+    """{defs path: component} of the project's components of type ``of_type``."""
+    tree = context.component_tree
+    root = tree.defs_module_path
+    # the declarations with their paths: Dagster's tree has no public listing of them
+    declared = tree._component_decl_tree()
+    return {
+        loc.file_path.relative_to(root).as_posix(): tree.load_component(loc)
+        for loc, decl in declared.items()
+        if isinstance(decl.component_type, type)
+        and issubclass(decl.component_type, of_type)
+        and getattr(loc, "file_path", None) is not None
+        and loc.file_path.is_relative_to(root)
+    }
+
+
+def _component_asset(context: dg.ComponentLoadContext, path: str, what: str) -> dg.AssetsDefinition:
     """The revisioned asset the component at ``path`` (of the defs folder) builds."""
-    found: Sequence[Any] = context.build_defs(path).assets or []
-    assets = [a for a in found if isinstance(a, dg.AssetsDefinition)]
-    if len(assets) != 1:
-        raise ValueError(f"{path}: expected the component of one revisioned asset")
-    return assets[0]
+    component_at(context, path, _RevisionedAsset, what)
+    found: Sequence[Any] = context.build_defs(path.strip("/")).assets or []
+    (asset,) = [a for a in found if isinstance(a, dg.AssetsDefinition)]
+    return asset
