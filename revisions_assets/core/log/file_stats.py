@@ -111,6 +111,12 @@ def logged_file_stats(
     return tuple(cache[path] for path in write.files)
 
 
+def read_footer(storage: Storage, path: str, stats: FileStats | None) -> StoredFile:
+    """A data file's footer (``stored_file``): exactly the footer, one ranged read of the
+    length the log recorded, where ``stats`` are known; else its last bytes."""
+    return stored_file(storage, path, footer_length=None if stats is None else stats.footer_length)
+
+
 def stats_difference(stats: FileStats, state: StoredFile) -> str | None:
     """How a readable stored file differs from the one the log recorded when it was written:
     its size, its footer's rows and its footer's digest (a file rewritten with the same rows
@@ -133,7 +139,7 @@ def check_stored_file(storage: Storage, stats: FileStats) -> StoredFile:
     """The stored file against what the log recorded when it was written
     (``stats_difference``), with one ranged read of exactly the footer. The ``problem`` of
     the result says what differs (None: the same file; "missing")."""
-    state = stored_file(storage, stats.path, footer_length=stats.footer_length)
+    state = read_footer(storage, stats.path, stats)
     difference = None if state.problem is not None else stats_difference(stats, state)
     if difference is None:
         return state
@@ -150,6 +156,7 @@ __all__ = [
     "in_threads",
     "logged_file_stats",
     "read_file_stats",
+    "read_footer",
     "stats_difference",
     "stats_of_footer",
 ]

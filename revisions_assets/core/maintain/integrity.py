@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, MutableMapping
 
-from ..log.file_stats import stats_difference
+from ..log.file_stats import read_footer, stats_difference
 from ..log.records import COMPACTION, Revision, TableWrite
 from ..read.execute.files import footer_disagreement, not_parquet
 from ..storage.base import Storage
-from ..storage.footer import StoredFile, stored_file
+from ..storage.footer import StoredFile
 from .findings import Finding
 
 
@@ -34,10 +34,8 @@ def write_findings(
     recorded = dict(zip(write.files, write.file_stats or (), strict=False))
     states = []
     for path in write.files:
-        if path not in checked:  # exactly the footer where the log records its length
-            known = recorded.get(path)
-            length = None if known is None else known.footer_length
-            checked[path] = stored_file(storage, path, footer_length=length)
+        if path not in checked:
+            checked[path] = read_footer(storage, path, recorded.get(path))
         states.append(checked[path])
     rewritten = {
         s.path: difference

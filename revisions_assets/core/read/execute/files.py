@@ -26,10 +26,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ...errors import CorruptFileError, MissingFileError
-from ...log.file_stats import in_threads, stats_difference
+from ...log.file_stats import in_threads, read_footer, stats_difference
 from ...log.records import FileStats
 from ...storage.base import Storage
-from ...storage.footer import StoredFile, stored_file
+from ...storage.footer import StoredFile
 from ..plan.scans import ScanTask
 
 #: what to do about a damaged data file, in every message that reports one
@@ -183,13 +183,9 @@ class FileGate:
         paths = list(writer)
         if self.fetch is not None:
             self.fetch(paths, lambda path: writer[path].entry)
-
-        def footer(path: str) -> StoredFile:  # exactly the footer where its length is known
-            known = recorded.get(path)
-            length = None if known is None else known.footer_length
-            return stored_file(self.storage, path, footer_length=length)
-
-        footers = in_threads(self.storage, footer, paths)
+        footers = in_threads(
+            self.storage, lambda path: read_footer(self.storage, path, recorded.get(path)), paths
+        )
         stored = dict(zip(paths, footers, strict=True))
         missing = [f.path for f in footers if f.problem == "missing"]
         if missing:
@@ -200,8 +196,9 @@ class FileGate:
                 entry = writer[state.path].entry
                 raise corrupt_file_error(self.root, entry, table, state.path, state.problem)
         for path in paths:
-            difference = path in recorded and stats_difference(recorded[path], stored[path])
-            if difference:
+            known = recorded.get(path)
+            difference = None if known is None else stats_difference(known, stored[path])
+            if difference is not None:
                 raise rewritten_file_error(self.root, writer[path], table, path, difference)
         for key, task in todo.items():
             wrong = footer_disagreement(task.files, task.rows, stored)
