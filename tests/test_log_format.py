@@ -42,7 +42,7 @@ from revisions_assets.core.log.revision_log import (
     entry_path,
 )
 from revisions_assets.core.maintain.vacuum import Vacuum
-from revisions_assets.core.maintain.verify import rewritten_file_findings, verify
+from revisions_assets.core.maintain.verify import verify
 from revisions_assets.core.storage.base import LocalStorage
 
 T0 = datetime(2020, 1, 1, tzinfo=UTC)
@@ -241,8 +241,9 @@ def test_an_entry_larger_than_any_entry_is_not_decoded(tmp_path, monkeypatch):
         parse_entry(raw, 1, str(tmp_path))
 
 
-def test_verify_deep_finds_a_file_rewritten_after_its_commit(tmp_path):
-    """``verify --deep`` compares every live file with the stats its entry recorded."""
+def test_verify_finds_a_file_rewritten_after_its_commit(tmp_path):
+    """``verify`` compares every live file with the stats its entry recorded: a file
+    rewritten with the same rows but other values is one finding, naming what differs."""
     storage = LocalStorage(tmp_path)
     path = "r1/t/part-0.parquet"
     (tmp_path / "r1" / "t").mkdir(parents=True)
@@ -253,11 +254,12 @@ def test_verify_deep_finds_a_file_rewritten_after_its_commit(tmp_path):
     written = read_file_stats(storage, [path], ("id",), SCHEMA)
     write = replace(record(1).tables["t"], files=(path,), file_stats=written)
     assert log.try_append(replace(record(1), tables={"t": write}))
-    assert rewritten_file_findings(storage, log.view()) == []
+    assert not [f for f in verify(str(tmp_path)) if f.severity == "error"]
     pq.write_table(pa.table({"id": ids, "v": pc.negate(ids)}), tmp_path / path)
-    (finding,) = rewritten_file_findings(storage, log.view())
-    assert (finding.kind, finding.severity, finding.path) == ("corrupt_file", "error", path)
-    assert "major 'r1' (sequence 1)" in finding.message and "rewritten" in finding.message
+    (finding,) = [f for f in verify(str(tmp_path)) if f.severity == "error"]
+    assert (finding.kind, finding.path) == ("corrupt_file", path)
+    assert "revision 'r1' (sequence 1), table 't', was rewritten" in finding.message
+    assert "its footer differs from the one recorded at commit" in finding.message
 
 
 # -- the chain of digests --------------------------------------------------------------------
@@ -412,7 +414,7 @@ import json, sys, time
 from datetime import UTC, datetime
 from revisions_assets.core.log.records import Revision, TableWrite
 from revisions_assets.core.log.revision_log import RevisionLog
-from revisions_assets.core.maintain.verify import rewritten_file_findings, verify
+from revisions_assets.core.maintain.verify import verify
 from revisions_assets.core.storage.base import LocalStorage
 
 def outcome(call):

@@ -29,6 +29,7 @@ from harness.dates import day
 from revisions_assets import DatasetReader
 from revisions_assets.cli import cli
 from revisions_assets.core.errors import MissingFileError, RetentionError
+from revisions_assets.core.log.file_stats import read_file_stats
 from revisions_assets.core.log.records import CompactedRange, Revision, TableWrite
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.maintain.vacuum import Vacuum, VacuumReport
@@ -53,10 +54,19 @@ def write_file(root: Path, path: str, ids: Sequence[int], v: int, source: int | 
 
 
 def stage(
-    root: Path, name: str, when: int, major: bool, tables: Mapping[str, Files], **fields
+    root: Path,
+    name: str,
+    when: int,
+    major: bool,
+    tables: Mapping[str, Files],
+    *,
+    stats: bool = False,
+    **fields,
 ) -> Revision:
     """Commit ``name`` through the log layer: per table, its files (each a list of ids, or
-    the path of another entry's file it shares); ``fields`` of the entry (a compaction's)."""
+    the path of another entry's file it shares); ``stats``: record the files' stats, as a
+    commit does (else the entry is one of the previous release); ``fields`` of the entry
+    (a compaction's)."""
     log = RevisionLog(LocalStorage(root))
     log.refresh()
     compaction = fields.get("kind") == "compaction"
@@ -71,7 +81,10 @@ def stage(
             write_file(root, paths[-1], ids, when, log.head if compaction else None)
         rows = sum(pq.read_metadata(root / p).num_rows for p in paths)
         size = sum((root / p).stat().st_size for p in paths)
-        writes[table] = TableWrite(("id",), STAGED_SCHEMA, "v1", rows, 0, tuple(paths), size)
+        found = read_file_stats(log.storage, paths, ("id",), STAGED_SCHEMA) if stats else None
+        writes[table] = TableWrite(
+            ("id",), STAGED_SCHEMA, "v1", rows, 0, tuple(paths), size, file_stats=found
+        )
     record = Revision(
         name=name,
         timestamp=day(when),
@@ -247,6 +260,36 @@ def test_a_same_named_file_of_other_content_is_no_match(root):
     found = kinds(root)
     assert ("misplaced_folder", "r2.other") not in found
     assert ("orphan_folder", "r2.other") in found
+
+
+def test_a_holder_is_matched_file_by_file_by_the_recorded_stats(tmp_path):
+    """Where the entry recorded its files' stats, each file a folder holds must be the one
+    the entry misses, by its size, rows and footer, not by the table's totals: r2's files
+    under each other's names (the totals agree), or one rewritten with other values of the
+    same size and rows, are no match; the files themselves are."""
+    root = tmp_path / "ds"
+    stage(root, "r1", 0, True, {"t": [[1, 2], [3]]}, stats=True)
+    stage(root, "r2", 1, False, {"t": [[2], [4, 5, 6]]}, stats=True)
+    before = reads(root)
+    first, second = root / "r2/t/part-00000.parquet", root / "r2/t/part-00001.parquet"
+    (root / "swapped/t").mkdir(parents=True)
+    shutil.copy(first, root / "swapped/t/part-00001.parquet")
+    shutil.copy(second, root / "swapped/t/part-00000.parquet")
+    (root / "changed/t").mkdir(parents=True)
+    write_file(root, "changed/t/part-00000.parquet", [2], 9, None)  # v: 9, not 1
+    assert (root / "changed/t/part-00000.parquet").stat().st_size == first.stat().st_size
+    shutil.move(root / "r2", root / "r2.moved")
+    found = kinds(root)
+    assert {k for k in found if k[0] in ("misplaced_folder", "orphan_folder")} == {
+        ("misplaced_folder", "r2.moved"),
+        ("orphan_folder", "swapped"),
+        ("orphan_folder", "changed"),
+    }
+    misplaced = found["misplaced_folder", "r2.moved"]
+    assert "holds the 2 data files that revision 'r2' (sequence 2) misses" in misplaced.message
+    assert "sizes and footers as the log records" in misplaced.message
+    shell(misplaced.fix)
+    assert reads(root) == before
 
 
 # -- orphans while verify reports an error -------------------------------------------------------

@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from core.damage import as_earlier_release
 from core.helpers import stage_revision
 from core.test_damaged_values import change_values
 from harness.dates import day
@@ -69,7 +70,9 @@ def test_show_refuses_a_small_file_that_holds_far_more_rows_than_the_log(tmp_pat
 def changed(spark, tmp_path) -> tuple[str, str]:
     """(root, the data file whose values changed) of a dataset committed by Spark: a major
     of ids 0-9 in one file, whose values were then changed, its ``.crc`` kept, and a minor
-    on top (so that there is something to compact)."""
+    on top (so that there is something to compact); its entries as the previous release
+    wrote them, without file stats (with them, the file gate refuses the file before any
+    Spark job reads it)."""
     root = str(tmp_path / "ds")
     ds = RevisionedDataset(root, spark=spark, id_columns=["id"], compact_after=None)
     rows = frame(spark, [(i, i * 2) for i in range(10)], "id long, v long").coalesce(1)
@@ -77,6 +80,7 @@ def changed(spark, tmp_path) -> tuple[str, str]:
     ds.commit({"t": frame(spark, [(10, 20)], "id long, v long")}, timestamp=day(1), is_major=False)
     (path,) = Path(root, "r0/t").glob("part-*.parquet")
     change_values(path, keep_crc=True)
+    as_earlier_release(Path(root))
     return root, path.relative_to(root).as_posix()
 
 

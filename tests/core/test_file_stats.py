@@ -2,12 +2,15 @@
 commit, a compaction and a purge record, per file, exactly what the file holds (its rows,
 bytes, row groups, footer and the min and max of each id column, computed here from the
 data itself); an entry written before gets the same from the footers, and ``compact``
-rewrites a base without them."""
+rewrites a base without them. Every read of both handles, and ``verify``, compare each
+file with its stats: a file rewritten with the same rows but other values is refused;
+the files of an entry without stats are checked by the rows of each write, as before."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from datetime import date
 from pathlib import Path
 
@@ -16,13 +19,17 @@ import pyarrow.parquet as pq
 import pytest
 from harness.dates import day
 
-from revisions_assets import RevisionedDataset
+from revisions_assets import DatasetReader, RevisionedDataset
+from revisions_assets.core.errors import CorruptFileError
 from revisions_assets.core.log.records import COMPACTION, PURGE, FileStats, TableWrite
 from revisions_assets.core.log.revision_log import RevisionLog, entry_path
+from revisions_assets.core.maintain.verify import verify
 from revisions_assets.core.storage.backends import open_storage
 from revisions_assets.core.write import commit
 
+from .damage import TABLE, as_earlier_release, copy_dataset
 from .helpers import frame
+from .test_damaged_values import change_values, drop_rows, file_holding
 
 SCHEMA = "id long, k string, d date, v long"
 IDS = ["id", "k", "d"]
@@ -144,3 +151,71 @@ def test_an_entry_written_before_gets_its_stats_from_the_footers(spark, tmp_path
     assert compaction is not None and compaction.kind == COMPACTION
     check_recorded(root, compaction.tables["t"])
     assert fresh.maintenance.compact() is None  # its base has them now
+
+
+def refused_by_both_handles(spark, root: Path, *parts: str) -> None:
+    """A read of ``TABLE`` by ``DatasetReader`` and by the Spark handle (fresh handles)
+    raises CorruptFileError, with every one of ``parts`` in its message."""
+    for handle in (DatasetReader(str(root)), RevisionedDataset(str(root), spark=spark)):
+        with pytest.raises(CorruptFileError) as caught:
+            handle.read(TABLE)
+        for part in parts:
+            assert part in str(caught.value), (part, str(caught.value))
+
+
+def test_a_file_rewritten_with_the_same_rows_is_refused_by_every_read(template, spark, tmp_path):
+    """A file rewritten with the same rows and schema but other values, without a ``.crc``
+    (as on an object store): its footer holds the rows the log records, but it is not the
+    footer its commit recorded. Both handles refuse it before reading any row, naming the
+    file, its revision, its table, what differs and the fix; plain ``verify`` reports it."""
+    root = copy_dataset(template, tmp_path / "dataset")
+    stored = file_holding(root, "r1", 1)
+    name, rows = stored.relative_to(root).as_posix(), pq.read_metadata(stored).num_rows
+    change_values(stored)
+    assert pq.read_metadata(stored).num_rows == rows
+    assert not stored.with_name(f".{stored.name}.crc").exists()
+    refused_by_both_handles(
+        spark,
+        root,
+        f"data file {name} of revision 'r1', table 't', was rewritten after its commit",
+        "its footer differs from the one recorded at commit",
+        "restore it from a backup",
+        "revisions verify",
+    )
+    (finding,) = verify(str(root))
+    assert (finding.kind, finding.severity, finding.path) == ("corrupt_file", "error", name)
+    assert "revision 'r1' (sequence 1), table 't', was rewritten" in finding.message
+    assert "footer differs" in finding.message
+
+
+def test_an_entry_without_stats_reads_and_is_checked_by_its_rows(template, spark, tmp_path):
+    """Entries of the previous release record no file stats: both handles read them, and a
+    write whose footers hold other rows than it records is refused as before."""
+    root = copy_dataset(template, tmp_path / "dataset")
+    as_earlier_release(root)
+    want = [(1, "a"), (2, "B"), (3, "c"), (4, "d")]
+    assert sorted(DatasetReader(str(root)).read(TABLE).rows()) == want
+    spark_read = RevisionedDataset(str(root), spark=spark).read(TABLE)
+    assert sorted(tuple(r) for r in spark_read.select("id", "v").collect()) == want
+    assert verify(str(root)) == []
+    drop_rows(file_holding(root, "r1", 1), 1)
+    refused_by_both_handles(spark, root, "revision 'r1'", "2 rows", "the log records 3")
+
+
+def test_a_rewritten_compaction_file_is_refused_and_reported(maintained, tmp_path):
+    """A compaction's file rewritten the same way: reads refuse it, their fix names the
+    rebuild; ``verify`` reports the compaction damaged, naming the file and what differs."""
+    source, records = maintained
+    root = tmp_path / "ds"
+    shutil.copytree(source, root)
+    compaction, purge = records[2], records[3]
+    (swap,) = [s for s in purge.purge.swaps["t"] if s.sequence == compaction.sequence]
+    name = swap.write.files[0]
+    change_values(root / name)
+    with pytest.raises(CorruptFileError) as caught:
+        DatasetReader(str(root)).read("t")
+    assert f"data file {name} of revision {compaction.name!r}" in str(caught.value)
+    assert f"`revisions compact ROOT --rebuild {compaction.name}`" in str(caught.value)
+    (finding,) = [f for f in verify(str(root)) if f.severity == "error"]
+    assert (finding.kind, finding.path) == ("compaction_damaged", compaction.name)
+    assert f"{name} was rewritten after its commit" in finding.message

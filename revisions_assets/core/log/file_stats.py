@@ -6,13 +6,15 @@ the log (``TableWrite.file_stats``), and checked against the stored files.
 * ``logged_file_stats``: the stats of any logged write: recorded, or, for entries written
   before the log recorded them, read from the footers once (``FooterStatsCache``, one
   per handle: ``RevisionLog.file_stats``).
-* ``check_stored_file``: whether a stored file is still the one the log recorded (its
-  size, its footer's length and digest, its rows): one ranged read of exactly the footer.
+* ``stats_difference``: whether a stored file is still the one the log recorded (its size,
+  its footer's rows and digest): what the file gate, ``verify`` and ``find_misplaced``
+  compare; ``check_stored_file`` reads one file's footer (one ranged read of exactly the
+  footer) and compares it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, MutableMapping, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -109,40 +111,52 @@ def logged_file_stats(
     return tuple(cache[path] for path in write.files)
 
 
-def check_stored_file(storage: Storage, stats: FileStats) -> StoredFile:
-    """The stored file against what the log recorded when it was written: its size, its
-    footer's length and digest, hence its rows (one ranged read of exactly the footer).
-    The ``problem`` of the result says what differs (None: the same file; "missing")."""
-    state = stored_file(storage, stats.path, footer_length=stats.footer_length)
-    if state.problem is not None:
-        return state
+def read_footer(storage: Storage, path: str, stats: FileStats | None) -> StoredFile:
+    """A data file's footer (``stored_file``): exactly the footer, one ranged read of the
+    length the log recorded, where ``stats`` are known; else its last bytes."""
+    return stored_file(storage, path, footer_length=None if stats is None else stats.footer_length)
+
+
+def stats_difference(stats: FileStats, state: StoredFile) -> str | None:
+    """How a readable stored file differs from the one the log recorded when it was written:
+    its size, its footer's rows and its footer's digest (a file rewritten with the same rows
+    but other values has another footer: other statistics, other offsets); None when it is
+    the same file.
+
+    The one comparison of a file with its stats, for reads (the file gate), rewrites,
+    ``verify`` and ``find_misplaced``."""
     differs = []
+    if state.rows != stats.rows:
+        differs.append(f"its footer records {state.rows} rows, the log records {stats.rows}")
     if state.size != stats.bytes:
         differs.append(f"it holds {state.size} bytes, the log records {stats.bytes}")
-    if state.rows != stats.rows:
-        differs.append(f"its footer records {state.rows} rows, the log {stats.rows}")
     if state.footer_sha256 != stats.footer_sha256:
         differs.append("its footer differs from the one recorded at commit")
-    if not differs:
+    return "; ".join(differs) or None
+
+
+def check_stored_file(storage: Storage, stats: FileStats) -> StoredFile:
+    """The stored file against what the log recorded when it was written
+    (``stats_difference``), with one ranged read of exactly the footer. The ``problem`` of
+    the result says what differs (None: the same file; "missing")."""
+    state = read_footer(storage, stats.path, stats)
+    difference = None if state.problem is not None else stats_difference(stats, state)
+    if difference is None:
         return state
-    problem = f"it was rewritten after its commit ({'; '.join(differs)})"
+    problem = f"it was rewritten after its commit ({difference})"
     return StoredFile(
         stats.path, problem=problem, size=state.size, rows=state.rows, metadata=state.metadata
     )
-
-
-def check_stored_files(storage: Storage, stats: Iterable[FileStats]) -> list[StoredFile]:
-    """``check_stored_file`` for many files (in threads on an object store)."""
-    return in_threads(storage, lambda s: check_stored_file(storage, s), list(stats))
 
 
 __all__ = [
     "WRITTEN_TAIL_READ",
     "FooterStatsCache",
     "check_stored_file",
-    "check_stored_files",
     "in_threads",
     "logged_file_stats",
     "read_file_stats",
+    "read_footer",
+    "stats_difference",
     "stats_of_footer",
 ]

@@ -4,24 +4,26 @@ folder (``mv X/t Y/``). No Spark, no data read: the listing and Parquet footers.
 
 A file a live entry misses (``X/t/part-0.parquet``) is looked for among the files no entry
 references by its name below its revision folder (``t/part-0.parquet``), at any depth: the
-folder above that name is the *holder* (``X.moved``, ``Y``, ``backup/X``). The files one
-holder has for one entry's table must then hold what the entry records: their sizes and
-footer row counts, with the table's files still in place, add up to the bytes and rows of
-the log (the log records them per table): exactly when the holder has every missing file,
-at most when it has only some. Verify reports each holder (``misplaced_folder``, an error)
-with the exact ``mv`` that puts the files back; vacuum never deletes a holder nor a
-matched file.
+folder above that name is the *holder* (``X.moved``, ``Y``, ``backup/X``). A file the holder
+has must then be the one the entry misses: where the entry recorded its files' stats, file
+by file, its size, its footer's rows and its footer's digest (``stats_difference``, as the
+file gate of reads compares them); for entries written before, the files one holder has
+for one entry's table, with the table's files still in place, must add up to the bytes and
+rows the log records for the table: exactly when the holder has every missing file, at most
+when it has only some. Verify reports each holder (``misplaced_folder``, an error) with the
+exact ``mv`` that puts the files back; vacuum never deletes a holder nor a matched file.
 """
 
 from __future__ import annotations
 
 import posixpath
 import shlex
-from collections.abc import Collection, Iterable, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 
+from ..log.file_stats import stats_difference
 from ..log.layout import LOG_DIR, holds_log, is_temp_name
-from ..log.records import COMPACTION, Revision
+from ..log.records import COMPACTION, Revision, TableWrite
 from ..storage.base import FileInfo, Storage
 from ..storage.footer import StoredFile, stored_file
 from .findings import Finding
@@ -40,6 +42,8 @@ class Misplaced:
     entries: tuple[Revision, ...]
     moves: tuple[tuple[str, str], ...]
     missing: int  # the files these entries miss below ``target`` in all
+    #: matched file by file, by the stats the entries recorded (else by each table's totals)
+    by_file: bool = False
 
     @property
     def folder(self) -> str:
@@ -63,9 +67,9 @@ class Misplaced:
         message = (
             f"folder {self.holder!r} holds {count} that {what} "
             f"{'misses' if len(self.entries) == 1 else 'miss'} in folder "
-            f"{self.target!r} (the same names below it, such as {example}, sizes and row "
-            "counts as the log records): it was moved or renamed; reads that include them "
-            "fail until they are back"
+            f"{self.target!r} (the same names below it, such as {example}, sizes and "
+            f"{'footers' if self.by_file else 'row counts'} as the log records): it was moved "
+            "or renamed; reads that include them fail until they are back"
         )
         commands = " && ".join(move_commands(storage, self, listed))
         fix = (
@@ -107,15 +111,12 @@ def find_misplaced(
     entries: dict[tuple[str, str], dict[int, Revision]] = {}  # by (holder, target folder)
     moves: dict[tuple[str, str], dict[str, str]] = {}
     missing: dict[tuple[int, str], int] = {}  # (sequence, target folder) -> files missed
+    by_totals: set[tuple[str, str]] = set()  # holders matched by a table's totals
     for record, table, gone in gaps:
         write = record.tables[table]
         for path in gone:
             key = (record.sequence, path.split("/", 1)[0])
             missing[key] = missing.get(key, 0) + 1
-        present = [p for p in write.files if p in listed]
-        present_rows = [footer(p).rows for p in present]
-        rows = None if None in present_rows else sum(r or 0 for r in present_rows)
-        size = sum(listed[p].size for p in present)
         by_holder: dict[str, list[tuple[str, str]]] = {}
         for path in gone:
             if "/" not in path:
@@ -123,25 +124,24 @@ def find_misplaced(
             rest = path.split("/", 1)[1]
             for candidate in index.get(rest, ()):
                 by_holder.setdefault(candidate[: -len(rest) - 1], []).append((candidate, path))
+        recorded = {s.path: s for s in write.file_stats or ()}
         for holder, pairs in by_holder.items():
-            pairs = [(c, p) for c, p in pairs if footer(c).rows is not None]
-            if not pairs:
-                continue
-            held = size + sum(listed[c].size for c, _ in pairs)
-            held_rows = None if rows is None else rows + sum(footer(c).rows or 0 for c, _ in pairs)
-            left = len(gone) - len(pairs)
-            if left == 0:
-                fits = held == write.bytes and held_rows in (None, write.rows)
-            else:
-                fits = held + left * _SMALLEST_PARQUET <= write.bytes and (
-                    held_rows is None or held_rows <= write.rows
-                )
-            if not fits:
-                continue
+            if not recorded:
+                pairs = _fit_totals(write, gone, pairs, listed, footer)
+            else:  # file by file
+                pairs = [
+                    (c, p)
+                    for c, p in pairs
+                    if listed[c].size == recorded[p].bytes  # a footer read only then
+                    and footer(c).problem is None
+                    and stats_difference(recorded[p], footer(c)) is None
+                ]
             for candidate, path in pairs:
                 key = (holder, path.split("/", 1)[0])
                 entries.setdefault(key, {})[record.sequence] = record
                 moves.setdefault(key, {})[candidate] = path
+                if not recorded:
+                    by_totals.add(key)
     return [
         Misplaced(
             holder=holder,
@@ -149,9 +149,40 @@ def find_misplaced(
             entries=tuple(entries[holder, target][s] for s in sorted(entries[holder, target])),
             moves=tuple(sorted(moves[holder, target].items())),
             missing=sum(missing[s, target] for s in entries[holder, target]),
+            by_file=(holder, target) not in by_totals,
         )
         for holder, target in sorted(entries)
     ]
+
+
+def _fit_totals(
+    write: TableWrite,
+    gone: Sequence[str],
+    pairs: list[tuple[str, str]],
+    listed: Mapping[str, FileInfo],
+    footer: Callable[[str], StoredFile],
+) -> list[tuple[str, str]]:
+    """The (candidate, missing file) ``pairs`` of one holder for a write that recorded no
+    stats of its files (an entry written before), when their sizes and footer rows, with
+    the write's files still in place, add up to what the log records for the table: exactly
+    when the holder has every missing file, at most when it has only some; else none."""
+    present = [p for p in write.files if p in listed]
+    present_rows = [footer(p).rows for p in present]
+    rows = None if None in present_rows else sum(r or 0 for r in present_rows)
+    size = sum(listed[p].size for p in present)
+    pairs = [(c, p) for c, p in pairs if footer(c).rows is not None]
+    if not pairs:
+        return []
+    held = size + sum(listed[c].size for c, _ in pairs)
+    held_rows = None if rows is None else rows + sum(footer(c).rows or 0 for c, _ in pairs)
+    left = len(gone) - len(pairs)
+    if left == 0:
+        fits = held == write.bytes and held_rows in (None, write.rows)
+    else:
+        fits = held + left * _SMALLEST_PARQUET <= write.bytes and (
+            held_rows is None or held_rows <= write.rows
+        )
+    return pairs if fits else []
 
 
 def _unreferenced(

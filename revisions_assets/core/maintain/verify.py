@@ -9,13 +9,15 @@ rewrites).
 Unlike opening a dataset, which stops at the first damage, ``verify`` reads every log
 entry (checking the chain of digests over all of them, and each against its checkpoint's
 copy), lists every file and reads the footer of every referenced file (``integrity``),
-so it is meant for operators (``revisions verify``), not for each run. It works on a
+so it is meant for operators (``revisions verify``), not for each run. A file whose entry
+recorded its stats must be the file its commit recorded (its size, its footer's rows and
+digest: the file gate's comparison), so a file rewritten with the same rows but other
+values is a finding of its own. It works on a
 dataset that cannot be opened. Its advice never contradicts itself: while an entry is
 missing or damaged, a folder it may reference is that entry's, never an orphan to delete;
 ``description.parquet`` listing entries past the log's end is a lost head, not staleness.
 
-``deep_findings`` (``verify --deep``) also compares every live file with the size and
-footer its entry recorded (``rewritten_file_findings``), and reads the data, with Spark:
+``deep_findings`` (``verify --deep``) also reads the data, with Spark:
 per table, one job over all its live data revisions (one scan:
 ``execute/spark_scan.revision_rows``) counts per revision the rows, tombstones, null ids
 and duplicated ids, and compares the counts with the log; one more recomputes every row
@@ -41,7 +43,6 @@ from ..errors import (
     StorageError,
 )
 from ..log.consumers import follows, recorded_positions, upstream_roots
-from ..log.file_stats import check_stored_files
 from ..log.health import lost_log_evidence, parse_entry
 from ..log.layout import (
     DESCRIPTION,
@@ -53,7 +54,7 @@ from ..log.layout import (
     is_temp_name,
     not_a_dataset,
 )
-from ..log.records import COMPACTION, MAJOR, MINOR, FileStats, Revision, stored_dataset
+from ..log.records import COMPACTION, MAJOR, MINOR, Revision, stored_dataset
 from ..log.revision_log import (
     LOST_HEAD_LIMIT,
     CheckpointError,
@@ -300,9 +301,10 @@ def file_findings(
     removed: Collection[int],
     checked: MutableMapping[str, StoredFile] | None = None,
 ) -> list[Finding]:
-    """Every file a not-removed entry references is inside the root, present and a Parquet
-    file whose footer parses, and the files of each entry and table hold the rows the log
-    records (``integrity.write_findings``; each distinct path read once)."""
+    """Every file a not-removed entry references is inside the root, present, a Parquet
+    file whose footer parses and, where the entry recorded its stats, the file its commit
+    recorded, and the files of each entry and table hold the rows the log records
+    (``integrity.write_findings``; each distinct path read once)."""
     findings: list[Finding] = []
     checked = {} if checked is None else checked
     replaced = rebuilt(records, removed)  # damaged compactions no read uses any more
@@ -610,7 +612,6 @@ def revision_counts(
 
 #: the checks ``verify --deep`` adds, as its ``deep_checks_skipped`` finding names them
 DEEP_CHECKS = (
-    "every live file against the size and footer its entry recorded (corrupt_file)",
     "rows, tombstones, null and duplicated ids of every live revision against its log entry",
     "the row hashes of every live revision and compaction against their values",
     "what each purge removed (purge_lost_rows)",
@@ -639,18 +640,14 @@ def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[
     (``table_counts``); the stored row hashes against the values, per live file of the
     table's revisions and compactions: one more job per table (``hash_mismatches``); then
     what each purge removed from reads (``purge_findings``), but for purges whose reads
-    take a file found damaged (its answer would be the damage's). Before any job, every
-    live file is compared with the size and footer its entry recorded
-    (``rewritten_file_findings``). A data file a job cannot read (its bytes fail their
-    ``.crc`` checksum, Spark cannot decode it) is a ``corrupt_file`` finding, and ends the
-    checks of its table."""
+    take a file found damaged (its answer would be the damage's). A data file a job cannot
+    read (its bytes fail their ``.crc`` checksum, Spark cannot decode it) is a
+    ``corrupt_file`` finding, and ends the checks of its table."""
     from ..read.execute.spark import SparkExecutor
 
     executor = SparkExecutor(storage, lambda: spark, "auto")
-    rewritten = {f.path: f for f in rewritten_file_findings(storage, view)}
     findings: list[Finding] = []
-    damaged: set[str] = set(rewritten)
-    bad_paths: set[str] = set()
+    damaged: set[str] = set()
     replaced = rebuilt(view.records, set(view.removed))
     for table in view.tables():
         revisions = [r for r in view.table_revisions(table) if not view.is_removed(r.sequence)]
@@ -661,19 +658,14 @@ def deep_findings(spark: SparkSession, storage: Storage, view: LogView) -> list[
                 findings += count_findings(table, table_counts(spark, storage, table, revisions))
             records = [*revisions, *compactions]
             bad = hash_mismatches(spark, storage, table, records)
-            bad_paths |= set(bad)
             damaged |= set(bad)
             findings += hash_findings(table, records, bad, replaced)
-    named = {f.path for f in findings if f.kind == "corrupt_file"}
-    damaged |= named
+    damaged |= {f.path for f in findings if f.kind == "corrupt_file"}
     live = [r for r in view.records if not view.is_removed(r.sequence)]
     every = [(r.name, f) for r in live for w in r.tables.values() for f in w.files]
     with _damage_found(executor, "", every, findings):
         findings += purge_findings(spark, storage, view, damaged)
-    # a rewritten file the jobs told more of (its values changed, its bytes fail their
-    # checksum) is reported once, by what they found
-    told = named | set(bad_paths)
-    return [f for path, f in rewritten.items() if path not in told] + findings
+    return findings
 
 
 @contextmanager
@@ -797,30 +789,6 @@ def hash_mismatches(
         )
         for row in per_file
     }
-
-
-def rewritten_file_findings(storage: Storage, view: LogView) -> list[Finding]:
-    """Every live file whose entry recorded its stats, against them: one that holds other
-    bytes, or whose footer (hence its rows, row groups or statistics) differs from the one
-    its writer read, was rewritten after its commit (``check_stored_file``)."""
-    owners: dict[str, tuple[Revision, str, FileStats]] = {}
-    for record in view.records:
-        if view.is_removed(record.sequence):
-            continue
-        for table, write in record.tables.items():
-            for stats in write.file_stats or ():
-                owners.setdefault(stats.path, (record, table, stats))
-    findings = []
-    for state in check_stored_files(storage, [stats for *_, stats in owners.values()]):
-        if state.problem is None or state.problem == "missing":  # missing: file_findings'
-            continue
-        record, table, _ = owners[state.path]
-        message = (
-            f"data file {state.path} of {record.kind} {record.name!r} (sequence "
-            f"{record.sequence}), table {table!r}: {state.problem}"
-        )
-        findings.append(Finding.of("corrupt_file", state.path, message))
-    return findings
 
 
 def table_counts(
@@ -965,7 +933,6 @@ __all__ = [
     "merged_revisions",
     "purge_findings",
     "revision_counts",
-    "rewritten_file_findings",
     "table_counts",
     "verify",
     "verify_storage",

@@ -8,24 +8,30 @@ millions of rows, which a reader then decodes). The gate reads each planned file
 first (one ranged read of its last bytes on an object store, ``storage/footer.py``): a
 damaged dataset fails with a ``MissingFileError`` or ``CorruptFileError`` naming the file,
 its revision and its table, in one wording for both handles, before any data is decoded.
-The footers of the files one entry wrote must hold the rows the entry records
-(``footer_disagreement``). Data files are immutable: a handle checks each write once
-(``FileGate.checked``). The reader's gate first fetches the files into its download cache
-and checks the copies.
+
+Where the log recorded the statistics of a write's files (``FileStats``), each file must be
+the one its commit recorded: its size, its footer's rows and the sha256 of its footer
+(``stats_difference``; the stats give the footer's length, so one ranged read fetches
+exactly the footer). A file rewritten with the same rows but other values has another
+footer (other statistics, other offsets) and is refused (``rewritten_file_error``). For
+entries written before the log recorded them, the footers of the files one entry wrote
+must hold the rows the entry records (``footer_disagreement``), as for every write. Data
+files are immutable: a handle checks each write once (``FileGate.checked``). The reader's
+gate first fetches the files into its download cache and checks the copies.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ...errors import CorruptFileError, MissingFileError
-from ...storage.base import LocalStorage, Storage
-from ...storage.footer import StoredFile, stored_file
+from ...log.file_stats import in_threads, read_footer, stats_difference
+from ...log.records import FileStats
+from ...storage.base import Storage
+from ...storage.footer import StoredFile
 from ..plan.scans import ScanTask
 
-_THREADS = 8  # ranged reads of the footers in flight on an object store
 #: what to do about a damaged data file, in every message that reports one
 REPAIR = (
     "the dataset is damaged; run `revisions verify` and see 'Recovering a damaged dataset' "
@@ -121,9 +127,25 @@ def disagreement_error(
     )
 
 
+def rewritten_file_error(
+    root: str, task: ScanTask, table: str, path: str, difference: str
+) -> CorruptFileError:
+    """A data file that is not the one its commit recorded (``stats_difference``)."""
+    fix = (
+        f"{RESTORE} (a compaction's: `revisions compact ROOT --rebuild {task.entry}`)"
+        if task.is_compaction
+        else f"{RESTORE}, or commit a new major of the table"
+    )
+    return CorruptFileError(
+        f"{root}: data file {path} of revision {task.entry!r}, table {table!r}, was rewritten "
+        f"after its commit ({difference}): refused before reading any row; {fix}; {REPAIR}"
+    )
+
+
 class FileGate:
-    """The data files one handle's reads may scan: each exists, is Parquet, and the footers
-    of each write hold the rows the log records.
+    """The data files one handle's reads may scan: each exists, is Parquet, each file whose
+    stats the log recorded is the one its commit recorded, and the footers of each write
+    hold the rows the log records.
 
     ``storage``: where the files are checked (the dataset's storage, or the reader's
     download cache); ``root``: how messages name the dataset; ``fetch``: brings the files
@@ -141,8 +163,9 @@ class FileGate:
     def check(self, table: str, tasks: Iterable[ScanTask]) -> None:
         """Raise MissingFileError naming the first missing file (and how many more are
         gone), else CorruptFileError for the first file that is not Parquet or whose footer
-        does not parse, else for the first write whose footers disagree with the log.
-        ``tasks``: the writes a plan scans (its ``scanned``)."""
+        does not parse, else for the first file that differs from its stats, else for the
+        first write whose footers disagree with the log. ``tasks``: the writes a plan scans
+        (its ``scanned``)."""
         todo = {}
         for task in tasks:
             key = (task.entry, task.files)
@@ -150,25 +173,33 @@ class FileGate:
                 todo.setdefault(key, task)
         if not todo:
             return
-        owner = {f: task.entry for task in todo.values() for f in task.files}
-        paths = list(owner)
+        writer: dict[str, ScanTask] = {}
+        recorded: dict[str, FileStats] = {}
+        for task in todo.values():
+            for n, path in enumerate(task.files):
+                writer.setdefault(path, task)
+                if task.file_stats is not None:
+                    recorded.setdefault(path, task.file_stats[n])
+        paths = list(writer)
         if self.fetch is not None:
-            self.fetch(paths, owner.__getitem__)
-        if isinstance(self.storage, LocalStorage) or len(paths) <= 1:
-            footers = [stored_file(self.storage, path) for path in paths]
-        else:
-            with ThreadPoolExecutor(min(_THREADS, len(paths))) as pool:
-                footers = list(pool.map(lambda p: stored_file(self.storage, p), paths))
+            self.fetch(paths, lambda path: writer[path].entry)
+        footers = in_threads(
+            self.storage, lambda path: read_footer(self.storage, path, recorded.get(path)), paths
+        )
         stored = dict(zip(paths, footers, strict=True))
         missing = [f.path for f in footers if f.problem == "missing"]
         if missing:
-            raise missing_file_error(
-                self.root, owner[missing[0]], table, missing[0], len(missing) - 1
-            )
-        for footer in footers:
-            if footer.problem is not None:
-                path = footer.path
-                raise corrupt_file_error(self.root, owner[path], table, path, footer.problem)
+            entry = writer[missing[0]].entry
+            raise missing_file_error(self.root, entry, table, missing[0], len(missing) - 1)
+        for state in footers:
+            if state.problem is not None:
+                entry = writer[state.path].entry
+                raise corrupt_file_error(self.root, entry, table, state.path, state.problem)
+        for path in paths:
+            known = recorded.get(path)
+            difference = None if known is None else stats_difference(known, stored[path])
+            if difference is not None:
+                raise rewritten_file_error(self.root, writer[path], table, path, difference)
         for key, task in todo.items():
             wrong = footer_disagreement(task.files, task.rows, stored)
             if wrong is not None:
