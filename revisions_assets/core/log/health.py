@@ -38,7 +38,15 @@ from .layout import (
     entry_path,
     entry_sequence,
 )
-from .records import KINDS, PURGE, SHA256_HEX, Revision, decode_id_value, id_types
+from .records import (
+    KINDS,
+    PURGE,
+    SHA256_HEX,
+    Revision,
+    decode_id_value,
+    id_types,
+    load_json,
+)
 
 REPAIR_HINT = (
     "nothing is written to this dataset until the log is repaired: run `revisions verify` "
@@ -61,7 +69,7 @@ def parse_entry(raw: bytes, sequence: int, root: str) -> Revision:
             f"({MAX_ENTRY_BYTES}); {REPAIR_HINT}"
         )
     try:
-        doc = json.loads(raw)
+        doc = load_json(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise CorruptLogError(
             f"{root}: log entry {path} is not valid JSON ({exc}); {REPAIR_HINT}"

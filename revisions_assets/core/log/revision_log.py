@@ -56,7 +56,15 @@ from ..timeutil import to_micros
 from .file_stats import FooterStatsCache, logged_file_stats
 from .health import MAX_ENTRY_BYTES, REPAIR_HINT, check_log_health, entry_problem, parse_entry
 from .layout import DESCRIPTION, LAST_CHECKPOINT, LOG_DIR, checkpoint_path, entry_path
-from .records import DATA_KINDS, FileStats, Revision, TableWrite, stored_dataset, upstream_doc
+from .records import (
+    DATA_KINDS,
+    FileStats,
+    Revision,
+    TableWrite,
+    load_json,
+    stored_dataset,
+    upstream_doc,
+)
 from .view import LogView
 
 if TYPE_CHECKING:  # pandas loads only when a frame is asked for
@@ -281,8 +289,8 @@ class RevisionLog:
         # no dictionaries: a reader bounds what a checkpoint decodes to by its pages' sizes
         pq.write_table(table, buf, compression="zstd", use_dictionary=False)
         self.storage.create_exclusive(checkpoint_path(sequence), buf.getvalue())
-        current = self.storage.read(LAST_CHECKPOINT)
-        if current is None or int(json.loads(current)["sequence"]) < sequence:
+        current = checkpoint_sequence(self.storage)  # a hint that names none is replaced
+        if current is None or current < sequence:
             self.storage.write(LAST_CHECKPOINT, json.dumps({"sequence": sequence}).encode())
 
     def publish_description(self, max_rounds: int = 20) -> None:
@@ -501,7 +509,7 @@ def checkpoint_sequence(storage: Storage) -> int | None:
     if hint is None or len(hint) > 1024:  # a hint is a few bytes of JSON
         return None
     try:
-        sequence = json.loads(hint)["sequence"]
+        sequence = load_json(hint)["sequence"]
     except (ValueError, KeyError, TypeError):
         return None
     return sequence if isinstance(sequence, int) and sequence >= 1 else None
@@ -589,7 +597,7 @@ def _checked_record(text: Any, row: Sequence[Any] | None, sequence: Any, at: int
     if not isinstance(text, str) or len(text) > MAX_ENTRY_BYTES:
         raise CorruptLogError(f"{where} has no record, or one larger than any entry")
     try:
-        doc = json.loads(text)
+        doc = load_json(text)
     except ValueError as exc:
         raise CorruptLogError(f"{where} holds a record that is not valid JSON ({exc})") from None
     problem = entry_problem(doc)
@@ -613,7 +621,7 @@ def _columns_problem(doc: dict[str, Any], row: Sequence[Any]) -> str | None:
     if not all(_MIN_US <= doc[k] <= _MAX_US for k in ("timestamp_us", "committed_at_us")):
         return "has a time out of the range of times"
     try:
-        upstream = json.loads(row[8]) if row[8] is not None else None
+        upstream = load_json(row[8]) if row[8] is not None else None
     except ValueError:
         return "has an upstream column that is not JSON"
     tables = row[7] or []

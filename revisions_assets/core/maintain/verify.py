@@ -25,7 +25,6 @@ other checks found no error (``deep_skipped`` says so otherwise).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
@@ -53,7 +52,7 @@ from ..log.layout import (
     is_temp_name,
     not_a_dataset,
 )
-from ..log.records import COMPACTION, MAJOR, MINOR, FileStats, Revision, stored_dataset
+from ..log.records import COMPACTION, MAJOR, MINOR, FileStats, Revision, load_json, stored_dataset
 from ..log.revision_log import (
     LOST_HEAD_LIMIT,
     CheckpointError,
@@ -284,7 +283,7 @@ def _pattern_files(raw: bytes) -> list[str]:
     """The data files an entry that failed to parse names with a pattern character (its
     tables' writes and its purge's), if its JSON is readable that far."""
     try:
-        doc = json.loads(raw)
+        doc = load_json(raw)
         writes = [*doc.get("tables", {}).values()]
         for swaps in (doc.get("purge") or {}).get("swaps", {}).values():
             writes += [swap.get("write") or {} for swap in swaps]
