@@ -76,6 +76,8 @@ CHECKPOINT_INTERVAL = 100
 #: description.parquet lists at most this many entries past the log's last one as the
 #: evidence of a lost head; a description listing more is stale (or forged), not decoded
 LOST_HEAD_LIMIT = 1000
+#: the most ``_log/_last_checkpoint`` is read of (its JSON is a few bytes)
+MAX_HINT_BYTES = 1024
 #: the key of a checkpoint's Parquet metadata that holds the sha256 of its last entry
 LAST_ENTRY_DIGEST = b"revisions.last_entry_sha256"
 #: what a log-sized Parquet file (a checkpoint, description.parquet) may decode to: per
@@ -219,7 +221,7 @@ class RevisionLog:
             raise CorruptLogError(self._broken)
 
     def _read_entry(self, sequence: int) -> tuple[Revision, str] | None:
-        raw = self.storage.read(entry_path(sequence))
+        raw = self.storage.read(entry_path(sequence), MAX_ENTRY_BYTES)
         if raw is None:
             return None
         return parse_entry(raw, sequence, self.root), entry_digest(raw)
@@ -274,7 +276,7 @@ class RevisionLog:
             return self._head_digest
         if sequence < self.head and self._records[sequence].previous is not None:
             return self._records[sequence].previous
-        raw = self.storage.read(entry_path(sequence))
+        raw = self.storage.read(entry_path(sequence), MAX_ENTRY_BYTES)
         return None if raw is None else entry_digest(raw)
 
     def after_commit(self) -> None:
@@ -505,8 +507,8 @@ _CHECKPOINT_TYPES = {f.name: f.type for f in checkpoint_table([]).schema}
 
 def checkpoint_sequence(storage: Storage) -> int | None:
     """The sequence ``_log/_last_checkpoint`` names, or None (none, or not a hint)."""
-    hint = storage.read(LAST_CHECKPOINT)
-    if hint is None or len(hint) > 1024:  # a hint is a few bytes of JSON
+    hint = storage.read(LAST_CHECKPOINT, MAX_HINT_BYTES)
+    if hint is None or len(hint) > MAX_HINT_BYTES:  # a hint is a few bytes of JSON
         return None
     try:
         sequence = load_json(hint)["sequence"]
@@ -523,15 +525,18 @@ def read_checkpoint(
     when the hint or the checkpoint cannot be used: damaged, decoding to more than its
     ``sequence`` entries can hold, or (``invalid``) holding records that fail the checks of
     entries (``records_of_checkpoint``)."""
-    if storage.read(LAST_CHECKPOINT) is None:
+    if storage.read(LAST_CHECKPOINT, MAX_HINT_BYTES) is None:
         return 0, [], None
     sequence = checkpoint_sequence(storage)
     if sequence is None:
         raise CheckpointError(f"{LAST_CHECKPOINT} does not name a checkpoint")
     path = checkpoint_path(sequence)
-    raw = storage.read(path)
+    most = sequence * MAX_ENTRY_BYTES  # what its entries can hold (no more is read of it)
+    raw = storage.read(path, most)
     if raw is None:
         raise CheckpointError(f"checkpoint {path} is missing")
+    if len(raw) > most:
+        raise CheckpointError(f"checkpoint {path} is larger than its {sequence} entries can hold")
     try:
         table = read_parquet_bytes(raw, max_rows=sequence)
     except (ValueError, KeyError, TypeError, pa.ArrowException) as exc:

@@ -41,7 +41,7 @@ from ..errors import (
 )
 from ..log.consumers import follows, recorded_positions, upstream_roots
 from ..log.file_stats import check_stored_files
-from ..log.health import lost_log_evidence, parse_entry
+from ..log.health import MAX_ENTRY_BYTES, lost_log_evidence, parse_entry
 from ..log.layout import (
     DESCRIPTION,
     LAST_CHECKPOINT,
@@ -188,7 +188,7 @@ def _check_log(storage: Storage, findings: list[Finding]) -> _LogScan:
         path = entry_path(sequence)
         raw = None
         try:
-            raw = storage.read(path)
+            raw = storage.read(path, MAX_ENTRY_BYTES)
             if raw is None:
                 raise StorageError(f"{path} is listed but cannot be read as a file")
             digests[sequence] = entry_digest(raw)
