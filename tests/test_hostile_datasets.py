@@ -47,7 +47,7 @@ from core.helpers import stage_revision
 from harness.dates import day
 from harness.examples import examples
 from harness.processes import run_measuring_peak
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from revisions_assets import DatasetReader
