@@ -61,7 +61,7 @@ from revisions_assets.core.log.layout import (
     checkpoint_path,
     entry_path,
 )
-from revisions_assets.core.log.records import canonical_json
+from revisions_assets.core.log.records import canonical_json, load_json
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.maintain.verify import verify
 from revisions_assets.core.storage.backends import open_storage
@@ -307,7 +307,7 @@ def rewrite_entry(root: Path, sequence: int, edit) -> None:
     if not path.is_file() or path.is_symlink():
         return
     try:
-        doc = json.loads(path.read_bytes())
+        doc = load_json(path.read_bytes())
     except ValueError:
         return  # an earlier mutation made it no JSON
     if not isinstance(doc, dict):
@@ -330,7 +330,7 @@ def append_forged(root: Path, edit) -> None:
     head = max(int(p.stem) for p in (root / "_log").glob("*.json") if p.stem.isdigit())
     previous = (root / entry_path(head)).read_bytes()
     try:
-        doc = json.loads(previous)
+        doc = load_json(previous)
     except ValueError:
         return
     if not isinstance(doc, dict):
@@ -710,7 +710,7 @@ def check_copy(base: Base, work: Path, mutations: list[tuple]) -> None:
 
 
 @settings(
-    max_examples=examples(12),
+    max_examples=examples(20),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

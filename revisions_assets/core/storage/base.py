@@ -236,8 +236,8 @@ class LocalStorage(Storage):
             try:
                 if limit is None:
                     return path.read_bytes()
-                with open(path, "rb") as fh:
-                    return fh.read(limit + 1)
+                with open(path, "rb") as fh:  # (read(n) allocates n bytes up front)
+                    return fh.read(min(limit, os.fstat(fh.fileno()).st_size) + 1)
             except FileNotFoundError:
                 if path.is_symlink():
                     raise StorageError(
