@@ -1,12 +1,12 @@
 """Is the log whole and well formed? Checks made when a log is opened and read.
 
-* ``parse_entry``: a log entry's bytes (at most ``MAX_ENTRY_BYTES``) become a ``Revision``
-  only when every field has the right type (``is_major`` a real bool, counts non-negative
-  ints, file stats one per file with bounds of the ids' types, …) and every recorded file
-  path stays inside the root and holds no pattern character (``storage.base``); otherwise
-  ``CorruptLogError`` names the file and what is wrong (never an AttributeError, never
-  ``bool("False")``). A checkpoint's records get the same checks (``entry_problem``, from
-  ``revision_log.records_of_checkpoint``).
+* ``parse_entry``: a log entry's bytes (at most ``MAX_ENTRY_BYTES``: no more is read of
+  one) become a ``Revision`` only when every field has the right type (``is_major`` a real
+  bool, counts non-negative ints, file stats one per file with bounds of the ids' types, …)
+  and every recorded file path stays inside the root and holds no pattern character
+  (``storage.base``); otherwise ``CorruptLogError`` names the file and what is wrong (never
+  an AttributeError, never ``bool("False")``). A checkpoint's records get the same checks
+  (``entry_problem``, from ``revision_log.records_of_checkpoint``).
 * ``check_log_health``: after an open has read the log up to its head, nothing may lie
   beyond it (an entry past a missing one is a gap), and an empty log must really be an
   empty dataset, not a lost ``_log/``. It lists the names after the head only (one
@@ -38,7 +38,15 @@ from .layout import (
     entry_path,
     entry_sequence,
 )
-from .records import KINDS, PURGE, SHA256_HEX, Revision, decode_id_value, id_types
+from .records import (
+    KINDS,
+    PURGE,
+    SHA256_HEX,
+    Revision,
+    decode_id_value,
+    id_types,
+    load_json,
+)
 
 REPAIR_HINT = (
     "nothing is written to this dataset until the log is repaired: run `revisions verify` "
@@ -57,11 +65,11 @@ def parse_entry(raw: bytes, sequence: int, root: str) -> Revision:
     path = entry_path(sequence)
     if len(raw) > MAX_ENTRY_BYTES:
         raise CorruptLogError(
-            f"{root}: log entry {path} holds {len(raw)} bytes, more than any entry "
-            f"({MAX_ENTRY_BYTES}); {REPAIR_HINT}"
+            f"{root}: log entry {path} is larger than any entry (more than "
+            f"{MAX_ENTRY_BYTES} bytes); {REPAIR_HINT}"
         )
     try:
-        doc = json.loads(raw)
+        doc = load_json(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise CorruptLogError(
             f"{root}: log entry {path} is not valid JSON ({exc}); {REPAIR_HINT}"

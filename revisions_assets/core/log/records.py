@@ -47,6 +47,18 @@ def canonical_json(value: Any) -> str:
 
 #: a sha256 digest as the log records it: 64 lowercase hex digits
 SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+def load_json(raw: str | bytes) -> Any:
+    """``json.loads`` for what a dataset stores (entries, checkpoint records, the checkpoint
+    hint): a document nested deeper than Python's recursion limit (``[[[…`` in a few KB)
+    raises ValueError like any other invalid JSON, not a RecursionError."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("nested too deeply to be a log entry") from None
+
+
 #: the id types whose min and max the log records (Spark's type names); ids of other types
 #: (refused at commit) record none
 _INT_TYPES = frozenset({"byte", "short", "integer", "long"})

@@ -56,7 +56,15 @@ from ..timeutil import to_micros
 from .file_stats import FooterStatsCache, logged_file_stats
 from .health import MAX_ENTRY_BYTES, REPAIR_HINT, check_log_health, entry_problem, parse_entry
 from .layout import DESCRIPTION, LAST_CHECKPOINT, LOG_DIR, checkpoint_path, entry_path
-from .records import DATA_KINDS, FileStats, Revision, TableWrite, stored_dataset, upstream_doc
+from .records import (
+    DATA_KINDS,
+    FileStats,
+    Revision,
+    TableWrite,
+    load_json,
+    stored_dataset,
+    upstream_doc,
+)
 from .view import LogView
 
 if TYPE_CHECKING:  # pandas loads only when a frame is asked for
@@ -68,6 +76,8 @@ CHECKPOINT_INTERVAL = 100
 #: description.parquet lists at most this many entries past the log's last one as the
 #: evidence of a lost head; a description listing more is stale (or forged), not decoded
 LOST_HEAD_LIMIT = 1000
+#: the most ``_log/_last_checkpoint`` is read of (its JSON is a few bytes)
+MAX_HINT_BYTES = 1024
 #: the key of a checkpoint's Parquet metadata that holds the sha256 of its last entry
 LAST_ENTRY_DIGEST = b"revisions.last_entry_sha256"
 #: what a log-sized Parquet file (a checkpoint, description.parquet) may decode to: per
@@ -211,7 +221,7 @@ class RevisionLog:
             raise CorruptLogError(self._broken)
 
     def _read_entry(self, sequence: int) -> tuple[Revision, str] | None:
-        raw = self.storage.read(entry_path(sequence))
+        raw = self.storage.read(entry_path(sequence), MAX_ENTRY_BYTES)
         if raw is None:
             return None
         return parse_entry(raw, sequence, self.root), entry_digest(raw)
@@ -266,7 +276,7 @@ class RevisionLog:
             return self._head_digest
         if sequence < self.head and self._records[sequence].previous is not None:
             return self._records[sequence].previous
-        raw = self.storage.read(entry_path(sequence))
+        raw = self.storage.read(entry_path(sequence), MAX_ENTRY_BYTES)
         return None if raw is None else entry_digest(raw)
 
     def after_commit(self) -> None:
@@ -281,8 +291,8 @@ class RevisionLog:
         # no dictionaries: a reader bounds what a checkpoint decodes to by its pages' sizes
         pq.write_table(table, buf, compression="zstd", use_dictionary=False)
         self.storage.create_exclusive(checkpoint_path(sequence), buf.getvalue())
-        current = self.storage.read(LAST_CHECKPOINT)
-        if current is None or int(json.loads(current)["sequence"]) < sequence:
+        current = checkpoint_sequence(self.storage)  # a hint that names none is replaced
+        if current is None or current < sequence:
             self.storage.write(LAST_CHECKPOINT, json.dumps({"sequence": sequence}).encode())
 
     def publish_description(self, max_rounds: int = 20) -> None:
@@ -497,11 +507,11 @@ _CHECKPOINT_TYPES = {f.name: f.type for f in checkpoint_table([]).schema}
 
 def checkpoint_sequence(storage: Storage) -> int | None:
     """The sequence ``_log/_last_checkpoint`` names, or None (none, or not a hint)."""
-    hint = storage.read(LAST_CHECKPOINT)
-    if hint is None or len(hint) > 1024:  # a hint is a few bytes of JSON
+    hint = storage.read(LAST_CHECKPOINT, MAX_HINT_BYTES)
+    if hint is None or len(hint) > MAX_HINT_BYTES:  # a hint is a few bytes of JSON
         return None
     try:
-        sequence = json.loads(hint)["sequence"]
+        sequence = load_json(hint)["sequence"]
     except (ValueError, KeyError, TypeError):
         return None
     return sequence if isinstance(sequence, int) and sequence >= 1 else None
@@ -515,15 +525,18 @@ def read_checkpoint(
     when the hint or the checkpoint cannot be used: damaged, decoding to more than its
     ``sequence`` entries can hold, or (``invalid``) holding records that fail the checks of
     entries (``records_of_checkpoint``)."""
-    if storage.read(LAST_CHECKPOINT) is None:
+    if storage.read(LAST_CHECKPOINT, MAX_HINT_BYTES) is None:
         return 0, [], None
     sequence = checkpoint_sequence(storage)
     if sequence is None:
         raise CheckpointError(f"{LAST_CHECKPOINT} does not name a checkpoint")
     path = checkpoint_path(sequence)
-    raw = storage.read(path)
+    most = sequence * MAX_ENTRY_BYTES  # what its entries can hold (no more is read of it)
+    raw = storage.read(path, most)
     if raw is None:
         raise CheckpointError(f"checkpoint {path} is missing")
+    if len(raw) > most:
+        raise CheckpointError(f"checkpoint {path} is larger than its {sequence} entries can hold")
     try:
         table = read_parquet_bytes(raw, max_rows=sequence)
     except (ValueError, KeyError, TypeError, pa.ArrowException) as exc:
@@ -589,7 +602,7 @@ def _checked_record(text: Any, row: Sequence[Any] | None, sequence: Any, at: int
     if not isinstance(text, str) or len(text) > MAX_ENTRY_BYTES:
         raise CorruptLogError(f"{where} has no record, or one larger than any entry")
     try:
-        doc = json.loads(text)
+        doc = load_json(text)
     except ValueError as exc:
         raise CorruptLogError(f"{where} holds a record that is not valid JSON ({exc})") from None
     problem = entry_problem(doc)
@@ -613,7 +626,7 @@ def _columns_problem(doc: dict[str, Any], row: Sequence[Any]) -> str | None:
     if not all(_MIN_US <= doc[k] <= _MAX_US for k in ("timestamp_us", "committed_at_us")):
         return "has a time out of the range of times"
     try:
-        upstream = json.loads(row[8]) if row[8] is not None else None
+        upstream = load_json(row[8]) if row[8] is not None else None
     except ValueError:
         return "has an upstream column that is not JSON"
     tables = row[7] or []

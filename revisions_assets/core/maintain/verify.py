@@ -27,7 +27,6 @@ other checks found no error (``deep_skipped`` says so otherwise).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
@@ -43,7 +42,7 @@ from ..errors import (
     StorageError,
 )
 from ..log.consumers import follows, recorded_positions, upstream_roots
-from ..log.health import lost_log_evidence, parse_entry
+from ..log.health import MAX_ENTRY_BYTES, lost_log_evidence, parse_entry
 from ..log.layout import (
     DESCRIPTION,
     LAST_CHECKPOINT,
@@ -54,7 +53,7 @@ from ..log.layout import (
     is_temp_name,
     not_a_dataset,
 )
-from ..log.records import COMPACTION, MAJOR, MINOR, Revision, stored_dataset
+from ..log.records import COMPACTION, MAJOR, MINOR, Revision, load_json, stored_dataset
 from ..log.revision_log import (
     LOST_HEAD_LIMIT,
     CheckpointError,
@@ -190,7 +189,7 @@ def _check_log(storage: Storage, findings: list[Finding]) -> _LogScan:
         path = entry_path(sequence)
         raw = None
         try:
-            raw = storage.read(path)
+            raw = storage.read(path, MAX_ENTRY_BYTES)
             if raw is None:
                 raise StorageError(f"{path} is listed but cannot be read as a file")
             digests[sequence] = entry_digest(raw)
@@ -285,7 +284,7 @@ def _pattern_files(raw: bytes) -> list[str]:
     """The data files an entry that failed to parse names with a pattern character (its
     tables' writes and its purge's), if its JSON is readable that far."""
     try:
-        doc = json.loads(raw)
+        doc = load_json(raw)
         writes = [*doc.get("tables", {}).values()]
         for swaps in (doc.get("purge") or {}).get("swaps", {}).values():
             writes += [swap.get("write") or {} for swap in swaps]

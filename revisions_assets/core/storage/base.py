@@ -95,8 +95,10 @@ class Storage(ABC):
         """The URI Spark uses for ``rel`` (``file:///…``, ``s3a://…``)."""
 
     @abstractmethod
-    def read(self, rel: str) -> bytes | None:
-        """The object's bytes, or None when it does not exist."""
+    def read(self, rel: str, limit: int | None = None) -> bytes | None:
+        """The object's bytes, or None when it does not exist. ``limit``: at most ``limit + 1``
+        bytes are read (more than ``limit`` says the object is larger): a file of a few
+        bytes (a log entry, the checkpoint hint) may be a sparse file of gigabytes."""
 
     @abstractmethod
     def read_tail(self, rel: str, length: int) -> bytes | None:
@@ -228,11 +230,14 @@ class LocalStorage(Storage):
         with self._os_errors("resolve", rel):
             return "file://" + self._abs(rel).as_posix()
 
-    def read(self, rel: str) -> bytes | None:
+    def read(self, rel: str, limit: int | None = None) -> bytes | None:
         with self._os_errors("read", rel):
             path = self._abs(rel)
             try:
-                return path.read_bytes()
+                if limit is None:
+                    return path.read_bytes()
+                with open(path, "rb") as fh:  # (read(n) allocates n bytes up front)
+                    return fh.read(min(limit, os.fstat(fh.fileno()).st_size) + 1)
             except FileNotFoundError:
                 if path.is_symlink():
                     raise StorageError(

@@ -207,10 +207,11 @@ class S3Storage(Storage):
 
     # -- operations ------------------------------------------------------------------------
 
-    def read(self, rel: str) -> bytes | None:
+    def read(self, rel: str, limit: int | None = None) -> bytes | None:
         key = self.key(rel)
+        byte_range = None if limit is None else f"bytes=0-{limit}"
         # the body is read inside the retried call: a cut-off body is retried too
-        return self._call("GetObject", key, lambda: self._get_or_none(key))
+        return self._call("GetObject", key, lambda: self._get_or_none(key, byte_range))
 
     def read_tail(self, rel: str, length: int) -> bytes | None:
         key = self.key(rel)
@@ -307,6 +308,8 @@ class S3Storage(Storage):
         except ClientError as exc:
             if _code(exc) in _NOT_FOUND_CODES:
                 return None
+            if byte_range and _code(exc) == "InvalidRange":  # an empty object
+                return b""
             raise
 
     def list_files(self, rel_prefix: str) -> list[FileInfo]:
