@@ -332,7 +332,9 @@ def test_an_in_order_skip_minor_needs_no_hash_join_a_backfill_does(spark, root, 
     assert joins == []
     # a window of two revisions, and hashes of some columns only, still compare
     assert by_id(ds.changes("t", since_sequence=2, only_changed=True).df, "v") == {2: (3,)}
-    assert by_id(ds.changes("t", since_sequence=3, only_changed=True, columns=["w"]).df) == {}
+    assert (
+        by_id(ds.changes("t", since_sequence=3, only_changed=True, compared_columns=["w"]).df) == {}
+    )
     assert len(joins) == 2
 
 
@@ -396,21 +398,41 @@ def test_soft_major_since_the_consumer_position(spark, root):
 
 
 def test_changes_of_some_columns(spark, root):
-    """``columns``: a consumer that reads only ``v`` sees no change when only ``w`` moves."""
+    """``compared_columns``: a consumer that reads only ``v`` sees no change when only ``w``
+    moves; ``columns`` projects the rows, and a compared column need not be among them."""
     ds = RevisionedDataset(root, spark, id_columns=["id"])
     ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 2, "b")], SCHEMA)}, day(0), True)
     ds.commit({"t": frame(spark, [(1, 1, "x"), (2, 5, "b")], SCHEMA)}, day(1), False)
-    only_v = ds.changes("t", since_sequence=1, only_changed=True, columns=["v"])
-    assert by_id(only_v.df, "v") == {2: (5,)}
+    only_v = ds.changes("t", since_sequence=1, only_changed=True, compared_columns=["v"])
+    assert by_id(only_v.df, "v", "w") == {2: (5, "b")}
     assert sorted(by_id(ds.changes("t", since_sequence=1, only_changed=True).df)) == [1, 2]
+    # counted by v, only w returned; counted by every column (the default), only v returned
+    projected = ds.changes(
+        "t", since_sequence=1, only_changed=True, columns=["w"], compared_columns=["v"]
+    )
+    assert projected.df.columns == ["id", "w", "_deleted"]
+    assert by_id(projected.df, "w") == {2: ("b",)}
+    both = ds.scan("t").select("v").changes(since_sequence=1, only_changed=True).to_changes()
+    assert both.df.columns == ["id", "v", "_deleted"]
+    assert by_id(both.df, "v") == {1: (1,), 2: (5,)}  # entity 1 changed w, not returned
     # a major that bumps only w: no entity changed for a consumer of v
     ds.commit({"t": frame(spark, [(1, 1, "X"), (2, 5, "B")], SCHEMA)}, day(2), True)
-    assert by_id(ds.changes("t", since_sequence=2, columns=["v"]).changed) == {}
+    assert by_id(ds.changes("t", since_sequence=2, compared_columns=["v"]).changed) == {}
     assert sorted(by_id(ds.changes("t", since_sequence=2).changed)) == [1, 2]
+    reset = ds.changes("t", since_sequence=2, columns=["w"], compared_columns=["w"])
+    assert reset.is_reset and reset.df.columns == ["id", "w", "_deleted"]
+    assert reset.changed.columns == ["id", "w", "_deleted"]
+    assert by_id(reset.changed, "w") == {1: ("X",), 2: ("B",)}
     # an id column is accepted and counts for nothing: an entity's ids never change
-    assert by_id(ds.changes("t", since_sequence=2, columns=["id", "v"]).changed) == {}
-    with pytest.raises(InvalidArgumentError, match=r"\['nope'\] are not columns"):
-        ds.changes("t", since_sequence=2, columns=["nope"])
+    assert by_id(ds.changes("t", since_sequence=2, compared_columns=["id", "v"]).changed) == {}
+    for option in ("columns", "compared_columns"):
+        with pytest.raises(
+            InvalidArgumentError,
+            match=rf"changes\(\): {option} \['nope'\] are not columns of table 't'",
+        ):
+            ds.changes("t", since_sequence=2, **{option: ["nope"]})
+    with pytest.raises(InvalidArgumentError, match="compared_columns does not apply to a state"):
+        ds.scan("t").update(compared_columns=["v"])
 
 
 # -- against the model ---------------------------------------------------------------------------
