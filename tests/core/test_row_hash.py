@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from revisions_assets import RevisionedDataset, UpstreamPosition
+from revisions_assets import DatasetReader, RevisionedDataset, UpstreamPosition
 from revisions_assets.core.columns import ROW_HASH
 from revisions_assets.core.errors import CarriedStateError, InvalidArgumentError, InvalidNameError
 from revisions_assets.core.hashing import row_hash
@@ -425,6 +425,12 @@ def test_changes_of_some_columns(spark, root):
     assert by_id(reset.changed, "w") == {1: ("X",), 2: ("B",)}
     # an id column is accepted and counts for nothing: an entity's ids never change
     assert by_id(ds.changes("t", since_sequence=2, compared_columns=["id", "v"]).changed) == {}
+    # a compared column that a later minor added: null in the state before, on both engines
+    wider = frame(spark, [(1, 1, "X", 5), (2, 6, "B", None)], "id long, v long, w string, x long")
+    ds.commit({"t": wider}, day(3), False)
+    options = {"since_sequence": 3, "only_changed": True, "compared_columns": ["x"]}
+    assert by_id(ds.changes("t", **options).df, "x") == {1: (5,)}
+    assert DatasetReader(root).changes("t", **options).df.select("id", "x").rows() == [(1, 5)]
     for option in ("columns", "compared_columns"):
         with pytest.raises(
             InvalidArgumentError,
