@@ -220,6 +220,8 @@ def test_bad_projections_and_filters_are_refused(dataset):
             handle.changes("t", since_sequence=1, compared_columns="v")
     with pytest.raises(InvalidArgumentError, match="compared_columns does not apply to a hist"):
         reader.scan("t").history().update(compared_columns=["v"])
+    with pytest.raises(InvalidArgumentError, match="compared_columns does not apply to a state"):
+        dataset.scan("t").update(compared_columns=["v"])
 
 
 #: a fresh process: the peak memory (VmHWM, never ru_maxrss, which a child inherits) above
