@@ -159,8 +159,8 @@ class RevisionJobContext:
             snapshot = RevisionedDataset(
                 u.root, spark, read_only=True, storage_options=self._storage_options
             ).snapshot()
-            columns = self.run.uses_columns if u.kind == "main" else None
-            changes = changes_since(snapshot, u.table, u.since, u.head, columns)
+            compared = self.run.uses_columns if u.kind == "main" else None
+            changes = changes_since(snapshot, u.table, u.since, u.head, compared)
             self.log.info(
                 f"{u.asset_key or u.table}: changes since sequence {u.since} up to {u.head}"
                 f"{' (reset)' if changes.is_reset else ''}"

@@ -35,6 +35,10 @@ READ_OPTIONS: dict[str, str] = {
     "since_sequence": "a change read since this sequence (a consumer's position)",
     "until_sequence": "a change read up to this sequence (the head by default)",
     "only_changed": "true: only the entities whose values changed (a change read)",
+    "compared_columns": (
+        "the columns whose changes count in a change read, comma-separated (every value "
+        "column by default)"
+    ),
     "partitions": "how many Spark partitions the read splits into (default: by size)",
 }
 #: what each option of a change feed (``readStream``) means
@@ -134,7 +138,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     table = given.get("table")
     request = None
     if table is not None:
-        columns = given.get("columns")
+        columns, compared = given.get("columns"), given.get("compared_columns")
         kind = _KINDS[kinds[0]] if kinds else "state"
         options = {
             "as_of": given.get("as_of"),
@@ -149,6 +153,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
             "since_sequence": _number(given, "since_sequence", minimum=0),
             "until_sequence": _number(given, "until_sequence", minimum=0),
             "only_changed": _flag(given, "only_changed"),
+            "compared_columns": _names(compared) if compared is not None else None,
         }
         try:
             request = ReadRequest(table, kind, **options)

@@ -3,7 +3,8 @@
 Random histories written by the Spark engine — majors, minors with tombstones, carrying
 majors (``carry=True`` and skip-unchanged majors), out-of-order timestamps, compactions, a
 purge, a vacuum — then every read kind (latest, as of, as known at, ``HEAD~n``, a sequence,
-changes by time and by sequence, ``only_changed``, ``columns=``, history) must give the
+changes by time and by sequence, ``only_changed``, ``columns=`` (a projection) and
+``compared_columns=`` (the columns whose changes count), history) must give the
 same rows from both, or the same error with the same message. The scan value with a
 random request (``as_of``, ``known_at``, ``at``, ``columns`` with ids, a filter on the ids
 or on a value column, which must not resurrect older rows, ``with_revision``) gives the
@@ -218,17 +219,24 @@ def test_reader_matches_engine(spark, first, ops, data, monkeypatch):
             same_frame,
         )
 
-        # some columns (ids included): changes of them only, their history
-        columns = data.draw(
-            st.lists(st.sampled_from(["id", "v", "w"]), unique=True), label="columns"
-        )
-        picked = columns or None
+        # some columns (ids included): changes of them only, their history, projected
+        names = st.lists(st.sampled_from(["id", "v", "w"]), unique=True)
+        picked = data.draw(names, label="columns") or None
+        counted = data.draw(names, label="compared_columns") or None
         same_outcome(
             lambda: ds.changes(
-                "t", since_sequence=since_sequence, only_changed=True, columns=picked
+                "t",
+                since_sequence=since_sequence,
+                only_changed=True,
+                columns=picked,
+                compared_columns=counted,
             ),
             lambda: reader.changes(
-                "t", since_sequence=since_sequence, only_changed=True, columns=picked
+                "t",
+                since_sequence=since_sequence,
+                only_changed=True,
+                columns=picked,
+                compared_columns=counted,
             ),
             same_changes,
         )
@@ -292,6 +300,7 @@ def test_reader_matches_engine(spark, first, ops, data, monkeypatch):
             ),
             label="change window",
         )
+        window = {**window, "only_changed": only_changed, "compared_columns": counted}
         carried = {k: v for k, v in options.items() if k != "as_of"}
         same_outcome(
             lambda: ds.scan("t", columns=picked, **carried).changes(**window).to_changes(),

@@ -1,6 +1,7 @@
 """The scan value on both handles, and the reader's lazy, pruned and streamed reads:
 ``scan`` and its builders and conversions, ``read(columns, filter)``, ``batches``, sinks,
-``columns=`` on changes and history, the deprecated LazyFrame forms of
+``columns=`` (a projection) and ``compared_columns=`` on changes, ``columns=`` on history,
+the deprecated LazyFrame forms of
 ``DatasetReader.scan()``, one snapshot for several reads, the file gate's one wording.
 
 A dataset of a major and two minors (the newest row of entity 1 fails ``v < 8`` while the
@@ -116,9 +117,9 @@ def test_projections_and_id_filters_reach_the_parquet_scans(dataset):
         spark_plan = scan.to_spark()._jdf.queryExecution().executedPlan().toString()
         spark_scans = [line for line in spark_plan.splitlines() if "FileScan parquet" in line]
         assert len(spark_scans) >= 2, spark_plan
-        for line in spark_scans:
-            assert "PushedFilters: [In(id, [1,2])]" in line, spark_plan
-            assert "ReadSchema: struct<id:bigint,w:string>" in line, spark_plan
+        for line in spark_scans:  # the id filter reaches every scan, and v is never read
+            assert "PushedFilters: [In(id, [1,2])" in line, spark_plan
+            assert "ReadSchema: struct<id:bigint" in line and "v:" not in line, spark_plan
         assert spark_rows(scan.to_spark()) == [(1, "a"), (2, "B")]
 
 
@@ -152,9 +153,10 @@ def test_sinks_and_the_streaming_engine_give_the_read(dataset, tmp_path):
 def test_columns_on_changes_and_history_match_the_engine(dataset):
     reader = DatasetReader(dataset.root)
     # entity 2 changed only w (b -> B): a change of w, no change of v
-    for columns, changed in ((["v"], [1]), (["w"], [2]), (None, [1, 2])):
-        got = reader.changes("t", since_sequence=2, only_changed=True, columns=columns)
-        want = dataset.changes("t", since_sequence=2, only_changed=True, columns=columns)
+    for compared, changed in ((["v"], [1]), (["w"], [2]), (None, [1, 2])):
+        options = {"only_changed": True, "compared_columns": compared}
+        got = reader.changes("t", since_sequence=2, **options)
+        want = dataset.changes("t", since_sequence=2, **options)
         assert sorted(got.df["id"].to_list()) == changed
         assert sorted(r["id"] for r in want.df.collect()) == changed
     history = reader.history("t", columns=["w"])
@@ -164,6 +166,37 @@ def test_columns_on_changes_and_history_match_the_engine(dataset):
     assert counts[1] == 1 and counts[2] == 2
     spark_history = dataset.history("t", columns=["w"])
     assert spark_history.count() == history.height
+
+
+def test_a_change_read_projects_like_a_state_read(dataset):
+    """``columns`` on a change read is a projection, as on a state read: ``df`` has the
+    ids, the projected columns and ``_deleted``, and no Parquet scan of the window or of the
+    state before reads another value column (the stored row hashes count every column);
+    ``compared_columns`` are read beside the projection and not returned."""
+    reader = DatasetReader(dataset.root)
+    window = {"since_sequence": 1, "only_changed": True}
+    # since sequence 1: entity 1's v 5 -> 10, entity 2's w b -> B, entity 4 new
+    cases = [
+        ({"columns": ["v"]}, ["id", "v"], [(1, 10), (2, 6), (4, 1)]),
+        ({"columns": ["w"], "compared_columns": ["v"]}, ["id", "w"], [(1, "a"), (4, "d")]),
+        ({"columns": ["id"], "compared_columns": ["w"]}, ["id"], [(2,), (4,)]),
+    ]
+    for options, columns, want in cases:
+        got = reader.changes("t", **window, **options).df
+        assert got.columns == [*columns, "_deleted"]
+        assert rows(got) == [(*r, False) for r in want]
+        engine = dataset.changes("t", **window, **options).df
+        assert engine.columns == got.columns and spark_rows(engine) == rows(got)
+    plan = reader.scan("t").select("v").changes(**window).to_polars().explain()
+    scans = plan.split("Parquet SCAN")[1:]
+    assert len(scans) >= 3, plan  # the window's revisions and the state before
+    for part in scans:
+        assert "PROJECT" in part and '"w"' not in part, plan  # w is never read
+    spark_plan = dataset.scan("t").select("v").changes(**window).to_spark()
+    spark_plan = spark_plan._jdf.queryExecution().executedPlan().toString()
+    spark_scans = [line for line in spark_plan.splitlines() if "FileScan parquet" in line]
+    assert len(spark_scans) >= 2, spark_plan
+    assert all("ReadSchema: struct<" in line and "w:" not in line for line in spark_scans)
 
 
 def test_bad_projections_and_filters_are_refused(dataset):
@@ -176,6 +209,19 @@ def test_bad_projections_and_filters_are_refused(dataset):
         reader.read("t", filter="v < 8")
     with pytest.raises(InvalidArgumentError, match="history\\(\\): columns"):
         reader.history("t", columns=["nope"])
+    for handle in (reader, dataset):
+        for option in ("columns", "compared_columns"):
+            with pytest.raises(
+                InvalidArgumentError,
+                match=rf"changes\(\): {option} \['nope'\] are not columns of table 't'",
+            ):
+                handle.changes("t", since_sequence=1, **{option: ["nope"]})
+        with pytest.raises(InvalidArgumentError, match="compared_columns must be a list"):
+            handle.changes("t", since_sequence=1, compared_columns="v")
+    with pytest.raises(InvalidArgumentError, match="compared_columns does not apply to a hist"):
+        reader.scan("t").history().update(compared_columns=["v"])
+    with pytest.raises(InvalidArgumentError, match="compared_columns does not apply to a state"):
+        dataset.scan("t").update(compared_columns=["v"])
 
 
 #: a fresh process: the peak memory (VmHWM, never ru_maxrss, which a child inherits) above

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import os
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -14,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from revisions_assets import RevisionedDataset, UpstreamPosition
+from revisions_assets import DatasetReader, RevisionedDataset, UpstreamPosition
 from revisions_assets.core.columns import ROW_HASH
-from revisions_assets.core.errors import CarriedStateError, InvalidArgumentError, InvalidNameError
+from revisions_assets.core.errors import CarriedStateError, InvalidNameError
 from revisions_assets.core.hashing import row_hash
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.read.execute import changes
@@ -26,6 +27,7 @@ from revisions_assets.core.storage.backends import open_storage
 from revisions_assets.core.write import file_size, transaction
 from revisions_assets.core.write.commit import CommitPlanner
 
+from .damage import as_earlier_release
 from .helpers import by_id, frame, stage_revision
 from .model import Model, ModelNoMajorError, unchanged_skipped, value_changes
 
@@ -332,7 +334,9 @@ def test_an_in_order_skip_minor_needs_no_hash_join_a_backfill_does(spark, root, 
     assert joins == []
     # a window of two revisions, and hashes of some columns only, still compare
     assert by_id(ds.changes("t", since_sequence=2, only_changed=True).df, "v") == {2: (3,)}
-    assert by_id(ds.changes("t", since_sequence=3, only_changed=True, columns=["w"]).df) == {}
+    assert (
+        by_id(ds.changes("t", since_sequence=3, only_changed=True, compared_columns=["w"]).df) == {}
+    )
     assert len(joins) == 2
 
 
@@ -360,12 +364,14 @@ def test_a_skip_minor_that_lost_a_race_is_compared_again(spark, root, monkeypatc
 def test_old_rows_without_a_hash_count_as_changed(spark, root):
     ds = RevisionedDataset(root, spark, id_columns=["id"])
     first = ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 2, "b")], SCHEMA)}, day(0), True)
+    as_earlier_release(Path(root))  # entries without file stats, as before hashes too
     for path in glob.glob(os.path.join(root, first.name, "t", "*.parquet")):
         table = pq.read_table(path)  # as written before hashes existed
         pq.write_table(table.drop_columns([ROW_HASH]), path)
         crc = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.crc")
         if os.path.exists(crc):
             os.remove(crc)  # Hadoop's local checksum of the file as Spark wrote it
+    ds = RevisionedDataset(root, spark, id_columns=["id"])  # the log as rewritten
     offered = frame(spark, [(1, 1, "a"), (2, 2, "b")], SCHEMA)
     written = ds.commit({"t": offered}, day(1), False, skip_unchanged=True)
     assert written.tables["t"].rows == 2  # null hashes never match
@@ -396,21 +402,30 @@ def test_soft_major_since_the_consumer_position(spark, root):
 
 
 def test_changes_of_some_columns(spark, root):
-    """``columns``: a consumer that reads only ``v`` sees no change when only ``w`` moves."""
+    """``compared_columns``: a consumer that reads only ``v`` sees no change when only ``w``
+    moves; on a reset, ``columns`` projects ``changed`` too."""
     ds = RevisionedDataset(root, spark, id_columns=["id"])
     ds.commit({"t": frame(spark, [(1, 1, "a"), (2, 2, "b")], SCHEMA)}, day(0), True)
     ds.commit({"t": frame(spark, [(1, 1, "x"), (2, 5, "b")], SCHEMA)}, day(1), False)
-    only_v = ds.changes("t", since_sequence=1, only_changed=True, columns=["v"])
-    assert by_id(only_v.df, "v") == {2: (5,)}
+    only_v = ds.changes("t", since_sequence=1, only_changed=True, compared_columns=["v"])
+    assert by_id(only_v.df, "v", "w") == {2: (5, "b")}
     assert sorted(by_id(ds.changes("t", since_sequence=1, only_changed=True).df)) == [1, 2]
     # a major that bumps only w: no entity changed for a consumer of v
     ds.commit({"t": frame(spark, [(1, 1, "X"), (2, 5, "B")], SCHEMA)}, day(2), True)
-    assert by_id(ds.changes("t", since_sequence=2, columns=["v"]).changed) == {}
+    assert by_id(ds.changes("t", since_sequence=2, compared_columns=["v"]).changed) == {}
     assert sorted(by_id(ds.changes("t", since_sequence=2).changed)) == [1, 2]
+    reset = ds.changes("t", since_sequence=2, columns=["w"], compared_columns=["w"])
+    assert reset.is_reset and reset.df.columns == ["id", "w", "_deleted"]
+    assert reset.changed.columns == ["id", "w", "_deleted"]
+    assert by_id(reset.changed, "w") == {1: ("X",), 2: ("B",)}
     # an id column is accepted and counts for nothing: an entity's ids never change
-    assert by_id(ds.changes("t", since_sequence=2, columns=["id", "v"]).changed) == {}
-    with pytest.raises(InvalidArgumentError, match=r"\['nope'\] are not columns"):
-        ds.changes("t", since_sequence=2, columns=["nope"])
+    assert by_id(ds.changes("t", since_sequence=2, compared_columns=["id", "v"]).changed) == {}
+    # a compared column that a later minor added: null in the state before, on both engines
+    wider = frame(spark, [(1, 1, "X", 5), (2, 6, "B", None)], "id long, v long, w string, x long")
+    ds.commit({"t": wider}, day(3), False)
+    options = {"since_sequence": 3, "only_changed": True, "compared_columns": ["x"]}
+    assert by_id(ds.changes("t", **options).df, "x") == {1: (5,)}
+    assert DatasetReader(root).changes("t", **options).df.select("id", "x").rows() == [(1, 5)]
 
 
 # -- against the model ---------------------------------------------------------------------------

@@ -189,6 +189,7 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
         with_revision: bool = False,
         only_changed: bool = False,
         columns: Sequence[str] | None = None,
+        compared_columns: Sequence[str] | None = None,
     ) -> ChangeSet[Frame]:
         """Changes in (since, until], or since a sequence up to a pinned head
         (docs/concepts/read-semantics.md): ``.df`` with ``_deleted``, ``.is_reset``,
@@ -197,10 +198,14 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
         ``known_at``: the changes as known at that commit time. ``only_changed``: report
         only the entities whose row hash differs from the state before the window
         (tombstones and null hashes always count): a rewrite of the same values is no
-        change. A reset carries ``changed`` either way (see ``ChangeSet``). ``columns``:
-        only changes of these columns count, for ``only_changed`` and ``changed`` (their
-        hash is computed at read time, old rows included; an id column counts for
-        nothing); rows keep every column. ``scan(table).changes(...)``, run.
+        change. A reset carries ``changed`` either way (see ``ChangeSet``).
+
+        ``columns``: the columns to return, in ``df`` and ``changed`` (the id columns always
+        come first, then ``_deleted`` and the revision columns; only those are read from the
+        files). ``compared_columns``: only changes of these columns count, for
+        ``only_changed`` and ``changed`` (their hash is computed at read time, old rows
+        included; an id column counts for nothing); by default every value column counts,
+        returned or not. ``scan(table, columns=...).changes(...)``, run.
         """
         request = ReadRequest(
             table,
@@ -214,6 +219,7 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
             since_sequence=since_sequence,
             until_sequence=until_sequence,
             only_changed=only_changed,
+            compared_columns=compared_columns,
         )
         return Scan(self.snapshot(), request).to_changes()
 

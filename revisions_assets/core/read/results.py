@@ -27,15 +27,17 @@ class TableInfo(Generic[SchemaT]):
 class ChangeSet(Generic[Frame]):
     """The result of a change read.
 
-    ``df`` has the table's columns plus ``_deleted``; when ``is_reset`` it is the full state
-    and consumers must replace, not merge. ``until_sequence`` is the head the read was
-    pinned to: a consumer records it as its new position.
+    ``df`` has the table's columns (the ids and the projection, with ``columns=``) plus
+    ``_deleted``; when ``is_reset`` it is the full state and consumers must replace, not
+    merge. ``until_sequence`` is the head the read was pinned to: a consumer records it as
+    its new position.
 
     ``changed`` (a reset only, else None): the soft major, the entities of ``df`` whose row
     hash differs from the state at the read's ``since``/``since_sequence`` (added or changed,
     ``_deleted`` false; a null hash counts as changed), plus the entities that state had
-    and ``df`` lacks (``_deleted`` true, ids only). Without a ``since`` that state is empty
-    and ``changed`` holds every row of ``df``.
+    and ``df`` lacks (``_deleted`` true, ids only), in ``df``'s columns; only changes of
+    the read's ``compared_columns`` count, when it names some. Without a ``since`` that state
+    is empty and ``changed`` holds every row of ``df``.
     """
 
     df: Frame

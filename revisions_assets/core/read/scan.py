@@ -283,10 +283,12 @@ class Scan(Generic[Frame]):
         since_sequence: int | None = None,
         until_sequence: int | None = None,
         only_changed: bool = False,
+        compared_columns: Sequence[str] | None = None,
     ) -> Scan[Frame]:
         """The changes in (since, until], or since a sequence up to a pinned head, of this
-        scan's table (``changes()`` of the handles; ``at``, ``known_at``, ``columns`` and
-        ``with_revision`` carry over)."""
+        scan's table (``changes()`` of the handles; ``at``, ``known_at``, ``with_revision``
+        and the projection, ``columns`` or ``select``, carry over: only those columns are
+        returned). ``compared_columns``: only changes of these columns count."""
         return self.update(
             kind="changes",
             since=since,
@@ -294,6 +296,7 @@ class Scan(Generic[Frame]):
             since_sequence=since_sequence,
             until_sequence=until_sequence,
             only_changed=only_changed,
+            compared_columns=compared_columns,
         )
 
     def history(

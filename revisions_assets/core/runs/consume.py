@@ -74,12 +74,21 @@ def changes_since(
     table: str,
     since: int,
     head: int,
-    columns: Sequence[str] | None,
+    compared_columns: Sequence[str] | None,
 ) -> ChangeSet:
     """An input's changes after the consumer's position up to the pinned head, only the
-    entities whose values (of ``columns``, default all) changed, read on ``snapshot``."""
-    scan = snapshot.scan(table, columns=columns)
-    return scan.changes(since_sequence=since, until_sequence=head, only_changed=True).to_changes()
+    entities whose values (of ``compared_columns``, default all) changed, every column
+    returned, read on ``snapshot``."""
+    return (
+        snapshot.scan(table)
+        .changes(
+            since_sequence=since,
+            until_sequence=head,
+            only_changed=True,
+            compared_columns=compared_columns,
+        )
+        .to_changes()
+    )
 
 
 @dataclass(frozen=True)

@@ -60,8 +60,8 @@ def _changes(io: RunReads, context: dg.InputContext, consumer: RunSlice) -> Upst
     u = consumer.input(context.name)
     io.session()
     snapshot = io.snapshot(consumer.run_id, u.root)
-    columns = consumer.uses_columns if u.kind == "main" else None
-    changes = changes_since(snapshot, u.table, u.since, u.head, columns)
+    compared = consumer.uses_columns if u.kind == "main" else None
+    changes = changes_since(snapshot, u.table, u.since, u.head, compared)
     context.log.info(
         f"{u.asset_key}: changes since sequence {u.since} up to {u.head}"
         f"{' (reset)' if changes.is_reset else ''}"

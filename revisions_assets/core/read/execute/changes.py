@@ -8,7 +8,7 @@ from typing import Any
 
 import narwhals as nw
 
-from ...columns import DELETED, ROW_HASH
+from ...columns import DELETED, REVISION_COLUMNS, ROW_HASH
 from ..plan.requests import ChangePlan
 from ..plan.scans import MergePlan
 from .frames import (
@@ -36,20 +36,32 @@ def read_changes(
         changed = _reset_changed(executor, plan, plan.rows, with_revision)
         df = df.with_columns(nw.lit(value=False).alias(DELETED))
     else:
-        rows = _hashed(executor, plan.rows, plan.columns, keep_deleted=True, revision=with_revision)
+        rows = _hashed(
+            executor, plan.rows, plan.compared, keep_deleted=True, revision=with_revision
+        )
         if plan.before is not None:
             rows = real_changes(
                 rows,
-                _state_hashes(executor, plan.before, plan.columns, ids),
+                _state_hashes(executor, plan.before, plan.compared, ids),
                 ids,
                 gone=False,
                 narrow=hinted(executor.broadcast) if plan.window_rows <= SMALL_ROWS else None,
             )
         df = blank_deletions(rows.drop(ROW_HASH), ids)
     return (
-        system_last(df).to_native(),
-        system_last(changed).to_native() if changed is not None else None,
+        _returned(df, plan).to_native(),
+        _returned(changed, plan).to_native() if changed is not None else None,
     )
+
+
+def _returned(frame: nw.LazyFrame, plan: ChangePlan) -> nw.LazyFrame:
+    """The columns a change read returns: the projection (without the compared columns it
+    read beside it), then ``_deleted`` and the revision columns."""
+    frame = system_last(frame)
+    if plan.columns is None:
+        return frame
+    system = [c for c in frame.collect_schema().names() if c in (DELETED, *REVISION_COLUMNS)]
+    return frame.select(*plan.columns, *system)
 
 
 def _reset_changed(
@@ -61,18 +73,18 @@ def _reset_changed(
     before = plan.before
     on_top = plan.on_top
     if on_top is None:
-        rows = _hashed(executor, state, plan.columns, keep_deleted=False, revision=with_revision)
-        previous = _state_hashes(executor, before, plan.columns, ids) if before else None
+        rows = _hashed(executor, state, plan.compared, keep_deleted=False, revision=with_revision)
+        previous = _state_hashes(executor, before, plan.compared, ids) if before else None
         return real_changes(rows, previous, ids, gone=True).drop(ROW_HASH)
     if on_top.rows is None:
         return lazy(
             executor.empty(plan.schema, Rows(keep_deleted=True, with_revision=with_revision))
         )
-    rows = _hashed(executor, on_top.rows, plan.columns, keep_deleted=True, revision=with_revision)
+    rows = _hashed(executor, on_top.rows, plan.compared, keep_deleted=True, revision=with_revision)
     if before is not None:
         rows = real_changes(
             rows,
-            _state_hashes(executor, before, plan.columns, ids),
+            _state_hashes(executor, before, plan.compared, ids),
             ids,
             gone=False,
             absent_deletions=False,

@@ -79,6 +79,7 @@ _APPLIES: dict[str, frozenset[str]] = {
             "since_sequence",
             "until_sequence",
             "only_changed",
+            "compared_columns",
         }
     ),
     "history": frozenset({"known_at", "columns", "filters", "since", "until"}),
@@ -89,6 +90,10 @@ _INSTEAD = {
     ("history", "as_of"): "until gives the history as known at a logical time",
     ("history", "at"): "known_at gives the history as known at a commit time",
     ("history", "with_revision"): "every row of a history carries _revision",
+    ("state", "compared_columns"): "it belongs to a change read: "
+    "scan(...).changes(compared_columns=...)",
+    ("history", "compared_columns"): "a version opens where one of its columns changes: "
+    "pick them with columns=",
 }
 #: what to do instead of an option of another kind of read, by kind
 _OTHER_KIND = {
@@ -106,7 +111,8 @@ class ReadRequest:
     compared by value: its filters are engine expressions, whose ``==`` builds a filter.)
 
     Times may be given as datetimes or ISO strings with an offset: once built they are aware
-    UTC datetimes; ``columns`` a tuple; ``filters`` the
+    UTC datetimes; ``columns`` (the projection, in every kind) and ``compared_columns`` (a
+    change read's columns whose changes count) tuples; ``filters`` the
     conditions on the rows, in the handle's expression type (the handle checks it). An
     option that does not apply to the kind is refused, naming what to use instead.
     """
@@ -124,6 +130,7 @@ class ReadRequest:
     since_sequence: int | None = None
     until_sequence: int | None = None
     only_changed: bool = False
+    compared_columns: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         check_text(self.table, "table")
@@ -144,6 +151,7 @@ class ReadRequest:
             "since_sequence": self.since_sequence is not None,
             "until_sequence": self.until_sequence is not None,
             "only_changed": self.only_changed,
+            "compared_columns": self.compared_columns is not None,
         }
         for option, present in given.items():
             if present and option not in _APPLIES[self.kind]:
@@ -181,8 +189,10 @@ class ReadRequest:
                 f"changes(): since_sequence {self.since_sequence} is after until_sequence "
                 f"{self.until_sequence}; swap them"
             )
-        if self.columns is not None:
-            object.__setattr__(self, "columns", _column_names(self.columns, call))
+        for option in ("columns", "compared_columns"):
+            value = getattr(self, option)
+            if value is not None:
+                object.__setattr__(self, option, _column_names(value, call, option))
         object.__setattr__(self, "filters", tuple(self.filters))
 
     @property
@@ -191,15 +201,16 @@ class ReadRequest:
         return _CALLS[self.kind]
 
 
-def _column_names(columns: Any, call: str) -> tuple[str, ...]:
-    """``columns`` as a tuple of names: a list (or tuple) of strings, nothing else."""
+def _column_names(columns: Any, call: str, option: str = "columns") -> tuple[str, ...]:
+    """``columns`` (the option ``option``) as a tuple of names: a list (or tuple) of
+    strings, nothing else."""
     if (
         isinstance(columns, str)
         or not isinstance(columns, Sequence)
         or not all(isinstance(c, str) for c in columns)
     ):
         raise InvalidArgumentError(
-            f"{call}(): columns must be a list of column names, got {columns!r}"
+            f"{call}(): {option} must be a list of column names, got {columns!r}"
         )
     return tuple(columns)
 
@@ -280,16 +291,21 @@ def project(plan: MergePlan, columns: Sequence[str] | None, call: str) -> MergeP
 
 
 def projected(
-    schema: Schema, id_columns: Sequence[str], columns: Sequence[str], table: str, call: str
+    schema: Schema,
+    id_columns: Sequence[str],
+    columns: Sequence[str],
+    table: str,
+    call: str,
+    option: str = "columns",
 ) -> Schema:
-    """The id columns and ``columns`` of ``schema``, checked: the ids come first, then the
-    columns in the order given."""
-    columns = _column_names(columns, call)
+    """The id columns and ``columns`` (the option ``option``) of ``schema``, checked: the
+    ids come first, then the columns in the order given."""
+    columns = _column_names(columns, call, option)
     by_name = {f.name: f for f in schema}
     unknown = [c for c in columns if c not in by_name]
     if unknown:
         raise InvalidArgumentError(
-            f"{call}(): columns {unknown} are not columns of table {table!r}; its "
+            f"{call}(): {option} {unknown} are not columns of table {table!r}; its "
             f"columns are {names(schema)}"
         )
     return tuple(by_name[c] for c in dict.fromkeys([*id_columns, *columns]))
@@ -320,7 +336,10 @@ class ChangePlan:
     from, whose row hashes ``only_changed`` and a reset's ``changed`` compare with; None
     when there is none, or no comparison is needed. ``on_top``: a reset's ``changed`` from
     the revisions on top of the state before, instead of a comparison of whole states.
-    ``columns``: only changes of these value columns count (None: all).
+    ``schema``: the columns the rows are read with (the ids, the projection and the
+    compared columns). ``columns``: the columns returned, when the compared columns widen
+    ``schema`` beyond them (None: ``schema``'s). ``compared``: only changes of these value
+    columns count (None: all, by the row hashes the files store).
     """
 
     table: str
@@ -333,6 +352,7 @@ class ChangePlan:
     before: MergePlan | None
     on_top: ChangedOnTop | None
     columns: tuple[str, ...] | None
+    compared: tuple[str, ...] | None
     window_rows: int
 
     @property
@@ -393,49 +413,72 @@ def _plan_changes(snapshot: LogSnapshot, request: ReadRequest) -> ChangePlan:
     what = f"{snapshot.root}: {what}"
     ids = tuple(history[-1].tables[table].id_columns)
     schema = table_schema(selection.merge, table)
-    hashed = _hashed_columns(table, request.columns, ids, value_columns(schema, ids))
+    compared, read, returned = _change_columns(table, request, ids, schema)
+    if read is not None:
+        schema = projected(schema, ids, read, table, "changes")
     start = _start_state(view, selection.table, before, known_at, what)
     rows = on_top = None
     compare = start
     if selection.window:
-        rows = plan_merge(view, selection, what)
+        rows = project(plan_merge(view, selection, what), read, "changes")
+        schema = rows.schema
         if selection.is_reset:
-            on_top = _changed_on_top(view, selection, start, hashed, rows.schema, what)
+            on_top = _changed_on_top(view, selection, start, compared, schema, what)
             if on_top is not None and not on_top.compare:
                 compare = None
         elif not request.only_changed or (
-            by_sequence and hashed is None and _holds_only_real_changes(history, selection)
+            by_sequence and compared is None and _holds_only_real_changes(history, selection)
         ):
             compare = None
     return ChangePlan(
         table=table,
         what=what,
         id_columns=ids,
-        schema=rows.schema if rows is not None else schema,
+        schema=schema,
         selection=selection,
         since_sequence=since_sequence,
         rows=rows,
-        before=compare,
+        before=_hashes_read(compare, compared, schema),
         on_top=on_top,
-        columns=hashed,
+        columns=returned,
+        compared=compared,
         window_rows=sum(r.tables[table].rows for r in selection.window),
     )
 
 
-def _hashed_columns(
-    table: str, columns: Sequence[str] | None, ids: Sequence[str], values: Sequence[str]
-) -> tuple[str, ...] | None:
-    """The value columns among ``columns``, checked against the table's columns: an id
-    column is accepted and counts for nothing (an entity's ids never change)."""
-    if columns is None:
-        return None
-    unknown = [c for c in columns if c not in values and c not in ids]
-    if unknown:
-        raise InvalidArgumentError(
-            f"changes(): columns {unknown} are not columns of table {table!r}; its columns "
-            f"are {[*ids, *values]}"
+def _change_columns(
+    table: str, request: ReadRequest, ids: Sequence[str], schema: Schema
+) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None, tuple[str, ...] | None]:
+    """(the compared value columns, the columns the rows are read with, the columns
+    returned when those differ) of a change read, both options checked against the
+    table's columns ``schema``: an id column is accepted in either and counts for nothing
+    among the compared ones (an entity's ids never change). None: every value column
+    counts (the stored row hashes), every column is read, the read columns are returned."""
+    compared = None
+    if request.compared_columns is not None:
+        named = projected(
+            schema, ids, request.compared_columns, table, "changes", "compared_columns"
         )
-    return tuple(c for c in columns if c not in ids)
+        compared = tuple(value_columns(named, ids))
+    if request.columns is None:
+        return compared, None, None
+    returned = tuple(names(projected(schema, ids, request.columns, table, "changes")))
+    missing = [c for c in compared or () if c not in returned]
+    return compared, (*returned, *missing), returned if missing else None
+
+
+def _hashes_read(
+    state: MergePlan | None, compared: tuple[str, ...] | None, schema: Schema
+) -> MergePlan | None:
+    """``state`` reading only what its row hashes need: its ids (and the hashes its files
+    store), or its ids and the compared columns; a compared column the state lacks (a later
+    minor added it) is read as null, typed as the rows of the read (``schema``) have it."""
+    if state is None:
+        return None
+    own = {f.name: f for f in state.schema}
+    read = {f.name: f for f in schema}
+    wanted = [*state.id_columns, *(compared or ())]
+    return replace(state, schema=tuple(own[c] if c in own else read[c] for c in wanted))
 
 
 def _start_state(
@@ -477,7 +520,7 @@ def _changed_on_top(
     view: LogView,
     reset: Selection,
     start: MergePlan | None,
-    columns: tuple[str, ...] | None,
+    compared: tuple[str, ...] | None,
     schema: Schema,
     what: str,
 ) -> ChangedOnTop | None:
@@ -501,15 +544,15 @@ def _changed_on_top(
     # one carrying major that compared its rows with exactly the state before wrote only
     # real changes (tombstones given to carry=True may name absent entities: compare)
     (first,) = window if len(window) == 1 else (None,)
-    compared = (
-        columns is None
+    real_changes_only = (
+        compared is None
         and first is not None
         and first.tables[table].rows_offered is not None
         and not first.tables[table].tombstones
         and set(carried_by(first, table)) == old
     )
     window_rows = sum(r.tables[table].rows for r in window)
-    return ChangedOnTop(rows, compare=not compared, window_rows=window_rows)
+    return ChangedOnTop(rows, compare=not real_changes_only, window_rows=window_rows)
 
 
 def _holds_only_real_changes(history: Sequence[Revision], selection: Selection) -> bool:
