@@ -80,7 +80,9 @@ def test_checkpoints_bound_what_opening_reads(tmp_path, monkeypatch):
     assert storage.exists(checkpoint_path(20))
     reads = []
     original = storage.read
-    monkeypatch.setattr(storage, "read", lambda rel: reads.append(rel) or original(rel))
+    monkeypatch.setattr(
+        storage, "read", lambda rel, limit=None: reads.append(rel) or original(rel, limit)
+    )
     reader = RevisionLog(storage)
     assert [r.sequence for r in reader.refresh()] == list(range(1, 26))
     entries_read = [p for p in reads if p.endswith(".json")]
