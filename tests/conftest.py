@@ -76,9 +76,13 @@ LONGEST_FIRST = (
     "tests/dagster/test_ui.py",
     "tests/bench/test_bench_smoke.py",
     "tests/cluster/test_cluster.py",
+    "tests/spark_source/test_exactly_once.py",
     "tests/dagster/test_your_project.py",
+    "tests/dagster/test_automation.py",
+    "tests/test_many_entries.py",
     "tests/dagster/test_pipes.py",
     "tests/install/test_dagster_install.py",
+    "tests/s3/test_s3_concurrency.py",
 )
 
 
