@@ -195,7 +195,6 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
     # -- the conversions of a scan (``read/scan.py``) --------------------------------------
 
     _other_handle = "RevisionedDataset"
-    _frame_type = pl.LazyFrame
 
     def _to_polars(self, scan: Scan[pl.DataFrame]) -> pl.LazyFrame:
         return scan._frames()[0]

@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from ..arguments import check_text
-from ..deprecation import deprecated
 from ..errors import UnsupportedConversionError
 from ..log.consumers import consumer_position
 from ..log.records import Revision
@@ -48,9 +47,6 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
     _gate: FileGate
     #: the handle that offers what this one does not (named in errors)
     _other_handle: str
-    #: the frame type ``scan()`` returned before it returned a ``Scan`` (its methods are
-    #: forwarded to ``to_polars()`` with a DeprecationWarning), or None
-    _frame_type: type | None = None
 
     @abstractmethod
     def _log_view(self, refresh: bool) -> LogView:
@@ -281,11 +277,6 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
     def _joined(self, frame: Any, events_df: Any, what: str) -> Any:
         """The result of a point-in-time join, as the handle's other reads hand theirs over."""
         return self._results([frame], what)[0]
-
-    @deprecated("ds.log()", "ds.inspect.log()")
-    def log(self) -> Any:
-        """Deprecated: ``inspect.log()``."""
-        return self.inspect.log()
 
     # -- the conversions of a scan (``read/scan.py``): each handle overrides what it offers
 

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ..arguments import check_text
 from ..columns import REVISION_COLUMNS
-from ..deprecation import warn_deprecated
 from ..errors import InvalidArgumentError
 from ..log.records import Revision
 from ..log.view import LogView
@@ -60,7 +59,6 @@ class ScanSource(Protocol[Frame, SchemaT]):
     root: str
     _executor: Executor[Any]
     _gate: FileGate
-    _frame_type: type | None
 
     def _schema(self, schema: Schema) -> SchemaT: ...
     def _check_filter(self, condition: Any, call: str) -> None: ...
@@ -242,9 +240,6 @@ class Scan(Generic[Frame]):
         the files). A list of names is taken too."""
         if len(columns) == 1 and isinstance(columns[0], list | tuple):
             columns = tuple(columns[0])
-        frame_type = self.snapshot._reads._frame_type
-        if frame_type is not None and not all(isinstance(c, str) for c in columns):
-            return self._deprecated_frame_call("select", columns)
         return self.update(columns=columns)
 
     def filter(self, *conditions: Any) -> Scan[Frame]:
@@ -416,30 +411,6 @@ class Scan(Generic[Frame]):
         reads, request, plan = self.snapshot._reads, self.request, self._plan
         reads._gate.check(request.table, plan.scanned)
         return run_plan(plan, request, reads._executor, reads._filtered)
-
-    def _deprecated_frame_call(self, name: str, args: Sequence[Any]) -> Any:
-        """A ``LazyFrame`` method called on the scan ``DatasetReader.scan()`` returns: the
-        frame's, with a DeprecationWarning naming the call to make instead."""
-        warn_deprecated(
-            f"LazyFrame.{name}() on DatasetReader.scan() (a Scan now)",
-            f"scan(...).to_polars().{name}(...)",
-            stacklevel=4,
-        )
-        return getattr(self.to_polars(), name)(*args)
-
-    def __getattr__(self, name: str) -> Any:
-        """A ``LazyFrame`` attribute of ``to_polars()``, deprecated (``DatasetReader.scan()``
-        returned a LazyFrame before it returned a scan)."""
-        snapshot = self.__dict__.get("snapshot")
-        frame_type = None if snapshot is None else snapshot._reads._frame_type
-        if name.startswith("_") or frame_type is None or not hasattr(frame_type, name):
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        warn_deprecated(
-            f"LazyFrame.{name} on DatasetReader.scan() (a Scan now)",
-            f"scan(...).to_polars().{name}",
-            stacklevel=3,
-        )
-        return getattr(self.to_polars(), name)
 
 
 def plan_tasks(plan: StatePlan | ChangePlan | HistoryPlan) -> list[ScanTask]:
