@@ -23,8 +23,7 @@ from .execute.frames import Executor
 from .plan.as_of_join import plan_as_of_join
 from .plan.pruning import IdBounds
 from .plan.refs import Position
-from .plan.requests import ReadRequest
-from .plan.scans import head_plan
+from .plan.requests import ReadRequest, plan_state
 from .plan.schema import Schema
 from .plan.spans import EVENT, KnownAt, warn_known_at_none
 from .results import ChangeSet, TableInfo
@@ -322,7 +321,7 @@ class DatasetInspection:
         """How many revisions a default read of ``table`` merges on top of its base (the
         governing major, or the compaction it uses): what ``compact_after`` bounds."""
         check_text(table, "table")
-        return head_plan(self._reads.snapshot().view, table).on_base
+        return plan_state(self._reads.snapshot(), table).rows.on_base
 
     def upstream_position(self, dataset: str, table: str, consumer_table: str | None = None) -> int:
         """The last upstream sequence this dataset recorded as consumed from ``table`` of

@@ -34,8 +34,15 @@ from .execute.frames import Executor, Rows, lazy
 from .execute.history import read_history
 from .plan.pruning import IdBounds, id_types, pruned
 from .plan.refs import Position, find_revision
-from .plan.requests import ChangePlan, HistoryPlan, ReadRequest, StatePlan, plan_read
-from .plan.scans import ScanTask, current_schema
+from .plan.requests import (
+    ChangePlan,
+    HistoryPlan,
+    ReadRequest,
+    StatePlan,
+    current_schema,
+    plan_read,
+)
+from .plan.scans import ScanTask
 from .plan.schema import Schema
 from .results import ChangeSet, TableInfo
 
@@ -155,7 +162,7 @@ class DatasetSnapshot(Generic[Frame, SchemaT]):
             name: TableInfo(
                 name,
                 tuple(view.table_revisions(name)[-1].tables[name].id_columns),
-                self._reads._schema(current_schema(view, name)),
+                self._reads._schema(current_schema(self, name)),
             )
             for name in view.tables()
         }

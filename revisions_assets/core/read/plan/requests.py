@@ -225,8 +225,24 @@ def plan_read(snapshot: LogSnapshot, request: ReadRequest) -> StatePlan | Change
 
 
 def plan_state(snapshot: LogSnapshot, table: str, **options: Any) -> StatePlan:
-    """The plan of a state read of ``table`` (``ReadRequest``'s options)."""
-    return _plan_state(snapshot, ReadRequest(table, **options))
+    """The plan of a state read of ``table`` (``ReadRequest``'s options): how a state scan
+    reads, and how the engine's own layers read a state (what a commit compares with, what
+    compaction rewrites, what verify and the command line summarize, ``inspect``). The
+    default read (no options) is planned once per view of the log."""
+    if options:
+        return _plan_state(snapshot, ReadRequest(table, **options))
+    return snapshot.view.memo(
+        ("plan_state", snapshot.root, table), lambda: _plan_state(snapshot, ReadRequest(table))
+    )
+
+
+def current_schema(snapshot: LogSnapshot, table: str) -> Schema:
+    """The schema a read of ``table`` at the head returns (its latest major plus the columns
+    later revisions added); a table with no major yet: the schema its revisions wrote."""
+    try:
+        return plan_state(snapshot, table).rows.schema
+    except (NoMajorRevisionError, RetentionError):
+        return table_schema(snapshot.view.table_revisions(table), table)
 
 
 def plan_changes(snapshot: LogSnapshot, table: str, **options: Any) -> ChangePlan:
