@@ -16,7 +16,8 @@ from ..core.errors import RevisionsError
 from ..core.log.consumers import follows, recorded_positions, unconsumed, upstream_roots
 from ..core.log.records import Revision, stored_dataset, to_ranges
 from ..core.log.view import LogView
-from ..core.read.plan.requests import LogSnapshot, Snapshot, current_schema, plan_state
+from ..core.read.plan.requests import LogSnapshot, current_schema, plan_state
+from ..core.read.scan import DatasetSnapshot
 from ..core.timeutil import now_utc
 from .common import (
     DURATION,
@@ -363,7 +364,7 @@ TABLE_FIELDS = (
 def tables_command(root: str, as_json: bool, endpoint_url: str | None) -> None:
     """The tables of ROOT: id columns, schema, head revision, revisions since the base."""
     revision_log = open_log(root, endpoint_url)
-    snapshot = Snapshot(revision_log.storage.uri, revision_log.view())
+    snapshot = DatasetSnapshot(revision_log.storage.uri, revision_log.view())
     rows = []
     for name in snapshot.view.tables():
         summary = table_summary(snapshot, name)

@@ -64,10 +64,11 @@ from ..log.revision_log import (
     read_description,
 )
 from ..log.view import Compaction, LogView
-from ..read.plan.requests import LogSnapshot, Snapshot, plan_state
+from ..read.plan.requests import LogSnapshot, plan_state
 from ..read.plan.scans import ScanTask, scan_task
 from ..read.plan.schema import Schema, table_schema
 from ..read.plan.selection import carried_by, head_state
+from ..read.scan import DatasetSnapshot
 from ..storage.backends import open_storage
 from ..storage.base import Storage, check_data_file, pattern_characters
 from ..storage.footer import StoredFile
@@ -110,7 +111,7 @@ def verify_storage(
     try:  # what entries reference now (purges swapped some files), and what vacuum removed
         view = LogView(prefix)
         records, removed = list(view.records), removed | set(view.removed)
-        _check_states(Snapshot(storage.uri, view), findings)
+        _check_states(DatasetSnapshot(storage.uri, view), findings)
     except CorruptLogError as exc:
         findings.append(Finding.of("log_entry_corrupt", LOG_DIR, str(exc)))
     records += later
@@ -871,7 +872,7 @@ def purge_findings(
         for table in record.purge.swaps:
             try:
                 plans = [
-                    plan_state(Snapshot(storage.uri, v), table).rows
+                    plan_state(DatasetSnapshot(storage.uri, v), table).rows
                     for v in (view.before(record.sequence), view.before(record.sequence + 1))
                 ]
             except (NoMajorRevisionError, RetentionError):

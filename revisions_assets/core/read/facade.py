@@ -86,7 +86,7 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
         ``refresh=False``: the log as this handle last read it (when it opened, or at its
         last read), without reading storage; by default it first catches up with commits
         by others."""
-        return DatasetSnapshot(self, self._log_view(refresh))
+        return DatasetSnapshot(self.root, self._log_view(refresh), self)
 
     def revisions(self, table: str | None = None) -> list[Revision]:
         """Every log entry as committed (maintenance entries included), or the data

@@ -109,11 +109,16 @@ class DatasetSnapshot(Generic[Frame, SchemaT]):
     ``ds.snapshot()`` catches up with the log (commits by others included) and freezes
     it: its ``revisions``, ``tables`` and every ``scan`` see the same revisions, however
     many commits land meanwhile. Each read of a handle takes one of its own.
+
+    The engine's own layers (a commit, compaction, verify, the Spark data source's driver)
+    plan on a snapshot of the log alone, ``DatasetSnapshot(root, view)``: it lists and
+    plans as any other, and scans nothing (``scan`` and ``tables`` need a handle's engine).
     """
 
-    def __init__(self, reads: ScanSource[Frame, SchemaT], view: LogView):
-        self._reads = reads
+    def __init__(self, root: str, view: LogView, dataset: ScanSource[Frame, SchemaT] | None = None):
+        self._root = root
         self._view = view
+        self._dataset = dataset
 
     def __repr__(self) -> str:
         return f"DatasetSnapshot({self.root!r}, head_sequence={self.head_sequence})"
@@ -122,12 +127,17 @@ class DatasetSnapshot(Generic[Frame, SchemaT]):
     def dataset(self) -> ScanSource[Frame, SchemaT]:
         """The handle this snapshot was taken from: a ``RevisionedDataset`` or a
         ``DatasetReader``."""
-        return self._reads
+        if self._dataset is None:
+            raise InvalidArgumentError(
+                f"this snapshot of {self._root} holds its log alone: scan on the snapshot of "
+                "a handle, RevisionedDataset(root).snapshot() or DatasetReader(root).snapshot()"
+            )
+        return self._dataset
 
     @property
     def root(self) -> str:
         """The dataset's root."""
-        return self._reads.root
+        return self._root
 
     @property
     def head_sequence(self) -> int:
@@ -162,7 +172,7 @@ class DatasetSnapshot(Generic[Frame, SchemaT]):
             name: TableInfo(
                 name,
                 tuple(view.table_revisions(name)[-1].tables[name].id_columns),
-                self._reads._schema(current_schema(self, name)),
+                self.dataset._schema(current_schema(self, name)),
             )
             for name in view.tables()
         }
@@ -222,7 +232,7 @@ class Scan(Generic[Frame]):
 
     def __post_init__(self) -> None:
         for condition in self.request.filters:
-            self.snapshot._reads._check_filter(condition, self.request.call)
+            self.snapshot.dataset._check_filter(condition, self.request.call)
 
     def __repr__(self) -> str:
         given = [
@@ -317,7 +327,7 @@ class Scan(Generic[Frame]):
         if not self.request.filters:
             return plan
         types = id_types(plan)
-        reads = self.snapshot._reads
+        reads = self.snapshot.dataset
         bounds = [reads._id_bounds(condition, types) for condition in self.request.filters]
         return pruned(plan, reduce(IdBounds.__and__, bounds))
 
@@ -346,7 +356,7 @@ class Scan(Generic[Frame]):
         """The rows as the handle's reads return them: a Polars DataFrame
         (``DatasetReader``), a lazy Spark DataFrame (``RevisionedDataset``). ``ds.read(...)``
         is ``ds.scan(...).read()``, ``ds.history(...)`` ``ds.scan(...).history(...).read()``."""
-        return self.snapshot._reads._results([self._frames()[0]], self._plan.what)[0]
+        return self.snapshot.dataset._results([self._frames()[0]], self._plan.what)[0]
 
     def to_polars(self) -> pl.LazyFrame:
         """The rows as a Polars ``LazyFrame`` (``DatasetReader``): a ``select`` on it
@@ -355,22 +365,22 @@ class Scan(Generic[Frame]):
         it. The merge streams: each revision's rows are anti-joined with the ids the later
         revisions wrote, so a streamed read holds those ids and about a row group per file,
         not the state. Its files are fetched and checked now."""
-        return self.snapshot._reads._to_polars(self)
+        return self.snapshot.dataset._to_polars(self)
 
     def to_spark(self) -> DataFrame:
         """The rows as a lazy Spark ``DataFrame`` (``RevisionedDataset``)."""
-        return self.snapshot._reads._to_spark(self)
+        return self.snapshot.dataset._to_spark(self)
 
     def to_arrow(self) -> pa.Table:
         """The rows as an Arrow table, in this process (collected to the driver on Spark)."""
-        return self.snapshot._reads._to_arrow(self)
+        return self.snapshot.dataset._to_arrow(self)
 
     def to_batches(self, batch_size: int | None = None) -> pa.RecordBatchReader:
         """The rows as a stream of Arrow record batches of about ``batch_size`` rows
         (``DatasetReader``), in bounded memory (the ids of the newer revisions and about a
         row group per file, as ``to_polars()`` streams): for results larger than memory,
         or for DuckDB (``duckdb.sql("select ... from batches")``)."""
-        return self.snapshot._reads._to_batches(self, batch_size)
+        return self.snapshot.dataset._to_batches(self, batch_size)
 
     def to_pandas(self) -> pd.DataFrame:
         """The rows as a pandas DataFrame (through ``to_arrow()``: instants in UTC)."""
@@ -380,7 +390,7 @@ class Scan(Generic[Frame]):
         """How many rows the read returns (a state read without filters reads only the id
         columns)."""
         plain = self.request.kind == "state" and not self.request.filters
-        return self.snapshot._reads._count(self.update(columns=()) if plain else self)
+        return self.snapshot.dataset._count(self.update(columns=()) if plain else self)
 
     def to_changes(self) -> ChangeSet[Frame]:
         """The ``ChangeSet`` of a change read (``changes(...)``): its frames in the
@@ -392,7 +402,7 @@ class Scan(Generic[Frame]):
                 f"table {self.request.table!r}: call scan(...).changes(since=...) first"
             )
         df, changed = self._frames()
-        results = self.snapshot._reads._results(
+        results = self.snapshot.dataset._results(
             [df] if changed is None else [df, changed], plan.what
         )
         return ChangeSet(
@@ -408,14 +418,14 @@ class Scan(Generic[Frame]):
         """Fetch into the reader's cache the files the read needs, and only those; their
         local paths (a read then needs no download; ``DatasetReader`` with a
         ``cache_dir``)."""
-        return self.snapshot._reads._download(self)
+        return self.snapshot.dataset._download(self)
 
     # -- what the handles run -------------------------------------------------------------
 
     def _frames(self) -> tuple[Any, Any | None]:
         """(the rows, a reset's ``changed`` or None) as the executor's lazy frames, after
         the file gate passed every file of the plan."""
-        reads, request, plan = self.snapshot._reads, self.request, self._plan
+        reads, request, plan = self.snapshot.dataset, self.request, self._plan
         reads._gate.check(request.table, plan.scanned)
         return run_plan(plan, request, reads._executor, reads._filtered)
 

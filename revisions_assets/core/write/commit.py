@@ -34,9 +34,10 @@ from ..log.revision_log import RevisionLog
 from ..read.execute.changes import state_hashes
 from ..read.execute.files import FileGate
 from ..read.execute.spark import SparkExecutor, state_schemas
-from ..read.plan.requests import Snapshot, plan_state
+from ..read.plan.requests import plan_state
 from ..read.plan.scans import MergePlan
 from ..read.plan.schema import value_columns
+from ..read.scan import DatasetSnapshot
 from ..timeutil import TimeLike, to_utc
 from ..uris import describe
 from .file_size import rows_per_file
@@ -186,10 +187,10 @@ class CommitPlanner:
             return None
         return self._hashes(plan)
 
-    def _snapshot(self) -> Snapshot:
+    def _snapshot(self) -> DatasetSnapshot:
         """The log as this planner last read it: what a commit's states are planned on, as
         state reads plan them."""
-        return Snapshot(self._log.storage.uri, self._log.view())
+        return DatasetSnapshot(self._log.storage.uri, self._log.view())
 
     def _hashes(self, plan: MergePlan) -> DataFrame:
         """The (ids, ``_row_hash``) of the state ``plan`` reads, its files gated first."""

@@ -57,8 +57,9 @@ from ..log.view import LogView
 from ..read.execute.frames import SMALL_ROWS, hinted, lazy, real_changes
 from ..read.execute.spark import state_schemas
 from ..read.execute.spark_scan import parquet_files
-from ..read.plan.requests import LogSnapshot, Snapshot
+from ..read.plan.requests import LogSnapshot
 from ..read.plan.schema import value_columns
+from ..read.scan import DatasetSnapshot
 from ..spark_errors import spark_storage_errors
 from ..storage.base import Storage
 from ..timeutil import now_utc
@@ -252,7 +253,7 @@ def check_against_log(view: LogView, request: CommitRequest, root: str) -> None:
                 f"table {staged.table!r} has no major revision: commit a major first "
                 "(is_major=True)"
             )
-        major, current = state_schemas(Snapshot(root, view), staged.table)
+        major, current = state_schemas(DatasetSnapshot(root, view), staged.table)
         check_compatible(staged.table, major=major, current=current, new=staged.schema)
     check_positions(
         records,

@@ -41,7 +41,7 @@ from ...errors import (
 from ...log.records import Revision
 from ...uris import describe
 from .pruning import EVERY_ID, IdBounds, prune_task
-from .requests import Snapshot, projected
+from .requests import LogSnapshot, projected
 from .scans import ScanTask, retention_message, scan_task
 from .schema import Schema, table_schema
 from .selection import carried_by
@@ -181,7 +181,7 @@ class AsOfJoinPlan:
 
 
 def plan_as_of_join(
-    snapshot: Snapshot,
+    snapshot: LogSnapshot,
     table: str,
     *,
     known_at: KnownAt = EVENT,

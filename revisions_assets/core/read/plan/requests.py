@@ -42,22 +42,15 @@ from .spans import LiveSpan, live_spans
 
 
 class LogSnapshot(Protocol):
-    """What a plan reads: one frozen view of a dataset's log and the dataset's root (how
-    errors name it). ``Snapshot`` here, and the public ``DatasetSnapshot`` of the handles."""
+    """What a plan reads of a ``DatasetSnapshot`` (``read/scan.py``, the one snapshot type):
+    one frozen view of a dataset's log and the dataset's root (how errors name it). Planning
+    needs nothing else, so it stays below the scans and the handles."""
 
     @property
     def root(self) -> str: ...
 
     @property
     def view(self) -> LogView: ...
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """One frozen view of a dataset's log, taken when a read starts, and the dataset's root."""
-
-    root: str
-    view: LogView
 
 
 #: the kinds of read: a state, the changes in a window, the SCD2 history
