@@ -222,6 +222,25 @@ def test_bad_projections_and_filters_are_refused(dataset):
         dataset.scan("t").update(compared_columns=["v"])
 
 
+def test_a_point_in_time_join_is_a_scan(dataset):
+    """``as_of_join`` is a scan like every other read: ``scan(...).as_of_join(...)`` gives
+    the handle's rows, counts them, lists the files it may read, takes the projection, and
+    refuses the options of a state read that do not apply to it."""
+    reader = DatasetReader(dataset.root)
+    events = pl.DataFrame({"id": [1, 1, 2], "at": [day(1), day(2.5), day(4)]})
+    options = {"event_time": "at", "on": ["id"], "known_at": "all_committed"}
+    joined = reader.scan("t", columns=["v"]).as_of_join(events, **options)
+    got = joined.read().sort("at")
+    assert got.equals(reader.as_of_join(events, "t", columns=["v"], **options).sort("at"))
+    assert got.select("id", "v").rows() == [(1, 5), (1, 6), (2, 6)] and "w" not in got.columns
+    assert joined.count() == 3
+    assert [f.sequence for f in joined.plan_files()] == [1, 2, 3]
+    with pytest.raises(InvalidArgumentError, match="as_of does not apply to a point-in-time"):
+        reader.scan("t", as_of=day(1)).as_of_join(events, **options)
+    with pytest.raises(InvalidArgumentError, match="filter does not apply to a point-in-time"):
+        dataset.scan("t", filter="id = 1").as_of_join(events, **options)
+
+
 #: a fresh process: the peak memory (VmHWM, never ru_maxrss, which a child inherits) above
 #: the memory after imports of a reader sinking a table's state to Parquet
 SINK_PEAK = """

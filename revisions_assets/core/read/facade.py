@@ -20,14 +20,13 @@ from ..log.view import LogView
 from ..timeutil import TimeLike
 from .execute.files import FileGate
 from .execute.frames import Executor
-from .plan.as_of_join import plan_as_of_join
 from .plan.pruning import IdBounds
 from .plan.refs import Position
 from .plan.requests import ReadRequest, plan_state
 from .plan.schema import Schema
 from .plan.spans import EVENT, KnownAt, warn_known_at_none
 from .results import ChangeSet, TableInfo
-from .scan import DatasetSnapshot, Scan
+from .scan import DatasetSnapshot, Scan, planned
 
 Frame = TypeVar("Frame")
 SchemaT = TypeVar("SchemaT")
@@ -265,13 +264,14 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
         or LazyFrame (a lazy one gives a lazy result) or a pandas DataFrame, and the result
         is a Polars frame whatever the input. ``event_time`` must be an instant (a time
         zone on the column, pandas included): a naive one is refused.
+        ``scan(table, columns=...).as_of_join(events_df, ...)``, run.
         """
         if known_at is None:
             warn_known_at_none(stacklevel=2)
-        plan = plan_as_of_join(self.snapshot(), table, known_at=known_at, columns=columns)
-        self._gate.check(table, plan.scanned)
-        frame = self._executor.as_of_join(plan, events_df, event_time=event_time, on=on)
-        return self._joined(frame, events_df, plan.what)
+        scan = self.scan(table, columns=columns).as_of_join(
+            events_df, event_time=event_time, on=on, known_at=known_at
+        )
+        return self._joined(scan._frames()[0], events_df, planned(scan).what)
 
     def _joined(self, frame: Any, events_df: Any, what: str) -> Any:
         """The result of a point-in-time join, as the handle's other reads hand theirs over."""

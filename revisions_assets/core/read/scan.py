@@ -10,8 +10,8 @@ conversion runs it (``to_polars``, ``to_arrow``, ``to_batches``, ``to_pandas``,
 (``read/plan/requests.py``), and passes its files through the file gate
 (``execute/files.py``) before an executor scans them.
 
-Every read of both handles is a scan: ``read``, ``changes``, ``history``, the reader's
-``batches`` and ``download``; the CLI takes one snapshot per command.
+Every read of both handles is a scan: ``read``, ``changes``, ``history``, ``as_of_join``,
+the reader's ``batches`` and ``download``; the CLI takes one snapshot per command.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from .execute.changes import read_changes
 from .execute.files import FileGate
 from .execute.frames import Executor, Rows, lazy
 from .execute.history import read_history
+from .plan.as_of_join import AsOfJoinPlan, plan_as_of_join
 from .plan.pruning import IdBounds, id_types, pruned
 from .plan.refs import Position, find_revision
 from .plan.requests import (
@@ -44,6 +45,7 @@ from .plan.requests import (
 )
 from .plan.scans import ScanTask
 from .plan.schema import Schema
+from .plan.spans import EVENT, KnownAt
 from .results import ChangeSet, TableInfo
 
 if TYPE_CHECKING:
@@ -72,6 +74,7 @@ class ScanSource(Protocol[Frame, SchemaT]):
     def _id_bounds(self, condition: Any, id_types: Mapping[str, str]) -> IdBounds: ...
     def _filtered(self, frame: Any, condition: Any) -> Any: ...
     def _results(self, frames: Sequence[Any], what: str) -> list[Any]: ...
+    def _joined(self, frame: Any, events_df: Any, what: str) -> Any: ...
     def _to_polars(self, scan: Scan[Frame]) -> Any: ...
     def _to_spark(self, scan: Scan[Frame]) -> Any: ...
     def _to_arrow(self, scan: Scan[Frame]) -> Any: ...
@@ -207,9 +210,9 @@ class Scan(Generic[Frame]):
     """One read: what it asks for (``request``), bound to one ``snapshot`` of the log.
 
     A state read (``ds.scan(table, as_of=..., at=..., known_at=..., columns=...,
-    filter=..., with_revision=...)``) by default; ``changes(...)`` and ``history(...)``
-    make it a change read or the SCD2 history, by the rules of
-    docs/concepts/read-semantics.md. Builders return new scans; the conversions run the
+    filter=..., with_revision=...)``) by default; ``changes(...)``, ``history(...)`` and
+    ``as_of_join(...)`` make it a change read, the SCD2 history or a point-in-time join, by
+    the rules of docs/concepts/read-semantics.md. Builders return new scans; the conversions run the
     read. What each handle offers:
 
     | conversion | ``DatasetReader`` | ``RevisionedDataset`` |
@@ -238,7 +241,7 @@ class Scan(Generic[Frame]):
         given = [
             f"{f.name}={getattr(self.request, f.name)!r}"
             for f in fields(self.request)
-            if f.name != "table" and getattr(self.request, f.name) != f.default
+            if f.name not in ("table", "events") and getattr(self.request, f.name) != f.default
         ]
         options = "".join(f", {g}" for g in given)
         return (
@@ -318,12 +321,35 @@ class Scan(Generic[Frame]):
         ``known_at``, ``columns`` and the filters carry over)."""
         return self.update(kind="history", since=since, until=until)
 
+    def as_of_join(
+        self,
+        events_df: Any,
+        *,
+        event_time: str,
+        on: Sequence[str] | Mapping[str, str],
+        known_at: KnownAt = EVENT,
+    ) -> Scan[Frame]:
+        """A point-in-time join of ``events_df`` with this scan's table: each event row with
+        the table's row as of its ``event_time``, as known at ``known_at`` (``as_of_join()``
+        of the handles says what each argument takes; ``columns`` or ``select`` carry over:
+        only those value columns are added). Only the files whose id ranges meet the events'
+        keys are read."""
+        return self.update(
+            kind="as_of_join", events=events_df, event_time=event_time, on=on, known_at=known_at
+        )
+
     # -- what it reads --------------------------------------------------------------------
 
     @cached_property
-    def _plan(self) -> StatePlan | ChangePlan | HistoryPlan:
-        """The plan, reading only the files that may hold an id the filters allow."""
-        plan = plan_read(self.snapshot, self.request)
+    def _plan(self) -> StatePlan | ChangePlan | HistoryPlan | AsOfJoinPlan:
+        """The plan, reading only the files that may hold an id the filters allow (a
+        point-in-time join prunes by its events' keys when it runs)."""
+        request = self.request
+        if request.kind == "as_of_join":
+            return plan_as_of_join(
+                self.snapshot, request.table, known_at=request.known_at, columns=request.columns
+            )
+        plan = plan_read(self.snapshot, request)
         if not self.request.filters:
             return plan
         types = id_types(plan)
@@ -430,10 +456,13 @@ class Scan(Generic[Frame]):
         return run_plan(plan, request, reads._executor, reads._filtered)
 
 
-def plan_tasks(plan: StatePlan | ChangePlan | HistoryPlan) -> list[ScanTask]:
+def plan_tasks(plan: StatePlan | ChangePlan | HistoryPlan | AsOfJoinPlan) -> list[ScanTask]:
     """The scan tasks of a plan, one per log entry whose files it reads, oldest first (a
-    change read's state before included)."""
-    if isinstance(plan, HistoryPlan):
+    change read's state before included; a point-in-time join's before its events' keys
+    prune them)."""
+    if isinstance(plan, AsOfJoinPlan):
+        tasks = plan.scanned
+    elif isinstance(plan, HistoryPlan):
         tasks = [*plan.tasks, *([plan.base] if plan.base else [])]
     else:
         merges = (
@@ -447,7 +476,7 @@ def plan_tasks(plan: StatePlan | ChangePlan | HistoryPlan) -> list[ScanTask]:
 
 
 def run_plan(
-    plan: StatePlan | ChangePlan | HistoryPlan,
+    plan: StatePlan | ChangePlan | HistoryPlan | AsOfJoinPlan,
     request: ReadRequest,
     executor: Executor[Any],
     filtered: Callable[[Any, Any], Any],
@@ -456,6 +485,11 @@ def run_plan(
     frames, its files already through the file gate: what every conversion of a scan runs,
     and the Spark data source's workers (``revisions_assets/spark``) run on a part of one.
     ``filtered(frame, condition)`` applies one of the request's filters."""
+    if isinstance(plan, AsOfJoinPlan):
+        frame = executor.as_of_join(
+            plan, request.events, event_time=request.event_time, on=request.on
+        )
+        return frame, None
     if isinstance(plan, ChangePlan):
         return read_changes(executor, plan, with_revision=request.with_revision)
     if isinstance(plan, HistoryPlan):
@@ -470,7 +504,7 @@ def run_plan(
     return frame, None
 
 
-def planned(scan: Scan[Any]) -> StatePlan | ChangePlan | HistoryPlan:
+def planned(scan: Scan[Any]) -> StatePlan | ChangePlan | HistoryPlan | AsOfJoinPlan:
     """The frozen plan of ``scan`` (made once, on first use): for the engine's own layers,
     such as the headings of the command line."""
     return scan._plan

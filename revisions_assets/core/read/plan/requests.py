@@ -30,7 +30,7 @@ from .scans import (
     retention_message,
     scan_task,
 )
-from .schema import Schema, names, table_schema, value_columns
+from .schema import Schema, column_names, names, projected, table_schema, value_columns
 from .selection import (
     Selection,
     carried_by,
@@ -38,7 +38,7 @@ from .selection import (
     changes_by_time,
     state_selection,
 )
-from .spans import LiveSpan, live_spans
+from .spans import LiveSpan, check_known_at, live_spans
 
 
 class LogSnapshot(Protocol):
@@ -53,11 +53,22 @@ class LogSnapshot(Protocol):
     def view(self) -> LogView: ...
 
 
-#: the kinds of read: a state, the changes in a window, the SCD2 history
-ReadKind = Literal["state", "changes", "history"]
-_KIND_NAMES = {"state": "a state read", "changes": "a change read", "history": "a history"}
+#: the kinds of read: a state, the changes in a window, the SCD2 history, a point-in-time
+#: join of events
+ReadKind = Literal["state", "changes", "history", "as_of_join"]
+_KIND_NAMES = {
+    "state": "a state read",
+    "changes": "a change read",
+    "history": "a history",
+    "as_of_join": "a point-in-time join",
+}
 #: how each kind is called in messages
-_CALLS: dict[str, str] = {"state": "read", "changes": "changes", "history": "history"}
+_CALLS: dict[str, str] = {
+    "state": "read",
+    "changes": "changes",
+    "history": "history",
+    "as_of_join": "as_of_join",
+}
 #: the options of each kind, and what to do instead of an option that does not apply
 _APPLIES: dict[str, frozenset[str]] = {
     "state": frozenset({"as_of", "at", "known_at", "columns", "filters", "with_revision"}),
@@ -76,6 +87,7 @@ _APPLIES: dict[str, frozenset[str]] = {
         }
     ),
     "history": frozenset({"known_at", "columns", "filters", "since", "until"}),
+    "as_of_join": frozenset({"known_at", "columns", "events", "event_time", "on"}),
 }
 _INSTEAD = {
     ("changes", "as_of"): "a change read's window is since/until",
@@ -87,12 +99,17 @@ _INSTEAD = {
     "scan(...).changes(compared_columns=...)",
     ("history", "compared_columns"): "a version opens where one of its columns changes: "
     "pick them with columns=",
+    ("as_of_join", "as_of"): "each event's event_time is its as-of time",
+    ("as_of_join", "at"): "known_at gives the join as known at a commit time",
+    ("as_of_join", "filters"): "filter events_df, or the joined frame",
+    ("as_of_join", "with_revision"): "every joined row carries _revision",
 }
 #: what to do instead of an option of another kind of read, by kind
 _OTHER_KIND = {
     "state": "it belongs to a change read or a history: scan(...).changes(...), .history(...)",
     "changes": "it belongs to a state read or a history",
     "history": "it belongs to a change read: scan(...).changes(...)",
+    "as_of_join": "it belongs to a change read or a history",
 }
 _OPTION_NAMES = {"filters": "filter"}
 
@@ -100,8 +117,10 @@ _OPTION_NAMES = {"filters": "filter"}
 @dataclass(frozen=True, eq=False)
 class ReadRequest:
     """What one read asks for, checked when built: a state (``kind="state"``), the changes
-    in a window (``"changes"``) or the SCD2 history (``"history"``) of ``table``. (Not
-    compared by value: its filters are engine expressions, whose ``==`` builds a filter.)
+    in a window (``"changes"``), the SCD2 history (``"history"``) of ``table``, or a
+    point-in-time join of ``events`` with it (``"as_of_join"``: ``event_time``, ``on`` and
+    ``known_at`` as ``as_of_join()`` takes them). (Not compared by value: its filters and
+    events are engine objects, whose ``==`` builds an expression.)
 
     Times may be given as datetimes or ISO strings with an offset: once built they are aware
     UTC datetimes; ``columns`` (the projection, in every kind) and ``compared_columns`` (a
@@ -114,7 +133,7 @@ class ReadRequest:
     kind: ReadKind = "state"
     as_of: datetime | None = None
     at: Position = None
-    known_at: datetime | None = None
+    known_at: datetime | str | None = None
     columns: Sequence[str] | None = None
     filters: tuple[Any, ...] = ()
     with_revision: bool = False
@@ -124,6 +143,9 @@ class ReadRequest:
     until_sequence: int | None = None
     only_changed: bool = False
     compared_columns: Sequence[str] | None = None
+    events: Any = None
+    event_time: str | None = None
+    on: Any = None
 
     def __post_init__(self) -> None:
         check_text(self.table, "table")
@@ -145,6 +167,9 @@ class ReadRequest:
             "until_sequence": self.until_sequence is not None,
             "only_changed": self.only_changed,
             "compared_columns": self.compared_columns is not None,
+            "events": self.events is not None,
+            "event_time": self.event_time is not None,
+            "on": self.on is not None,
         }
         for option, present in given.items():
             if present and option not in _APPLIES[self.kind]:
@@ -161,7 +186,13 @@ class ReadRequest:
                 f"until={self.until!r}, at={self.at!r}, known_at={self.known_at!r}, "
                 f"since_sequence={self.since_sequence}, until_sequence={self.until_sequence})"
             )
-        for option in ("as_of", "since", "until", "known_at"):
+        times = ["as_of", "since", "until", "known_at"]
+        if self.kind == "as_of_join":  # known_at: also "event" or "all_committed"
+            if self.events is None:
+                raise InvalidArgumentError(f"as_of_join(): give the events of table {self.table!r}")
+            object.__setattr__(self, "known_at", check_known_at(self.known_at))
+            times.remove("known_at")
+        for option in times:
             value = getattr(self, option)
             if value is not None:
                 object.__setattr__(self, option, to_utc(value, option))
@@ -185,31 +216,19 @@ class ReadRequest:
         for option in ("columns", "compared_columns"):
             value = getattr(self, option)
             if value is not None:
-                object.__setattr__(self, option, _column_names(value, call, option))
+                object.__setattr__(self, option, column_names(value, call, option))
         object.__setattr__(self, "filters", tuple(self.filters))
 
     @property
     def call(self) -> str:
-        """How the read is called in messages: ``read``, ``changes`` or ``history``."""
+        """How the read is called in messages: ``read``, ``changes``, ``history`` or
+        ``as_of_join``."""
         return _CALLS[self.kind]
 
 
-def _column_names(columns: Any, call: str, option: str = "columns") -> tuple[str, ...]:
-    """``columns`` (the option ``option``) as a tuple of names: a list (or tuple) of
-    strings, nothing else."""
-    if (
-        isinstance(columns, str)
-        or not isinstance(columns, Sequence)
-        or not all(isinstance(c, str) for c in columns)
-    ):
-        raise InvalidArgumentError(
-            f"{call}(): {option} must be a list of column names, got {columns!r}"
-        )
-    return tuple(columns)
-
-
 def plan_read(snapshot: LogSnapshot, request: ReadRequest) -> StatePlan | ChangePlan | HistoryPlan:
-    """The plan of ``request`` on ``snapshot``: what every read runs."""
+    """The plan of ``request`` on ``snapshot``: what every read runs (a point-in-time join is
+    planned by ``as_of_join.py``, which prunes by its events' keys: ``Scan`` plans it)."""
     if request.kind == "changes":
         return _plan_changes(snapshot, request)
     if request.kind == "history":
@@ -297,27 +316,6 @@ def project(plan: MergePlan, columns: Sequence[str] | None, call: str) -> MergeP
     if columns is None:
         return plan
     return replace(plan, schema=projected(plan.schema, plan.id_columns, columns, plan.table, call))
-
-
-def projected(
-    schema: Schema,
-    id_columns: Sequence[str],
-    columns: Sequence[str],
-    table: str,
-    call: str,
-    option: str = "columns",
-) -> Schema:
-    """The id columns and ``columns`` (the option ``option``) of ``schema``, checked: the
-    ids come first, then the columns in the order given."""
-    columns = _column_names(columns, call, option)
-    by_name = {f.name: f for f in schema}
-    unknown = [c for c in columns if c not in by_name]
-    if unknown:
-        raise InvalidArgumentError(
-            f"{call}(): {option} {unknown} are not columns of table {table!r}; its "
-            f"columns are {names(schema)}"
-        )
-    return tuple(by_name[c] for c in dict.fromkeys([*id_columns, *columns]))
 
 
 # -- change reads -----------------------------------------------------------------------------
