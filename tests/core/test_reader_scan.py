@@ -205,6 +205,8 @@ def test_bad_projections_and_filters_are_refused(dataset):
         dataset.read("t", columns=["nope"])
     with pytest.raises(ArgumentTypeError, match="filter must be a Polars expression"):
         reader.read("t", filter="v < 8")
+    with pytest.raises(InvalidArgumentError, match="as_off is not an option of a state read"):
+        reader.batches("t", as_off=day(1))  # type: ignore[call-arg]
     with pytest.raises(InvalidArgumentError, match="history\\(\\): columns"):
         reader.history("t", columns=["nope"])
     for handle in (reader, dataset):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, Unpack
 
 from ..arguments import check_text
 from ..errors import UnsupportedConversionError
@@ -22,7 +22,7 @@ from .execute.files import FileGate
 from .execute.frames import Executor
 from .plan.pruning import IdBounds
 from .plan.refs import Position
-from .plan.requests import ReadRequest, plan_state
+from .plan.requests import ReadOptions, ReadRequest, plan_state
 from .plan.schema import Schema
 from .plan.spans import EVENT, KnownAt, warn_known_at_none
 from .results import ChangeSet, TableInfo
@@ -111,64 +111,29 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
 
     # -- reads ----------------------------------------------------------------------------
 
-    def scan(
-        self,
-        table: str,
-        *,
-        as_of: TimeLike | None = None,
-        at: Position = None,
-        known_at: TimeLike | None = None,
-        columns: Sequence[str] | None = None,
-        filter: Any = None,
-        with_revision: bool = False,
-    ) -> Scan[Frame]:
+    def scan(self, table: str, **options: Unpack[ReadOptions]) -> Scan[Frame]:
         """A read of ``table`` on a fresh snapshot of the log, not run yet (``Scan``): the
-        options are ``read``'s; its builders (``select``, ``filter``, ``changes``,
-        ``history``, ...) return new scans, its conversions (``to_polars``,
-        ``to_spark``, ``to_arrow``, ``to_batches``, ``to_pandas``, ``count``,
-        ``plan_files``, ``download``) run it."""
-        return self.snapshot().scan(
-            table,
-            as_of=as_of,
-            at=at,
-            known_at=known_at,
-            columns=columns,
-            filter=filter,
-            with_revision=with_revision,
-        )
+        options are ``read``'s (``ReadOptions``); its builders (``select``, ``filter``,
+        ``changes``, ``history``, ``as_of_join``, ...) return new scans, its conversions
+        (``to_polars``, ``to_spark``, ``to_arrow``, ``to_batches``, ``to_pandas``,
+        ``count``, ``plan_files``, ``download``) run it."""
+        return self.snapshot().scan(table, **options)
 
-    def read(
-        self,
-        table: str,
-        *,
-        as_of: TimeLike | None = None,
-        at: Position = None,
-        known_at: TimeLike | None = None,
-        columns: Sequence[str] | None = None,
-        filter: Any = None,
-        with_revision: bool = False,
-    ) -> Frame:
+    def read(self, table: str, **options: Unpack[ReadOptions]) -> Frame:
         """The state of ``table`` as of a logical time (``as_of``), as known at a commit
         time (``known_at``: only the revisions committed by then) and/or pinned at a
         position (``at``: ``HEAD~n``, a revision name or a sequence), by the rules of
         docs/concepts/read-semantics.md.
 
-        ``columns``: the columns to return (the id columns always come first; only those
-        are read from the files). ``filter``: a condition on the merged state, on any
+        ``options`` (``ReadOptions``, every one optional): ``as_of``, ``at``, ``known_at``;
+        ``columns``, the columns to return (the id columns always come first; only those
+        are read from the files); ``filter``, a condition on the merged state, on any
         column (a Spark Column or SQL text on Spark, a Polars expression in
         ``DatasetReader``): it never brings back an older row of an entity whose newest
-        row it drops. ``scan(...)`` with the same options, run.
+        row it drops; ``with_revision``, the revision that wrote each row.
+        ``scan(...)`` with the same options, run.
         """
-        scan = self.scan(
-            table,
-            as_of=as_of,
-            at=at,
-            known_at=known_at,
-            columns=columns,
-            filter=filter,
-            with_revision=with_revision,
-        )
-        return scan.read()
+        return self.scan(table, **options).read()
 
     def changes(
         self,

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from functools import cached_property, reduce
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, Unpack
 
 from ..arguments import check_text
 from ..columns import REVISION_COLUMNS
@@ -38,10 +38,12 @@ from .plan.refs import Position, find_revision
 from .plan.requests import (
     ChangePlan,
     HistoryPlan,
+    ReadOptions,
     ReadRequest,
     StatePlan,
     current_schema,
     plan_read,
+    state_request,
 )
 from .plan.scans import ScanTask
 from .plan.schema import Schema
@@ -180,29 +182,10 @@ class DatasetSnapshot(Generic[Frame, SchemaT]):
             for name in view.tables()
         }
 
-    def scan(
-        self,
-        table: str,
-        *,
-        as_of: TimeLike | None = None,
-        at: Position = None,
-        known_at: TimeLike | None = None,
-        columns: Sequence[str] | None = None,
-        filter: Any = None,
-        with_revision: bool = False,
-    ) -> Scan[Frame]:
-        """A read of the state of ``table`` on this snapshot (``Scan``; the options are
-        ``read``'s)."""
-        request = ReadRequest(
-            table,
-            as_of=as_of,
-            at=at,
-            known_at=known_at,
-            columns=columns,
-            filters=() if filter is None else (filter,),
-            with_revision=with_revision,
-        )
-        return Scan(self, request)
+    def scan(self, table: str, **options: Unpack[ReadOptions]) -> Scan[Frame]:
+        """A read of the state of ``table`` on this snapshot (``Scan``; ``options``:
+        ``ReadOptions``, as ``read`` takes them)."""
+        return Scan(self, state_request(table, options, "scan"))
 
 
 @dataclass(frozen=True, eq=False)

@@ -14,13 +14,13 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypedDict
 
 from ...arguments import check_bool, check_sequence_number, check_text
 from ...errors import InvalidArgumentError, NoMajorRevisionError, RetentionError
 from ...log.records import Revision
 from ...log.view import Compaction, LogView
-from ...timeutil import to_utc
+from ...timeutil import TimeLike, to_utc
 from .refs import Position, resolve_position
 from .scans import (
     MergePlan,
@@ -112,6 +112,49 @@ _OTHER_KIND = {
     "as_of_join": "it belongs to a change read or a history",
 }
 _OPTION_NAMES = {"filters": "filter"}
+
+
+class ReadOptions(TypedDict, total=False):
+    """The options of a state read, as keywords: ``read``, ``scan``, ``batches`` and
+    ``download`` of both handles and ``DatasetSnapshot.scan`` take them, written once here
+    (the keyword arguments IDEs show for ``**options``). All optional; they combine (the
+    rules are docs/concepts/read-semantics.md).
+
+    - ``as_of``: the state as of a logical time (an aware datetime, or an ISO string with an
+      offset).
+    - ``at``: pinned at a position: ``HEAD``, ``HEAD~n`` (n data revisions of the table
+      back), a revision name or a sequence.
+    - ``known_at``: as known at a commit time: only the revisions committed by then.
+    - ``columns``: the columns to return (the id columns always come first; only those are
+      read from the files).
+    - ``filter``: a condition on the merged state, on any column (a Polars expression in
+      ``DatasetReader``, a Spark Column or SQL text on Spark): it never brings back an older
+      row of an entity whose newest row it drops, and what it says about the id columns
+      prunes the files and row groups read.
+    - ``with_revision``: add the name, timestamp and sequence of the revision that wrote
+      each row.
+    """
+
+    as_of: TimeLike | None
+    at: Position
+    known_at: TimeLike | None
+    columns: Sequence[str] | None
+    filter: Any
+    with_revision: bool
+
+
+def state_request(table: str, options: ReadOptions, call: str = "read") -> ReadRequest:
+    """The ``ReadRequest`` of a state read of ``table`` with ``options``, checked: a keyword
+    ``ReadOptions`` does not name is refused (``call`` names the method in the message)."""
+    unknown = sorted(set(options) - set(ReadOptions.__annotations__))
+    if unknown:
+        raise InvalidArgumentError(
+            f"{call}(): {', '.join(unknown)} is not an option of a state read of table "
+            f"{table!r}; its options are {', '.join(ReadOptions.__annotations__)}"
+        )
+    given: dict[str, Any] = dict(options)
+    condition = given.pop("filter", None)
+    return ReadRequest(table, filters=() if condition is None else (condition,), **given)
 
 
 @dataclass(frozen=True, eq=False)
