@@ -289,7 +289,7 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
         records the position, so a consumer whose new input yields no output is not left
         lagging. Raises a RevisionsError subclass on bad input; a failed commit leaves
         the dataset exactly as it was. Then applies the ``compact_after`` policy to the
-        tables written: what it compacted is in ``last_compactions``.
+        tables written: what it compacted is in ``maintenance.last_compactions``.
         """
         self._require_writable("commit")
         tables = check_tables(tables)
