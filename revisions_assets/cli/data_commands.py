@@ -178,11 +178,11 @@ def filtered(scan: Scan, where: str) -> Scan:
     import polars as pl
 
     try:
-        condition = pl.sql_expr(where)
-        scan.to_polars().filter(condition).collect_schema()
+        kept = scan.filter(pl.sql_expr(where))
+        kept.to_polars().collect_schema()
     except (pl.exceptions.PolarsError, ValueError) as exc:
         raise InputError(f"--where {where!r}: {str(exc).strip().splitlines()[0]}") from exc
-    return scan.filter(condition)
+    return kept
 
 
 @click.command("diff")
