@@ -256,10 +256,10 @@ def test_a_command_reads_the_log_once(spark, staged, args, monkeypatch):
     probes = []
     read = LocalStorage.read
 
-    def counted(storage: LocalStorage, rel: str) -> bytes | None:
+    def counted(storage: LocalStorage, rel: str, limit: int | None = None) -> bytes | None:
         if rel == past_head:
             probes.append(rel)
-        return read(storage, rel)
+        return read(storage, rel, limit)
 
     monkeypatch.setattr(LocalStorage, "read", counted)
     run(*[a.format(features=staged.features) for a in args], "--json")
