@@ -123,14 +123,8 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
         """The state of ``table`` as of a logical time (``as_of``), as known at a commit
         time (``known_at``: only the revisions committed by then) and/or pinned at a
         position (``at``: ``HEAD~n``, a revision name or a sequence), by the rules of
-        docs/concepts/read-semantics.md.
-
-        ``options`` (``ReadOptions``, every one optional): ``as_of``, ``at``, ``known_at``;
-        ``columns``, the columns to return (the id columns always come first; only those
-        are read from the files); ``filter``, a condition on the merged state, on any
-        column (a Spark Column or SQL text on Spark, a Polars expression in
-        ``DatasetReader``): it never brings back an older row of an entity whose newest
-        row it drops; ``with_revision``, the revision that wrote each row.
+        docs/concepts/read-semantics.md; ``columns``, ``filter`` and ``with_revision``
+        shape the rows. ``options``: ``ReadOptions``, which says what each one takes.
         ``scan(...)`` with the same options, run.
         """
         return self.scan(table, **options).read()
