@@ -24,8 +24,9 @@ from revisions_assets.core.read.plan.pruning import (
     pruned,
     typed_id,
 )
-from revisions_assets.core.read.plan.requests import Snapshot, plan_history, plan_state
+from revisions_assets.core.read.plan.requests import plan_history, plan_state
 from revisions_assets.core.read.plan.scans import scan_task
+from revisions_assets.core.read.scan import DatasetSnapshot
 from revisions_assets.core.write.file_size import clustered_by_id
 
 SCHEMA = json.dumps(
@@ -77,7 +78,7 @@ HISTORY = [
     revision(2, False, [(3, 3), (12, 18)]),
     revision(3, False, [(7, 8)], logged=False),
 ]
-SNAPSHOT = Snapshot("mem://ds", LogView(HISTORY))
+SNAPSHOT = DatasetSnapshot("mem://ds", LogView(HISTORY))
 
 
 def kept(plan) -> dict[str, tuple[str, ...]]:

@@ -161,9 +161,7 @@ def show_command(
         out.note(heading)
         spark_data.emit(out, rows, limit)
         return
-    df = scan.read()
-    if where:
-        df = filtered(df, where)
+    df = (filtered(scan, where) if where else scan).read()
     out.note(heading)
     emit_rows(out, df.sort(ids), limit)
 
@@ -173,14 +171,18 @@ def emit_rows(out: Output, df: pl.DataFrame, limit: int) -> None:
     out.limited(rows, limit, bool(limit) and df.height > limit, df.height, columns=df.columns)
 
 
-def filtered(df: pl.DataFrame, where: str) -> pl.DataFrame:
-    """``df`` filtered by a SQL expression; a bad one is bad input (exit 2)."""
+def filtered(scan: Scan, where: str) -> Scan:
+    """``scan`` keeping the rows a Polars SQL condition allows: the scan's own filter, so its
+    ids prune the plan's files and reach the Parquet scans. A condition that does not parse
+    or names no column of the read is bad input (exit 2), found before any data is read."""
     import polars as pl
 
     try:
-        return df.filter(pl.sql_expr(where))
+        kept = scan.filter(pl.sql_expr(where))
+        kept.to_polars().collect_schema()
     except (pl.exceptions.PolarsError, ValueError) as exc:
         raise InputError(f"--where {where!r}: {str(exc).strip().splitlines()[0]}") from exc
+    return kept
 
 
 @click.command("diff")

@@ -16,7 +16,8 @@ from ..core.errors import RevisionsError
 from ..core.log.consumers import follows, recorded_positions, unconsumed, upstream_roots
 from ..core.log.records import Revision, stored_dataset, to_ranges
 from ..core.log.view import LogView
-from ..core.read.plan.scans import current_schema, head_plan
+from ..core.read.plan.requests import LogSnapshot, current_schema, plan_state
+from ..core.read.scan import DatasetSnapshot
 from ..core.timeutil import now_utc
 from .common import (
     DURATION,
@@ -294,10 +295,11 @@ def offered_now(record: Revision, table: str, view: LogView) -> int | None:
 # -- tables -------------------------------------------------------------------------------------
 
 
-def table_summary(view: LogView, root: str, name: str) -> dict[str, Any]:
+def table_summary(snapshot: LogSnapshot, name: str) -> dict[str, Any]:
     """One table's head, base and what a default read merges on it, from the log alone."""
+    view = snapshot.view
     history = view.table_revisions(name)
-    plan = head_plan(view, name)
+    plan = plan_state(snapshot, name).rows
     base = plan.compaction.record if plan.compaction is not None else plan.merge[0]
     head = history[-1]
     live = [
@@ -325,12 +327,12 @@ def table_summary(view: LogView, root: str, name: str) -> dict[str, Any]:
     }
 
 
-def columns_of(view: LogView, table: str) -> list[dict[str, Any]]:
+def columns_of(snapshot: LogSnapshot, table: str) -> list[dict[str, Any]]:
     """A table's current columns (what a read at the head returns) as JSON sees them: name,
     SQL type, nullable."""
     return [
         {"name": f.name, "type": sql_type(f.type), "nullable": True}
-        for f in current_schema(view, table)
+        for f in current_schema(snapshot, table)
     ]
 
 
@@ -362,15 +364,15 @@ TABLE_FIELDS = (
 def tables_command(root: str, as_json: bool, endpoint_url: str | None) -> None:
     """The tables of ROOT: id columns, schema, head revision, revisions since the base."""
     revision_log = open_log(root, endpoint_url)
-    view = revision_log.view()
+    snapshot = DatasetSnapshot(revision_log.storage.uri, revision_log.view())
     rows = []
-    for name in view.tables():
-        summary = table_summary(view, revision_log.storage.uri, name)
+    for name in snapshot.view.tables():
+        summary = table_summary(snapshot, name)
         rows.append(
             {
                 "table": name,
                 "id_columns": summary["id_columns"],
-                "schema": columns_of(view, name),
+                "schema": columns_of(snapshot, name),
                 **{k: summary[k] for k in TABLE_FIELDS},
             }
         )
@@ -423,14 +425,14 @@ def describe_command(root: str, table: str | None, as_json: bool, endpoint_url: 
     by_name = {r.name: r for r in view.records}
     rows = []
     for name in [table] if table is not None else view.tables():
-        summary = table_summary(view, reader.root, name)
+        summary = table_summary(snapshot, name)
         on_base = [by_name[n] for n in summary.pop("on_base")]
         rows.append(
             {
                 "table": name,
                 "rows": snapshot.scan(name).count(),
                 **summary,
-                "columns": columns_of(view, name),
+                "columns": columns_of(snapshot, name),
                 "on_base": [
                     {"name": r.name, "sequence": r.sequence, "ref": refs[r.sequence][name]}
                     for r in on_base

@@ -20,7 +20,8 @@ from ..core.log.records import COMPACTION, Revision
 from ..core.log.view import LogView
 from ..core.maintain.defaults import DEFAULT_GRACE, DEFAULT_TARGET_FILE_BYTES, MIN_RETAIN
 from ..core.read.plan.refs import find_revision
-from ..core.read.plan.scans import head_plan
+from ..core.read.plan.requests import plan_state
+from ..core.read.scan import DatasetSnapshot
 from ..core.timeutil import now_utc
 from ..core.write.file_size import compaction_needed
 from .common import (
@@ -210,7 +211,8 @@ def compact_command(
     else:
         tables = [table] if table is not None else view.tables()
         # UnknownTableError for --table; a base alone in an earlier release's layout is due
-        due = [t for t in tables if compaction_needed(ds.storage, head_plan(view, t))]
+        snapshot = DatasetSnapshot(ds.root, view)
+        due = [t for t in tables if compaction_needed(ds.storage, plan_state(snapshot, t).rows)]
     out = Output(as_json)
     record = None
     if due:

@@ -63,9 +63,7 @@ def emit(out: Output, df: DataFrame, limit: int, columns: Sequence[str] | None =
 def show(scan: Scan, ids: Sequence[str], where: str | None, endpoint_url: str | None) -> DataFrame:
     """``revisions show --spark``: the read planned by Spark (``emit`` collects the rows)."""
     start_spark(scan.snapshot.dataset, endpoint_url)
-    df = scan.to_spark()
-    if where:
-        df = filtered(df, where)
+    df = filtered(scan, where) if where else scan.to_spark()
     return df.orderBy(*[column(c) for c in ids])
 
 
@@ -111,12 +109,14 @@ def history(
     return collect_rows(versions_df.orderBy(*order), limit, stream=False)  # type: ignore[return-value]
 
 
-def filtered(df: DataFrame, where: str) -> DataFrame:
-    """``df`` filtered by a Spark SQL expression; a bad one is bad input (exit 2)."""
+def filtered(scan: Scan, where: str) -> DataFrame:
+    """``scan`` keeping the rows a Spark SQL condition allows, as a lazy DataFrame: the
+    scan's own filter, so its ids prune the plan's files and reach the Parquet scans; a bad
+    condition is bad input (exit 2)."""
     if not debugging():  # PySpark also logs the error it raises, as JSON on stderr
         for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
             PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
     try:
-        return df.where(where)
+        return scan.filter(where).to_spark()
     except AnalysisException as exc:
         raise InputError(f"--where {where!r}: {first_line(exc)}") from exc

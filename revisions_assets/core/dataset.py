@@ -26,7 +26,6 @@ from .arguments import (
     check_tables,
     check_text,
 )
-from .deprecation import deprecated
 from .errors import (
     ArgumentTypeError,
     InvalidArgumentError,
@@ -196,16 +195,6 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
         """Compaction, vacuum, purge and verify (docs/concepts/lifecycle.md)."""
         return DatasetMaintenance(self)
 
-    @deprecated("RevisionedDataset.upstream_position()", "ds.inspect.upstream_position()")
-    def upstream_position(self, *args: Any, **kwargs: Any) -> int:
-        """Deprecated: ``inspect.upstream_position()``."""
-        return self.inspect.upstream_position(*args, **kwargs)
-
-    @deprecated("RevisionedDataset.verify()", "ds.maintenance.verify()")
-    def verify(self, *args: Any, **kwargs: Any) -> list[Finding]:
-        """Deprecated: ``maintenance.verify()``."""
-        return self.maintenance.verify(*args, **kwargs)
-
     # -- reads (``read/facade.py``: read, changes, history, as_of_join, tables, revisions) -
 
     def _schema(self, schema: Schema) -> StructType:
@@ -300,7 +289,7 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
         records the position, so a consumer whose new input yields no output is not left
         lagging. Raises a RevisionsError subclass on bad input; a failed commit leaves
         the dataset exactly as it was. Then applies the ``compact_after`` policy to the
-        tables written: what it compacted is in ``last_compactions``.
+        tables written: what it compacted is in ``maintenance.last_compactions``.
         """
         self._require_writable("commit")
         tables = check_tables(tables)
@@ -373,37 +362,6 @@ class RevisionedDataset(DatasetReads[DataFrame, StructType]):
             log.warning("%s: compaction after revision %s failed: %s", self.root, record.name, exc)
             return ()
         return (compaction,) if compaction is not None else ()
-
-    @property
-    @deprecated("RevisionedDataset.last_compactions", "ds.maintenance.last_compactions")
-    def last_compactions(self) -> tuple[Revision, ...]:
-        """Deprecated: ``maintenance.last_compactions``."""
-        return self.maintenance.last_compactions
-
-    @deprecated("RevisionedDataset.revisions_on_base()", "ds.inspect.revisions_on_base()")
-    def revisions_on_base(self, table: str) -> int:
-        """Deprecated: ``inspect.revisions_on_base()``."""
-        return self.inspect.revisions_on_base(table)
-
-    @deprecated("RevisionedDataset.compaction_due()", "ds.maintenance.compaction_due()")
-    def compaction_due(self, table: str) -> bool:
-        """Deprecated: ``maintenance.compaction_due()``."""
-        return self.maintenance.compaction_due(table)
-
-    @deprecated("RevisionedDataset.compact()", "ds.maintenance.compact()")
-    def compact(self, *args: Any, **kwargs: Any) -> Revision | None:
-        """Deprecated: ``maintenance.compact()``."""
-        return self.maintenance.compact(*args, **kwargs)
-
-    @deprecated("RevisionedDataset.vacuum()", "ds.maintenance.vacuum()")
-    def vacuum(self, **kwargs: Any) -> VacuumReport:
-        """Deprecated: ``maintenance.vacuum()``."""
-        return self.maintenance.vacuum(**kwargs)
-
-    @deprecated("RevisionedDataset.purge()", "ds.maintenance.purge()")
-    def purge(self, *args: Any, **kwargs: Any) -> Revision | None:
-        """Deprecated: ``maintenance.purge()``."""
-        return self.maintenance.purge(*args, **kwargs)
 
 
 class DatasetMaintenance:

@@ -16,7 +16,7 @@ import os
 import posixpath
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import polars as pl
 import pyarrow as pa
@@ -40,12 +40,11 @@ from .read.execute.polars_ids import polars_id_bounds
 from .read.execute.remote import remote_files
 from .read.facade import DatasetReads
 from .read.plan.pruning import IdBounds
-from .read.plan.refs import Position
+from .read.plan.requests import ReadOptions
 from .read.plan.schema import Schema
 from .read.scan import Scan
 from .storage.backends import open_storage
 from .storage.base import LocalStorage, Storage
-from .timeutil import TimeLike
 from .uris import describe
 
 #: a table's schema as the reader gives it
@@ -153,49 +152,23 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
     # -- reads ----------------------------------------------------------------------------
 
     def batches(
-        self,
-        table: str,
-        *,
-        as_of: TimeLike | None = None,
-        at: Position = None,
-        known_at: TimeLike | None = None,
-        columns: Sequence[str] | None = None,
-        filter: Any = None,
-        with_revision: bool = False,
-        batch_size: int | None = None,
+        self, table: str, *, batch_size: int | None = None, **options: Unpack[ReadOptions]
     ) -> pa.RecordBatchReader:
         """The state of ``table`` as a stream of Arrow record batches of about
         ``batch_size`` rows, in bounded memory: for states larger than memory, or for
-        DuckDB (``duckdb.sql("select ... from batches")``). The options are ``read``'s;
-        ``scan(...).to_batches()``."""
-        scan = self.scan(
-            table,
-            as_of=as_of,
-            at=at,
-            known_at=known_at,
-            columns=columns,
-            filter=filter,
-            with_revision=with_revision,
-        )
-        return scan.to_batches(batch_size)
+        DuckDB (``duckdb.sql("select ... from batches")``). The options are ``read``'s
+        (``ReadOptions``); ``scan(...).to_batches()``."""
+        return self.scan(table, **options).to_batches(batch_size)
 
-    def download(
-        self,
-        table: str,
-        *,
-        as_of: TimeLike | None = None,
-        at: Position = None,
-        known_at: TimeLike | None = None,
-    ) -> list[Path]:
-        """Fetch into the cache the files a ``read(table, as_of=..., at=...)`` needs, and
-        only those; returns their local paths (a read then needs no download).
-        ``scan(...).download()``."""
-        return self.scan(table, as_of=as_of, at=at, known_at=known_at).download()
+    def download(self, table: str, **options: Unpack[ReadOptions]) -> list[Path]:
+        """Fetch into the cache the files a ``read(table, **options)`` needs, and only those
+        (with a filter on the id columns, the files its ids can be in); returns their local
+        paths (a read then needs no download). ``scan(...).download()``."""
+        return self.scan(table, **options).download()
 
     # -- the conversions of a scan (``read/scan.py``) --------------------------------------
 
     _other_handle = "RevisionedDataset"
-    _frame_type = pl.LazyFrame
 
     def _to_polars(self, scan: Scan[pl.DataFrame]) -> pl.LazyFrame:
         return scan._frames()[0]

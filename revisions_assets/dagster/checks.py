@@ -129,7 +129,7 @@ def ids_check(asset: dg.AssetsDefinition, blocking: bool) -> dg.AssetChecksDefin
     def ids_unique_non_null(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         reads = _Reads(context, asset)
         try:
-            direct, compaction = merged_revisions(reads.snapshot.view, reads.table)
+            direct, compaction = merged_revisions(reads.snapshot, reads.table)
         except (NoMajorRevisionError, UnknownTableError):
             return dg.AssetCheckResult(passed=False, metadata={"error": "no major revision yet"})
         try:
@@ -222,7 +222,7 @@ def compaction_check(asset: dg.AssetsDefinition) -> dg.AssetChecksDefinition:
         policy = reads.io.location.compact_after
         try:
             on_base = reads.dataset.inspect.revisions_on_base(reads.table)
-            _, compaction = merged_revisions(reads.snapshot.view, reads.table)
+            _, compaction = merged_revisions(reads.snapshot, reads.table)
         except (NoMajorRevisionError, UnknownTableError):
             return dg.AssetCheckResult(passed=True, metadata={"revisions_on_base": 0})
         return dg.AssetCheckResult(

@@ -32,17 +32,10 @@ from ..core.log.revision_log import RevisionLog
 from ..core.log.view import LogView
 from ..core.read.execute.files import FileGate
 from ..core.read.execute.history import HISTORY_FIELDS
-from ..core.read.plan.requests import (
-    ChangePlan,
-    HistoryPlan,
-    ReadRequest,
-    Snapshot,
-    StatePlan,
-    plan_read,
-)
+from ..core.read.plan.requests import ChangePlan, HistoryPlan, ReadRequest, StatePlan, plan_read
 from ..core.read.plan.scans import ScanTask
 from ..core.read.plan.schema import Field, Schema, to_struct_json
-from ..core.read.scan import plan_tasks
+from ..core.read.scan import DatasetSnapshot, plan_tasks
 from ..core.storage.backends import open_storage
 from ..core.storage.base import Storage
 from ..core.storage.footer import footer
@@ -119,7 +112,7 @@ def plan_source_read(options: SourceOptions) -> PlannedRead:
             f".option(\"table\", name) (OPTIONS (table 'name') in SQL); its tables: {tables}"
         )
     request = options.read_request()
-    plan = plan_read(Snapshot(storage.uri, view), request)
+    plan = plan_read(DatasetSnapshot(storage.uri, view), request)
     return PlannedRead(options, storage.uri, request, plan, view.head, output_fields(plan, request))
 
 

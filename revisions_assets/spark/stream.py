@@ -41,8 +41,9 @@ from ..core.log.records import Revision
 from ..core.log.revision_log import RevisionLog
 from ..core.log.view import LogView
 from ..core.read.plan.refs import resolve_position
-from ..core.read.plan.requests import ChangePlan, Snapshot, plan_read
+from ..core.read.plan.requests import ChangePlan, plan_read
 from ..core.read.plan.schema import Schema
+from ..core.read.scan import DatasetSnapshot
 from ..core.storage.backends import open_storage
 from .options import BOOTSTRAP, LATEST, STREAM_SPELLING, SourceOptions
 from .planning import PlannedRead, output_fields, split, struct_type
@@ -164,7 +165,7 @@ class ChangeFeedReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         request = replace(self.request, since_sequence=since, until_sequence=until)
         what = f"change feed of table {self.table!r} ({self.options.root})"
         try:
-            plan = plan_read(Snapshot(self.options.root, view), request)
+            plan = plan_read(DatasetSnapshot(self.options.root, view), request)
         except RetentionError as exc:
             raise RetentionError(f"{exc}; {_oldest_readable(view, what, since)}") from exc
         assert isinstance(plan, ChangePlan)

@@ -6,13 +6,18 @@ The console script itself runs in subprocesses in test_console_script.py.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from core.helpers import stage_revision
 from core.legacy_layout import worked_example
+from harness.dates import day
 
 from revisions_assets.cli import cli
 from revisions_assets.core.log.layout import entry_path
+from revisions_assets.core.log.revision_log import RevisionLog
+from revisions_assets.core.storage.backends import open_storage
 from revisions_assets.core.storage.base import LocalStorage
 
 from .conftest import PYTHON_WORDS, Staged
@@ -215,6 +220,20 @@ def test_spark_reads_what_the_reader_reads(spark, staged, redeployed, args):
     """``--spark`` (the engine) and the default (the reader in this process) agree."""
     args = [a.format(features=staged.features, redeployed=redeployed) for a in args]
     assert rows(*args, "--spark") == rows(*args)
+
+
+def test_show_where_prunes_the_files_its_ids_exclude(spark, tmp_path):
+    """``--where`` is the scan's filter on both paths: a file whose logged ids it excludes
+    is never opened, so a lookup of id 1 reads while the file of ids 100-101 is missing
+    (a read of every row refuses it)."""
+    root = str(tmp_path / "ds")
+    log = RevisionLog(open_storage(root))
+    stage_revision(log, root, "r0", day(0), True, {(1,): {"v": 1}, (2,): {"v": 2}})
+    stage_revision(log, root, "r1", day(1), False, {(100,): {"v": 3}, (101,): {"v": 4}})
+    Path(root, "r1/t/part-00000.parquet").unlink()
+    for engine in ((), ("--spark",)):
+        assert rows("show", root, "t", "--where", "id = 1", *engine) == [{"id": 1, "v": 1}]
+        assert "r1/t/part-00000.parquet" in run("show", root, "t", *engine, code=3).stderr
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,7 @@
 """The scan value on both handles, and the reader's lazy, pruned and streamed reads:
 ``scan`` and its builders and conversions, ``read(columns, filter)``, ``batches``, sinks,
 ``columns=`` (a projection) and ``compared_columns=`` on changes, ``columns=`` on history,
-the deprecated LazyFrame forms of
-``DatasetReader.scan()``, one snapshot for several reads, the file gate's one wording.
+one snapshot for several reads, the file gate's one wording.
 
 A dataset of a major and two minors (the newest row of entity 1 fails ``v < 8`` while the
 older rows of the major and the first minor pass), and one with a backfill ordered inside
@@ -13,7 +12,6 @@ rows runs in a fresh process whose peak memory shows it streamed.
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import textwrap
@@ -207,6 +205,8 @@ def test_bad_projections_and_filters_are_refused(dataset):
         dataset.read("t", columns=["nope"])
     with pytest.raises(ArgumentTypeError, match="filter must be a Polars expression"):
         reader.read("t", filter="v < 8")
+    with pytest.raises(InvalidArgumentError, match="as_off is not an option of a state read"):
+        reader.batches("t", as_off=day(1))  # type: ignore[call-arg]
     with pytest.raises(InvalidArgumentError, match="history\\(\\): columns"):
         reader.history("t", columns=["nope"])
     for handle in (reader, dataset):
@@ -222,6 +222,25 @@ def test_bad_projections_and_filters_are_refused(dataset):
         reader.scan("t").history().update(compared_columns=["v"])
     with pytest.raises(InvalidArgumentError, match="compared_columns does not apply to a state"):
         dataset.scan("t").update(compared_columns=["v"])
+
+
+def test_a_point_in_time_join_is_a_scan(dataset):
+    """``as_of_join`` is a scan like every other read: ``scan(...).as_of_join(...)`` gives
+    the handle's rows, counts them, lists the files it may read, takes the projection, and
+    refuses the options of a state read that do not apply to it."""
+    reader = DatasetReader(dataset.root)
+    events = pl.DataFrame({"id": [1, 1, 2], "at": [day(1), day(2.5), day(4)]})
+    options = {"event_time": "at", "on": ["id"], "known_at": "all_committed"}
+    joined = reader.scan("t", columns=["v"]).as_of_join(events, **options)
+    got = joined.read().sort("at")
+    assert got.equals(reader.as_of_join(events, "t", columns=["v"], **options).sort("at"))
+    assert got.select("id", "v").rows() == [(1, 5), (1, 6), (2, 6)] and "w" not in got.columns
+    assert joined.count() == 3
+    assert [f.sequence for f in joined.plan_files()] == [1, 2, 3]
+    with pytest.raises(InvalidArgumentError, match="as_of does not apply to a point-in-time"):
+        reader.scan("t", as_of=day(1)).as_of_join(events, **options)
+    with pytest.raises(InvalidArgumentError, match="filter does not apply to a point-in-time"):
+        dataset.scan("t", filter="id = 1").as_of_join(events, **options)
 
 
 #: a fresh process: the peak memory (VmHWM, never ru_maxrss, which a child inherits) above
@@ -243,11 +262,11 @@ print(json.dumps({"above_mib": (kib("VmHWM") - before) / 1024}))
 
 @pytest.mark.slow
 def test_a_streamed_read_holds_ids_not_the_state(tmp_path):
-    """``scan().sink_parquet()`` of a merged state runs on Polars' streaming engine: a fresh
-    process peaks at less than half the state's Arrow size, where an in-memory fallback
-    (of the plan, or of one join) holds the whole state and more. 4M entities of ~100
-    bytes (a major, a minor of 10% and one of 1% with tombstones), staged in the engine's
-    file layout without Spark."""
+    """``scan().to_polars().sink_parquet()`` of a merged state runs on Polars' streaming
+    engine: a fresh process peaks at less than half the state's Arrow size, where an
+    in-memory fallback (of the plan, or of one join) holds the whole state and more. 4M
+    entities of ~100 bytes (a major, a minor of 10% and one of 1% with tombstones), staged
+    in the engine's file layout without Spark."""
     n = 4_000_000
     root = str(tmp_path / "ds")
     log = RevisionLog(open_storage(root))
@@ -347,25 +366,6 @@ def test_conversions_a_handle_does_not_offer_name_the_handle_that_does(dataset):
     for conversion in ("to_polars", "to_batches", "download"):
         with pytest.raises(UnsupportedConversionError, match=r"open DatasetReader\(root\)"):
             getattr(dataset.scan("t"), conversion)()
-    with pytest.raises(AttributeError):
-        dataset.scan("t").collect  # noqa: B018 (only the reader's scan was a LazyFrame)
-
-
-def test_the_lazyframe_forms_of_scan_warn_and_still_work(dataset, tmp_path):
-    """``DatasetReader.scan()`` returned a LazyFrame: its methods still work on the scan for
-    a release, each with a DeprecationWarning naming ``to_polars()``."""
-    reader = DatasetReader(dataset.root)
-    want = rows(reader.read("t", filter=pl.col("v") < 8))
-    with pytest.warns(DeprecationWarning, match=r"call scan\(\.\.\.\)\.to_polars\(\)\.collect"):
-        assert rows(reader.scan("t").filter(pl.col("v") < 8).collect()) == want
-    with pytest.warns(DeprecationWarning, match="to_polars"):
-        reader.scan("t").sink_parquet(tmp_path / "state.parquet")
-    assert rows(pl.read_parquet(tmp_path / "state.parquet")) == rows(reader.read("t"))
-    with pytest.warns(DeprecationWarning, match=r"LazyFrame\.select\(\)"):
-        doubled = reader.scan("t").select(pl.col("v") * 2).collect()
-    assert sorted(doubled["v"]) == [2, 12, 14, 20]
-    with pytest.warns(DeprecationWarning, match="collect_schema"):
-        assert list(reader.scan("t").collect_schema()) == ["id", "v", "w"]
 
 
 def test_one_snapshot_serves_several_reads_while_commits_land(tmp_path):
@@ -403,26 +403,3 @@ def test_the_file_gate_words_damage_alike_on_both_handles(spark, tmp_path):
         assert "r1/t/part-00000.parquet" in message and "'r1'" in message
         assert "run `revisions verify`" in message
         damaged.unlink(missing_ok=True)  # then: missing
-
-
-def test_the_flat_maintenance_and_log_names_warn_and_do_what_the_namespaces_do(spark, tmp_path):
-    root = str(tmp_path / "ds")
-    log = RevisionLog(open_storage(root))
-    stage_revision(log, root, "r0", day(0), True, {(1,): {"v": 1}})
-    stage_revision(log, root, "r1", day(1), False, {(1,): {"v": 2}})
-    ds = RevisionedDataset(root, spark=spark, compact_after=None)
-    calls = {
-        "ds.inspect.log()": lambda: len(ds.log()) == len(ds.inspect.log()) == 2,
-        "ds.inspect.revisions_on_base()": lambda: ds.revisions_on_base("t") == 1,
-        "ds.maintenance.compaction_due()": lambda: ds.compaction_due("t") is False,
-        "ds.maintenance.last_compactions": lambda: ds.last_compactions == (),
-        "ds.inspect.upstream_position()": lambda: ds.upstream_position("up", "t") == 0,
-        "ds.maintenance.verify()": lambda: ds.verify() == ds.maintenance.verify(),
-        "ds.maintenance.vacuum()": lambda: ds.vacuum(dry_run=True).revisions == (),
-        "ds.maintenance.compact()": lambda: ds.compact("t").name.startswith("compaction-"),
-    }
-    for new, call in calls.items():
-        with pytest.warns(DeprecationWarning, match=rf"call {re.escape(new)} instead"):
-            assert call()
-    assert ds.inspect.revisions_on_base("t") == 0  # the compaction is the base now
-    assert DatasetReader(root).inspect.log().height == 3

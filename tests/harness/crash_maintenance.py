@@ -25,7 +25,7 @@ elif mode == "vacuum_marked":  # the vacuum entry is committed, nothing deleted 
 elif mode == "vacuum_deleting":  # one folder deleted, then killed
     patch("delete_tree", lambda rel: deletions.append(rel) or len(deletions) == 2)
 if mode.startswith("compaction"):
-    ds.compact()
+    ds.maintenance.compact()
 else:
-    ds.vacuum(retain=timedelta(0))
+    ds.maintenance.vacuum(retain=timedelta(0))
 print("returned: the kill point was never reached", flush=True)

@@ -34,10 +34,11 @@ from ..read.execute.files import FileGate
 from ..read.execute.frames import Rows
 from ..read.execute.spark import SparkExecutor
 from ..read.plan.refs import find_revision
-from ..read.plan.requests import Snapshot, plan_state
+from ..read.plan.requests import plan_state
 from ..read.plan.scans import MergePlan, plan_merge
 from ..read.plan.schema import to_struct_json
 from ..read.plan.selection import Selection, state_selection
+from ..read.scan import DatasetSnapshot
 from ..storage.base import Storage
 from ..storage.footer import StoredFile
 from ..timeutil import now_utc
@@ -89,7 +90,7 @@ class Compactor:
         self.log.refresh()
         view = self.log.view()
         jobs = []
-        snapshot = Snapshot(self.storage.uri, view)
+        snapshot = DatasetSnapshot(self.storage.uri, view)
         for table in tables if tables is not None else view.tables():
             state = plan_state(snapshot, table)  # what a default read of the table reads
             if compaction_needed(self.storage, state.rows):

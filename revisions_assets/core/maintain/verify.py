@@ -64,9 +64,11 @@ from ..log.revision_log import (
     read_description,
 )
 from ..log.view import Compaction, LogView
-from ..read.plan.scans import ScanTask, head_plan, plan_merge, scan_task
+from ..read.plan.requests import LogSnapshot, plan_state
+from ..read.plan.scans import ScanTask, scan_task
 from ..read.plan.schema import Schema, table_schema
 from ..read.plan.selection import carried_by, head_state
+from ..read.scan import DatasetSnapshot
 from ..storage.backends import open_storage
 from ..storage.base import Storage, check_data_file, pattern_characters
 from ..storage.footer import StoredFile
@@ -109,7 +111,7 @@ def verify_storage(
     try:  # what entries reference now (purges swapped some files), and what vacuum removed
         view = LogView(prefix)
         records, removed = list(view.records), removed | set(view.removed)
-        _check_states(view, findings)
+        _check_states(DatasetSnapshot(storage.uri, view), findings)
     except CorruptLogError as exc:
         findings.append(Finding.of("log_entry_corrupt", LOG_DIR, str(exc)))
     records += later
@@ -328,12 +330,13 @@ def file_findings(
     return findings
 
 
-def _check_states(view: LogView, findings: list[Finding]) -> None:
+def _check_states(snapshot: LogSnapshot, findings: list[Finding]) -> None:
     """What a purge of an earlier release left behind. It dropped what a carrying major
     carries from the log view until reads applied purges field by field
     (``TableWrite.with_purged_fields``); meanwhile a vacuum may have removed the carried
     revisions, a compaction may have been built without them and a later carrying major
     may have carried the state without them."""
+    view = snapshot.view
     for table in view.tables():
         history = view.table_revisions(table)
         for major in history:
@@ -368,12 +371,12 @@ def _check_states(view: LogView, findings: list[Finding]) -> None:
             if compaction.missed_purge is not None and not view.is_removed(compaction.sequence):
                 findings.append(_missed_purge(compaction))
         try:
-            state = head_state(view, table)
-            plan_merge(view, state, f"the default read of table {table!r}")
+            plan_state(snapshot, table)
         except NoMajorRevisionError:
             continue
         except RetentionError as exc:
-            findings.append(Finding.of("state_removed", state.major.name, str(exc)))
+            major = head_state(view, table).major
+            findings.append(Finding.of("state_removed", major.name, str(exc)))
 
 
 def _missed_purge(compaction: Compaction) -> Finding:
@@ -831,12 +834,12 @@ def count_findings(table: str, counts: Sequence[tuple[Revision, RevisionCounts]]
     return findings
 
 
-def merged_revisions(view: LogView, table: str) -> tuple[list[Revision], Revision | None]:
+def merged_revisions(snapshot: LogSnapshot, table: str) -> tuple[list[Revision], Revision | None]:
     """The revisions a default read of ``table`` reads from their own files, and the
     compaction it reads the rest from (None: it reads its major's files); a compaction's ids
     are unique by construction. NoMajorRevisionError before the first major."""
-    plan = head_plan(view, table)
-    by_sequence = {r.sequence: r for r in view.records}
+    plan = plan_state(snapshot, table).rows
+    by_sequence = {r.sequence: r for r in snapshot.view.records}
     direct = [by_sequence[t.sequence] for t in plan.tasks if not t.is_compaction]
     return direct, plan.compaction.record if plan.compaction is not None else None
 
@@ -867,10 +870,9 @@ def purge_findings(
         if record.purge is None:
             continue
         for table in record.purge.swaps:
-            what = f"the read of table {table!r} around purge {record.name!r}"
             try:
                 plans = [
-                    plan_merge(v, head_state(v, table), what)
+                    plan_state(DatasetSnapshot(storage.uri, v), table).rows
                     for v in (view.before(record.sequence), view.before(record.sequence + 1))
                 ]
             except (NoMajorRevisionError, RetentionError):

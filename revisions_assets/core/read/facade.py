@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, Unpack
 
 from ..arguments import check_text
-from ..deprecation import deprecated
 from ..errors import UnsupportedConversionError
 from ..log.consumers import consumer_position
 from ..log.records import Revision
@@ -21,15 +20,13 @@ from ..log.view import LogView
 from ..timeutil import TimeLike
 from .execute.files import FileGate
 from .execute.frames import Executor
-from .plan.as_of_join import plan_as_of_join
 from .plan.pruning import IdBounds
 from .plan.refs import Position
-from .plan.requests import ReadRequest
-from .plan.scans import head_plan
+from .plan.requests import ReadOptions, ReadRequest, plan_state
 from .plan.schema import Schema
 from .plan.spans import EVENT, KnownAt, warn_known_at_none
 from .results import ChangeSet, TableInfo
-from .scan import DatasetSnapshot, Scan
+from .scan import DatasetSnapshot, Scan, planned
 
 Frame = TypeVar("Frame")
 SchemaT = TypeVar("SchemaT")
@@ -48,9 +45,6 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
     _gate: FileGate
     #: the handle that offers what this one does not (named in errors)
     _other_handle: str
-    #: the frame type ``scan()`` returned before it returned a ``Scan`` (its methods are
-    #: forwarded to ``to_polars()`` with a DeprecationWarning), or None
-    _frame_type: type | None = None
 
     @abstractmethod
     def _log_view(self, refresh: bool) -> LogView:
@@ -91,7 +85,7 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
         ``refresh=False``: the log as this handle last read it (when it opened, or at its
         last read), without reading storage; by default it first catches up with commits
         by others."""
-        return DatasetSnapshot(self, self._log_view(refresh))
+        return DatasetSnapshot(self.root, self._log_view(refresh), self)
 
     def revisions(self, table: str | None = None) -> list[Revision]:
         """Every log entry as committed (maintenance entries included), or the data
@@ -117,64 +111,23 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
 
     # -- reads ----------------------------------------------------------------------------
 
-    def scan(
-        self,
-        table: str,
-        *,
-        as_of: TimeLike | None = None,
-        at: Position = None,
-        known_at: TimeLike | None = None,
-        columns: Sequence[str] | None = None,
-        filter: Any = None,
-        with_revision: bool = False,
-    ) -> Scan[Frame]:
+    def scan(self, table: str, **options: Unpack[ReadOptions]) -> Scan[Frame]:
         """A read of ``table`` on a fresh snapshot of the log, not run yet (``Scan``): the
-        options are ``read``'s; its builders (``select``, ``filter``, ``changes``,
-        ``history``, ...) return new scans, its conversions (``to_polars``,
-        ``to_spark``, ``to_arrow``, ``to_batches``, ``to_pandas``, ``count``,
-        ``plan_files``, ``download``) run it."""
-        return self.snapshot().scan(
-            table,
-            as_of=as_of,
-            at=at,
-            known_at=known_at,
-            columns=columns,
-            filter=filter,
-            with_revision=with_revision,
-        )
+        options are ``read``'s (``ReadOptions``); its builders (``select``, ``filter``,
+        ``changes``, ``history``, ``as_of_join``, ...) return new scans, its conversions
+        (``to_polars``, ``to_spark``, ``to_arrow``, ``to_batches``, ``to_pandas``,
+        ``count``, ``plan_files``, ``download``) run it."""
+        return self.snapshot().scan(table, **options)
 
-    def read(
-        self,
-        table: str,
-        *,
-        as_of: TimeLike | None = None,
-        at: Position = None,
-        known_at: TimeLike | None = None,
-        columns: Sequence[str] | None = None,
-        filter: Any = None,
-        with_revision: bool = False,
-    ) -> Frame:
+    def read(self, table: str, **options: Unpack[ReadOptions]) -> Frame:
         """The state of ``table`` as of a logical time (``as_of``), as known at a commit
         time (``known_at``: only the revisions committed by then) and/or pinned at a
         position (``at``: ``HEAD~n``, a revision name or a sequence), by the rules of
-        docs/concepts/read-semantics.md.
-
-        ``columns``: the columns to return (the id columns always come first; only those
-        are read from the files). ``filter``: a condition on the merged state, on any
-        column (a Spark Column or SQL text on Spark, a Polars expression in
-        ``DatasetReader``): it never brings back an older row of an entity whose newest
-        row it drops. ``scan(...)`` with the same options, run.
+        docs/concepts/read-semantics.md; ``columns``, ``filter`` and ``with_revision``
+        shape the rows. ``options``: ``ReadOptions``, which says what each one takes.
+        ``scan(...)`` with the same options, run.
         """
-        scan = self.scan(
-            table,
-            as_of=as_of,
-            at=at,
-            known_at=known_at,
-            columns=columns,
-            filter=filter,
-            with_revision=with_revision,
-        )
-        return scan.read()
+        return self.scan(table, **options).read()
 
     def changes(
         self,
@@ -270,22 +223,18 @@ class DatasetReads(ABC, Generic[Frame, SchemaT]):
         or LazyFrame (a lazy one gives a lazy result) or a pandas DataFrame, and the result
         is a Polars frame whatever the input. ``event_time`` must be an instant (a time
         zone on the column, pandas included): a naive one is refused.
+        ``scan(table, columns=...).as_of_join(events_df, ...)``, run.
         """
         if known_at is None:
             warn_known_at_none(stacklevel=2)
-        plan = plan_as_of_join(self.snapshot(), table, known_at=known_at, columns=columns)
-        self._gate.check(table, plan.scanned)
-        frame = self._executor.as_of_join(plan, events_df, event_time=event_time, on=on)
-        return self._joined(frame, events_df, plan.what)
+        scan = self.scan(table, columns=columns).as_of_join(
+            events_df, event_time=event_time, on=on, known_at=known_at
+        )
+        return self._joined(scan._frames()[0], events_df, planned(scan).what)
 
     def _joined(self, frame: Any, events_df: Any, what: str) -> Any:
         """The result of a point-in-time join, as the handle's other reads hand theirs over."""
         return self._results([frame], what)[0]
-
-    @deprecated("ds.log()", "ds.inspect.log()")
-    def log(self) -> Any:
-        """Deprecated: ``inspect.log()``."""
-        return self.inspect.log()
 
     # -- the conversions of a scan (``read/scan.py``): each handle overrides what it offers
 
@@ -331,7 +280,7 @@ class DatasetInspection:
         """How many revisions a default read of ``table`` merges on top of its base (the
         governing major, or the compaction it uses): what ``compact_after`` bounds."""
         check_text(table, "table")
-        return head_plan(self._reads.snapshot().view, table).on_base
+        return plan_state(self._reads.snapshot(), table).rows.on_base
 
     def upstream_position(self, dataset: str, table: str, consumer_table: str | None = None) -> int:
         """The last upstream sequence this dataset recorded as consumed from ``table`` of

@@ -10,8 +10,8 @@ conversion runs it (``to_polars``, ``to_arrow``, ``to_batches``, ``to_pandas``,
 (``read/plan/requests.py``), and passes its files through the file gate
 (``execute/files.py``) before an executor scans them.
 
-Every read of both handles is a scan: ``read``, ``changes``, ``history``, the reader's
-``batches`` and ``download``; the CLI takes one snapshot per command.
+Every read of both handles is a scan: ``read``, ``changes``, ``history``, ``as_of_join``,
+the reader's ``batches`` and ``download``; the CLI takes one snapshot per command.
 """
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from functools import cached_property, reduce
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, Unpack
 
 from ..arguments import check_text
 from ..columns import REVISION_COLUMNS
-from ..deprecation import warn_deprecated
 from ..errors import InvalidArgumentError
 from ..log.records import Revision
 from ..log.view import LogView
@@ -33,11 +32,22 @@ from .execute.changes import read_changes
 from .execute.files import FileGate
 from .execute.frames import Executor, Rows, lazy
 from .execute.history import read_history
+from .plan.as_of_join import AsOfJoinPlan, plan_as_of_join
 from .plan.pruning import IdBounds, id_types, pruned
 from .plan.refs import Position, find_revision
-from .plan.requests import ChangePlan, HistoryPlan, ReadRequest, StatePlan, plan_read
-from .plan.scans import ScanTask, current_schema
+from .plan.requests import (
+    ChangePlan,
+    HistoryPlan,
+    ReadOptions,
+    ReadRequest,
+    StatePlan,
+    current_schema,
+    plan_read,
+    state_request,
+)
+from .plan.scans import ScanTask
 from .plan.schema import Schema
+from .plan.spans import EVENT, KnownAt
 from .results import ChangeSet, TableInfo
 
 if TYPE_CHECKING:
@@ -60,13 +70,13 @@ class ScanSource(Protocol[Frame, SchemaT]):
     root: str
     _executor: Executor[Any]
     _gate: FileGate
-    _frame_type: type | None
 
     def _schema(self, schema: Schema) -> SchemaT: ...
     def _check_filter(self, condition: Any, call: str) -> None: ...
     def _id_bounds(self, condition: Any, id_types: Mapping[str, str]) -> IdBounds: ...
     def _filtered(self, frame: Any, condition: Any) -> Any: ...
     def _results(self, frames: Sequence[Any], what: str) -> list[Any]: ...
+    def _joined(self, frame: Any, events_df: Any, what: str) -> Any: ...
     def _to_polars(self, scan: Scan[Frame]) -> Any: ...
     def _to_spark(self, scan: Scan[Frame]) -> Any: ...
     def _to_arrow(self, scan: Scan[Frame]) -> Any: ...
@@ -104,11 +114,16 @@ class DatasetSnapshot(Generic[Frame, SchemaT]):
     ``ds.snapshot()`` catches up with the log (commits by others included) and freezes
     it: its ``revisions``, ``tables`` and every ``scan`` see the same revisions, however
     many commits land meanwhile. Each read of a handle takes one of its own.
+
+    The engine's own layers (a commit, compaction, verify, the Spark data source's driver)
+    plan on a snapshot of the log alone, ``DatasetSnapshot(root, view)``: it lists and
+    plans as any other, and scans nothing (``scan`` and ``tables`` need a handle's engine).
     """
 
-    def __init__(self, reads: ScanSource[Frame, SchemaT], view: LogView):
-        self._reads = reads
+    def __init__(self, root: str, view: LogView, dataset: ScanSource[Frame, SchemaT] | None = None):
+        self._root = root
         self._view = view
+        self._dataset = dataset
 
     def __repr__(self) -> str:
         return f"DatasetSnapshot({self.root!r}, head_sequence={self.head_sequence})"
@@ -117,12 +132,17 @@ class DatasetSnapshot(Generic[Frame, SchemaT]):
     def dataset(self) -> ScanSource[Frame, SchemaT]:
         """The handle this snapshot was taken from: a ``RevisionedDataset`` or a
         ``DatasetReader``."""
-        return self._reads
+        if self._dataset is None:
+            raise InvalidArgumentError(
+                f"this snapshot of {self._root} holds its log alone: scan on the snapshot of "
+                "a handle, RevisionedDataset(root).snapshot() or DatasetReader(root).snapshot()"
+            )
+        return self._dataset
 
     @property
     def root(self) -> str:
         """The dataset's root."""
-        return self._reads.root
+        return self._root
 
     @property
     def head_sequence(self) -> int:
@@ -157,34 +177,15 @@ class DatasetSnapshot(Generic[Frame, SchemaT]):
             name: TableInfo(
                 name,
                 tuple(view.table_revisions(name)[-1].tables[name].id_columns),
-                self._reads._schema(current_schema(view, name)),
+                self.dataset._schema(current_schema(self, name)),
             )
             for name in view.tables()
         }
 
-    def scan(
-        self,
-        table: str,
-        *,
-        as_of: TimeLike | None = None,
-        at: Position = None,
-        known_at: TimeLike | None = None,
-        columns: Sequence[str] | None = None,
-        filter: Any = None,
-        with_revision: bool = False,
-    ) -> Scan[Frame]:
-        """A read of the state of ``table`` on this snapshot (``Scan``; the options are
-        ``read``'s)."""
-        request = ReadRequest(
-            table,
-            as_of=as_of,
-            at=at,
-            known_at=known_at,
-            columns=columns,
-            filters=() if filter is None else (filter,),
-            with_revision=with_revision,
-        )
-        return Scan(self, request)
+    def scan(self, table: str, **options: Unpack[ReadOptions]) -> Scan[Frame]:
+        """A read of the state of ``table`` on this snapshot (``Scan``; ``options``:
+        ``ReadOptions``, as ``read`` takes them)."""
+        return Scan(self, state_request(table, options, "scan"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -192,9 +193,9 @@ class Scan(Generic[Frame]):
     """One read: what it asks for (``request``), bound to one ``snapshot`` of the log.
 
     A state read (``ds.scan(table, as_of=..., at=..., known_at=..., columns=...,
-    filter=..., with_revision=...)``) by default; ``changes(...)`` and ``history(...)``
-    make it a change read or the SCD2 history, by the rules of
-    docs/concepts/read-semantics.md. Builders return new scans; the conversions run the
+    filter=..., with_revision=...)``) by default; ``changes(...)``, ``history(...)`` and
+    ``as_of_join(...)`` make it a change read, the SCD2 history or a point-in-time join, by
+    the rules of docs/concepts/read-semantics.md. Builders return new scans; the conversions run the
     read. What each handle offers:
 
     | conversion | ``DatasetReader`` | ``RevisionedDataset`` |
@@ -217,13 +218,13 @@ class Scan(Generic[Frame]):
 
     def __post_init__(self) -> None:
         for condition in self.request.filters:
-            self.snapshot._reads._check_filter(condition, self.request.call)
+            self.snapshot.dataset._check_filter(condition, self.request.call)
 
     def __repr__(self) -> str:
         given = [
             f"{f.name}={getattr(self.request, f.name)!r}"
             for f in fields(self.request)
-            if f.name != "table" and getattr(self.request, f.name) != f.default
+            if f.name not in ("table", "events") and getattr(self.request, f.name) != f.default
         ]
         options = "".join(f", {g}" for g in given)
         return (
@@ -242,9 +243,6 @@ class Scan(Generic[Frame]):
         the files). A list of names is taken too."""
         if len(columns) == 1 and isinstance(columns[0], list | tuple):
             columns = tuple(columns[0])
-        frame_type = self.snapshot._reads._frame_type
-        if frame_type is not None and not all(isinstance(c, str) for c in columns):
-            return self._deprecated_frame_call("select", columns)
         return self.update(columns=columns)
 
     def filter(self, *conditions: Any) -> Scan[Frame]:
@@ -306,16 +304,39 @@ class Scan(Generic[Frame]):
         ``known_at``, ``columns`` and the filters carry over)."""
         return self.update(kind="history", since=since, until=until)
 
+    def as_of_join(
+        self,
+        events_df: Any,
+        *,
+        event_time: str,
+        on: Sequence[str] | Mapping[str, str],
+        known_at: KnownAt = EVENT,
+    ) -> Scan[Frame]:
+        """A point-in-time join of ``events_df`` with this scan's table: each event row with
+        the table's row as of its ``event_time``, as known at ``known_at`` (``as_of_join()``
+        of the handles says what each argument takes; ``columns`` or ``select`` carry over:
+        only those value columns are added). Only the files whose id ranges meet the events'
+        keys are read."""
+        return self.update(
+            kind="as_of_join", events=events_df, event_time=event_time, on=on, known_at=known_at
+        )
+
     # -- what it reads --------------------------------------------------------------------
 
     @cached_property
-    def _plan(self) -> StatePlan | ChangePlan | HistoryPlan:
-        """The plan, reading only the files that may hold an id the filters allow."""
-        plan = plan_read(self.snapshot, self.request)
+    def _plan(self) -> StatePlan | ChangePlan | HistoryPlan | AsOfJoinPlan:
+        """The plan, reading only the files that may hold an id the filters allow (a
+        point-in-time join prunes by its events' keys when it runs)."""
+        request = self.request
+        if request.kind == "as_of_join":
+            return plan_as_of_join(
+                self.snapshot, request.table, known_at=request.known_at, columns=request.columns
+            )
+        plan = plan_read(self.snapshot, request)
         if not self.request.filters:
             return plan
         types = id_types(plan)
-        reads = self.snapshot._reads
+        reads = self.snapshot.dataset
         bounds = [reads._id_bounds(condition, types) for condition in self.request.filters]
         return pruned(plan, reduce(IdBounds.__and__, bounds))
 
@@ -344,7 +365,7 @@ class Scan(Generic[Frame]):
         """The rows as the handle's reads return them: a Polars DataFrame
         (``DatasetReader``), a lazy Spark DataFrame (``RevisionedDataset``). ``ds.read(...)``
         is ``ds.scan(...).read()``, ``ds.history(...)`` ``ds.scan(...).history(...).read()``."""
-        return self.snapshot._reads._results([self._frames()[0]], self._plan.what)[0]
+        return self.snapshot.dataset._results([self._frames()[0]], self._plan.what)[0]
 
     def to_polars(self) -> pl.LazyFrame:
         """The rows as a Polars ``LazyFrame`` (``DatasetReader``): a ``select`` on it
@@ -353,22 +374,22 @@ class Scan(Generic[Frame]):
         it. The merge streams: each revision's rows are anti-joined with the ids the later
         revisions wrote, so a streamed read holds those ids and about a row group per file,
         not the state. Its files are fetched and checked now."""
-        return self.snapshot._reads._to_polars(self)
+        return self.snapshot.dataset._to_polars(self)
 
     def to_spark(self) -> DataFrame:
         """The rows as a lazy Spark ``DataFrame`` (``RevisionedDataset``)."""
-        return self.snapshot._reads._to_spark(self)
+        return self.snapshot.dataset._to_spark(self)
 
     def to_arrow(self) -> pa.Table:
         """The rows as an Arrow table, in this process (collected to the driver on Spark)."""
-        return self.snapshot._reads._to_arrow(self)
+        return self.snapshot.dataset._to_arrow(self)
 
     def to_batches(self, batch_size: int | None = None) -> pa.RecordBatchReader:
         """The rows as a stream of Arrow record batches of about ``batch_size`` rows
         (``DatasetReader``), in bounded memory (the ids of the newer revisions and about a
         row group per file, as ``to_polars()`` streams): for results larger than memory,
         or for DuckDB (``duckdb.sql("select ... from batches")``)."""
-        return self.snapshot._reads._to_batches(self, batch_size)
+        return self.snapshot.dataset._to_batches(self, batch_size)
 
     def to_pandas(self) -> pd.DataFrame:
         """The rows as a pandas DataFrame (through ``to_arrow()``: instants in UTC)."""
@@ -378,7 +399,7 @@ class Scan(Generic[Frame]):
         """How many rows the read returns (a state read without filters reads only the id
         columns)."""
         plain = self.request.kind == "state" and not self.request.filters
-        return self.snapshot._reads._count(self.update(columns=()) if plain else self)
+        return self.snapshot.dataset._count(self.update(columns=()) if plain else self)
 
     def to_changes(self) -> ChangeSet[Frame]:
         """The ``ChangeSet`` of a change read (``changes(...)``): its frames in the
@@ -390,7 +411,7 @@ class Scan(Generic[Frame]):
                 f"table {self.request.table!r}: call scan(...).changes(since=...) first"
             )
         df, changed = self._frames()
-        results = self.snapshot._reads._results(
+        results = self.snapshot.dataset._results(
             [df] if changed is None else [df, changed], plan.what
         )
         return ChangeSet(
@@ -406,46 +427,25 @@ class Scan(Generic[Frame]):
         """Fetch into the reader's cache the files the read needs, and only those; their
         local paths (a read then needs no download; ``DatasetReader`` with a
         ``cache_dir``)."""
-        return self.snapshot._reads._download(self)
+        return self.snapshot.dataset._download(self)
 
     # -- what the handles run -------------------------------------------------------------
 
     def _frames(self) -> tuple[Any, Any | None]:
         """(the rows, a reset's ``changed`` or None) as the executor's lazy frames, after
         the file gate passed every file of the plan."""
-        reads, request, plan = self.snapshot._reads, self.request, self._plan
+        reads, request, plan = self.snapshot.dataset, self.request, self._plan
         reads._gate.check(request.table, plan.scanned)
         return run_plan(plan, request, reads._executor, reads._filtered)
 
-    def _deprecated_frame_call(self, name: str, args: Sequence[Any]) -> Any:
-        """A ``LazyFrame`` method called on the scan ``DatasetReader.scan()`` returns: the
-        frame's, with a DeprecationWarning naming the call to make instead."""
-        warn_deprecated(
-            f"LazyFrame.{name}() on DatasetReader.scan() (a Scan now)",
-            f"scan(...).to_polars().{name}(...)",
-            stacklevel=4,
-        )
-        return getattr(self.to_polars(), name)(*args)
 
-    def __getattr__(self, name: str) -> Any:
-        """A ``LazyFrame`` attribute of ``to_polars()``, deprecated (``DatasetReader.scan()``
-        returned a LazyFrame before it returned a scan)."""
-        snapshot = self.__dict__.get("snapshot")
-        frame_type = None if snapshot is None else snapshot._reads._frame_type
-        if name.startswith("_") or frame_type is None or not hasattr(frame_type, name):
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        warn_deprecated(
-            f"LazyFrame.{name} on DatasetReader.scan() (a Scan now)",
-            f"scan(...).to_polars().{name}",
-            stacklevel=3,
-        )
-        return getattr(self.to_polars(), name)
-
-
-def plan_tasks(plan: StatePlan | ChangePlan | HistoryPlan) -> list[ScanTask]:
+def plan_tasks(plan: StatePlan | ChangePlan | HistoryPlan | AsOfJoinPlan) -> list[ScanTask]:
     """The scan tasks of a plan, one per log entry whose files it reads, oldest first (a
-    change read's state before included)."""
-    if isinstance(plan, HistoryPlan):
+    change read's state before included; a point-in-time join's before its events' keys
+    prune them)."""
+    if isinstance(plan, AsOfJoinPlan):
+        tasks = plan.scanned
+    elif isinstance(plan, HistoryPlan):
         tasks = [*plan.tasks, *([plan.base] if plan.base else [])]
     else:
         merges = (
@@ -459,7 +459,7 @@ def plan_tasks(plan: StatePlan | ChangePlan | HistoryPlan) -> list[ScanTask]:
 
 
 def run_plan(
-    plan: StatePlan | ChangePlan | HistoryPlan,
+    plan: StatePlan | ChangePlan | HistoryPlan | AsOfJoinPlan,
     request: ReadRequest,
     executor: Executor[Any],
     filtered: Callable[[Any, Any], Any],
@@ -468,6 +468,11 @@ def run_plan(
     frames, its files already through the file gate: what every conversion of a scan runs,
     and the Spark data source's workers (``revisions_assets/spark``) run on a part of one.
     ``filtered(frame, condition)`` applies one of the request's filters."""
+    if isinstance(plan, AsOfJoinPlan):
+        frame = executor.as_of_join(
+            plan, request.events, event_time=request.event_time, on=request.on
+        )
+        return frame, None
     if isinstance(plan, ChangePlan):
         return read_changes(executor, plan, with_revision=request.with_revision)
     if isinstance(plan, HistoryPlan):
@@ -482,7 +487,7 @@ def run_plan(
     return frame, None
 
 
-def planned(scan: Scan[Any]) -> StatePlan | ChangePlan | HistoryPlan:
+def planned(scan: Scan[Any]) -> StatePlan | ChangePlan | HistoryPlan | AsOfJoinPlan:
     """The frozen plan of ``scan`` (made once, on first use): for the engine's own layers,
     such as the headings of the command line."""
     return scan._plan

@@ -31,13 +31,13 @@ from ..errors import (
 )
 from ..log.records import UpstreamPosition
 from ..log.revision_log import RevisionLog
-from ..log.view import LogView
 from ..read.execute.changes import state_hashes
 from ..read.execute.files import FileGate
 from ..read.execute.spark import SparkExecutor, state_schemas
-from ..read.plan.requests import Snapshot, StatePlan, plan_state
+from ..read.plan.requests import plan_state
 from ..read.plan.scans import MergePlan
 from ..read.plan.schema import value_columns
+from ..read.scan import DatasetSnapshot
 from ..timeutil import TimeLike, to_utc
 from ..uris import describe
 from .file_size import rows_per_file
@@ -109,7 +109,8 @@ class CommitPlanner:
             imported_after=imported_after,
         )
         records = self._log.refresh()
-        view = self._log.view()
+        snapshot = self._snapshot()
+        view = snapshot.view
         for table, df in tables.items():
             ids = table_id_columns(
                 records, table, self._declared, self._default_ids, self._log.storage.uri
@@ -120,7 +121,7 @@ class CommitPlanner:
             written = view.table_revisions(table) if table in view.tables() else []
             staged.rows_per_file = rows_per_file(written, table)
             if not request.is_major and DELETED in df.columns:
-                complete_for_tombstones(view, staged)
+                complete_for_tombstones(snapshot, staged)
             request.staged.append(staged)
         check_against_log(view, request, self._log.storage.uri)
         unknown = sorted(set(field_versions or {}) - set(tables))
@@ -149,8 +150,8 @@ class CommitPlanner:
     ) -> None:
         """Make ``staged`` a carrying major of the state as of ``timestamp``, if it can be:
         ``required`` (``carry=True``) raises where a complete major would be written."""
-        view = self._log.view()
-        table = staged.table
+        snapshot = self._snapshot()
+        view, table = snapshot.view, staged.table
         if table not in view.tables():
             if required:
                 raise NoMajorRevisionError(
@@ -159,11 +160,11 @@ class CommitPlanner:
                 )
             return
         try:
-            state = self._state(view, table, timestamp)
+            state = plan_state(snapshot, table, as_of=timestamp)
             if required and DELETED in df.columns:
-                complete_for_tombstones(view, staged)
+                complete_for_tombstones(snapshot, staged)
             # the carried rows must read as rows of the new state: it keeps every column
-            _major, current = state_schemas(view, table)
+            _major, current = state_schemas(snapshot, table)
             check_compatible(table, major=current, current=current, new=staged.schema)
             carries = tuple(r.sequence for r in state.selection.merge)
             check_carried(view, table, timestamp, carries)
@@ -181,14 +182,15 @@ class CommitPlanner:
         state as of its timestamp (the rows its own would follow in key order); None when
         there is none (no major by then, or its files are gone)."""
         try:
-            plan = self._state(self._log.view(), table, timestamp).rows
+            plan = plan_state(self._snapshot(), table, as_of=timestamp).rows
         except (NoMajorRevisionError, RetentionError):
             return None
         return self._hashes(plan)
 
-    def _state(self, view: LogView, table: str, timestamp: datetime) -> StatePlan:
-        """The plan of the state of ``table`` as of ``timestamp``, as a state read plans it."""
-        return plan_state(Snapshot(self._log.storage.uri, view), table, as_of=timestamp)
+    def _snapshot(self) -> DatasetSnapshot:
+        """The log as this planner last read it: what a commit's states are planned on, as
+        state reads plan them."""
+        return DatasetSnapshot(self._log.storage.uri, self._log.view())
 
     def _hashes(self, plan: MergePlan) -> DataFrame:
         """The (ids, ``_row_hash``) of the state ``plan`` reads, its files gated first."""

@@ -57,7 +57,9 @@ from ..log.view import LogView
 from ..read.execute.frames import SMALL_ROWS, hinted, lazy, real_changes
 from ..read.execute.spark import state_schemas
 from ..read.execute.spark_scan import parquet_files
+from ..read.plan.requests import LogSnapshot
 from ..read.plan.schema import value_columns
+from ..read.scan import DatasetSnapshot
 from ..spark_errors import spark_storage_errors
 from ..storage.base import Storage
 from ..timeutil import now_utc
@@ -216,13 +218,14 @@ def table_id_columns(
     return tuple(ids)
 
 
-def complete_for_tombstones(view: LogView, staged: StagedTable) -> None:
+def complete_for_tombstones(snapshot: LogSnapshot, staged: StagedTable) -> None:
     """Tombstone rows need only ids: fill the current columns the data lacks with nulls."""
+    view = snapshot.view
     if staged.table not in view.tables():
         return
     if not any(r.is_major for r in view.table_revisions(staged.table)):
         return  # reported by check_against_log
-    _major, current = state_schemas(view, staged.table)
+    _major, current = state_schemas(snapshot, staged.table)
     given = set(staged.schema.fieldNames())
     staged.filled = tuple(f.name for f in current.fields if f.name not in given)
     if staged.filled:
@@ -250,7 +253,7 @@ def check_against_log(view: LogView, request: CommitRequest, root: str) -> None:
                 f"table {staged.table!r} has no major revision: commit a major first "
                 "(is_major=True)"
             )
-        major, current = state_schemas(view, staged.table)
+        major, current = state_schemas(DatasetSnapshot(root, view), staged.table)
         check_compatible(staged.table, major=major, current=current, new=staged.schema)
     check_positions(
         records,

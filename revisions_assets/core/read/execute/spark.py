@@ -30,13 +30,13 @@ from pyspark.sql.types import StringType, StructType, TimestampType
 from ...columns import DELETED, ROW_HASH, SOURCE_SEQUENCE
 from ...errors import RevisionsError, StorageError
 from ...hashing import row_hash
-from ...log.view import LogView
 from ...spark_columns import column
 from ...spark_errors import damaged_file, storage_cause
 from ...storage.base import Storage
 from ...timeutil import to_micros
 from ..plan.as_of_join import AsOfJoinPlan
-from ..plan.scans import MergePlan, current_schema, major_schema
+from ..plan.requests import LogSnapshot, current_schema
+from ..plan.scans import MergePlan, major_schema
 from ..plan.schema import Schema
 from .as_of_join import spark_as_of_join
 from .files import damaged_file_error, missing_file_error
@@ -58,10 +58,11 @@ MergeStrategy = Literal["auto", "broadcast", "window"]
 _LATER = "__later_order"
 
 
-def state_schemas(view: LogView, table: str) -> tuple[StructType, StructType]:
+def state_schemas(snapshot: LogSnapshot, table: str) -> tuple[StructType, StructType]:
     """(the governing major's schema, the current state's schema) of ``table`` at the head,
     as Spark types (what a commit's schema is checked against)."""
-    return spark_schema(major_schema(view, table)), spark_schema(current_schema(view, table))
+    major = major_schema(snapshot.view, table)
+    return spark_schema(major), spark_schema(current_schema(snapshot, table))
 
 
 def _about(plan: MergePlan) -> dict[int, tuple]:

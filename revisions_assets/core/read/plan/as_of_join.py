@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ...arguments import check_text
 from ...columns import REVISION
@@ -41,9 +42,8 @@ from ...errors import (
 from ...log.records import Revision
 from ...uris import describe
 from .pruning import EVERY_ID, IdBounds, prune_task
-from .requests import Snapshot, projected
 from .scans import ScanTask, retention_message, scan_task
-from .schema import Schema, table_schema
+from .schema import Schema, projected, table_schema
 from .selection import carried_by
 from .spans import (
     EVENT,
@@ -54,6 +54,9 @@ from .spans import (
     visible_from,
     visible_spans,
 )
+
+if TYPE_CHECKING:
+    from .requests import LogSnapshot
 
 
 @dataclass(frozen=True)
@@ -181,7 +184,7 @@ class AsOfJoinPlan:
 
 
 def plan_as_of_join(
-    snapshot: Snapshot,
+    snapshot: LogSnapshot,
     table: str,
     *,
     known_at: KnownAt = EVENT,

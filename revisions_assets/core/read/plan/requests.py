@@ -14,13 +14,13 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypedDict
 
 from ...arguments import check_bool, check_sequence_number, check_text
 from ...errors import InvalidArgumentError, NoMajorRevisionError, RetentionError
 from ...log.records import Revision
 from ...log.view import Compaction, LogView
-from ...timeutil import to_utc
+from ...timeutil import TimeLike, to_utc
 from .refs import Position, resolve_position
 from .scans import (
     MergePlan,
@@ -30,7 +30,7 @@ from .scans import (
     retention_message,
     scan_task,
 )
-from .schema import Schema, names, table_schema, value_columns
+from .schema import Schema, column_names, names, projected, table_schema, value_columns
 from .selection import (
     Selection,
     carried_by,
@@ -38,12 +38,13 @@ from .selection import (
     changes_by_time,
     state_selection,
 )
-from .spans import LiveSpan, live_spans
+from .spans import LiveSpan, check_known_at, live_spans
 
 
 class LogSnapshot(Protocol):
-    """What a plan reads: one frozen view of a dataset's log and the dataset's root (how
-    errors name it). ``Snapshot`` here, and the public ``DatasetSnapshot`` of the handles."""
+    """What a plan reads of a ``DatasetSnapshot`` (``read/scan.py``, the one snapshot type):
+    one frozen view of a dataset's log and the dataset's root (how errors name it). Planning
+    needs nothing else, so it stays below the scans and the handles."""
 
     @property
     def root(self) -> str: ...
@@ -52,19 +53,22 @@ class LogSnapshot(Protocol):
     def view(self) -> LogView: ...
 
 
-@dataclass(frozen=True)
-class Snapshot:
-    """One frozen view of a dataset's log, taken when a read starts, and the dataset's root."""
-
-    root: str
-    view: LogView
-
-
-#: the kinds of read: a state, the changes in a window, the SCD2 history
-ReadKind = Literal["state", "changes", "history"]
-_KIND_NAMES = {"state": "a state read", "changes": "a change read", "history": "a history"}
+#: the kinds of read: a state, the changes in a window, the SCD2 history, a point-in-time
+#: join of events
+ReadKind = Literal["state", "changes", "history", "as_of_join"]
+_KIND_NAMES = {
+    "state": "a state read",
+    "changes": "a change read",
+    "history": "a history",
+    "as_of_join": "a point-in-time join",
+}
 #: how each kind is called in messages
-_CALLS: dict[str, str] = {"state": "read", "changes": "changes", "history": "history"}
+_CALLS: dict[str, str] = {
+    "state": "read",
+    "changes": "changes",
+    "history": "history",
+    "as_of_join": "as_of_join",
+}
 #: the options of each kind, and what to do instead of an option that does not apply
 _APPLIES: dict[str, frozenset[str]] = {
     "state": frozenset({"as_of", "at", "known_at", "columns", "filters", "with_revision"}),
@@ -83,6 +87,7 @@ _APPLIES: dict[str, frozenset[str]] = {
         }
     ),
     "history": frozenset({"known_at", "columns", "filters", "since", "until"}),
+    "as_of_join": frozenset({"known_at", "columns", "events", "event_time", "on"}),
 }
 _INSTEAD = {
     ("changes", "as_of"): "a change read's window is since/until",
@@ -94,21 +99,71 @@ _INSTEAD = {
     "scan(...).changes(compared_columns=...)",
     ("history", "compared_columns"): "a version opens where one of its columns changes: "
     "pick them with columns=",
+    ("as_of_join", "as_of"): "each event's event_time is its as-of time",
+    ("as_of_join", "at"): "known_at gives the join as known at a commit time",
+    ("as_of_join", "filters"): "filter events_df, or the joined frame",
+    ("as_of_join", "with_revision"): "every joined row carries _revision",
 }
 #: what to do instead of an option of another kind of read, by kind
 _OTHER_KIND = {
     "state": "it belongs to a change read or a history: scan(...).changes(...), .history(...)",
     "changes": "it belongs to a state read or a history",
     "history": "it belongs to a change read: scan(...).changes(...)",
+    "as_of_join": "it belongs to a change read or a history",
 }
 _OPTION_NAMES = {"filters": "filter"}
+
+
+class ReadOptions(TypedDict, total=False):
+    """The options of a state read, as keywords: ``read``, ``scan``, ``batches`` and
+    ``download`` of both handles and ``DatasetSnapshot.scan`` take them, written once here
+    (the keyword arguments IDEs show for ``**options``). All optional; they combine (the
+    rules are docs/concepts/read-semantics.md).
+
+    - ``as_of``: the state as of a logical time (an aware datetime, or an ISO string with an
+      offset).
+    - ``at``: pinned at a position: ``HEAD``, ``HEAD~n`` (n data revisions of the table
+      back), a revision name or a sequence.
+    - ``known_at``: as known at a commit time: only the revisions committed by then.
+    - ``columns``: the columns to return (the id columns always come first; only those are
+      read from the files).
+    - ``filter``: a condition on the merged state, on any column (a Polars expression in
+      ``DatasetReader``, a Spark Column or SQL text on Spark): it never brings back an older
+      row of an entity whose newest row it drops, and what it says about the id columns
+      prunes the files and row groups read.
+    - ``with_revision``: add the name, timestamp and sequence of the revision that wrote
+      each row.
+    """
+
+    as_of: TimeLike | None
+    at: Position
+    known_at: TimeLike | None
+    columns: Sequence[str] | None
+    filter: Any
+    with_revision: bool
+
+
+def state_request(table: str, options: ReadOptions, call: str = "read") -> ReadRequest:
+    """The ``ReadRequest`` of a state read of ``table`` with ``options``, checked: a keyword
+    ``ReadOptions`` does not name is refused (``call`` names the method in the message)."""
+    unknown = sorted(set(options) - set(ReadOptions.__annotations__))
+    if unknown:
+        raise InvalidArgumentError(
+            f"{call}(): {', '.join(unknown)} is not an option of a state read of table "
+            f"{table!r}; its options are {', '.join(ReadOptions.__annotations__)}"
+        )
+    given: dict[str, Any] = dict(options)
+    condition = given.pop("filter", None)
+    return ReadRequest(table, filters=() if condition is None else (condition,), **given)
 
 
 @dataclass(frozen=True, eq=False)
 class ReadRequest:
     """What one read asks for, checked when built: a state (``kind="state"``), the changes
-    in a window (``"changes"``) or the SCD2 history (``"history"``) of ``table``. (Not
-    compared by value: its filters are engine expressions, whose ``==`` builds a filter.)
+    in a window (``"changes"``), the SCD2 history (``"history"``) of ``table``, or a
+    point-in-time join of ``events`` with it (``"as_of_join"``: ``event_time``, ``on`` and
+    ``known_at`` as ``as_of_join()`` takes them). (Not compared by value: its filters and
+    events are engine objects, whose ``==`` builds an expression.)
 
     Times may be given as datetimes or ISO strings with an offset: once built they are aware
     UTC datetimes; ``columns`` (the projection, in every kind) and ``compared_columns`` (a
@@ -121,7 +176,7 @@ class ReadRequest:
     kind: ReadKind = "state"
     as_of: datetime | None = None
     at: Position = None
-    known_at: datetime | None = None
+    known_at: datetime | str | None = None
     columns: Sequence[str] | None = None
     filters: tuple[Any, ...] = ()
     with_revision: bool = False
@@ -131,6 +186,9 @@ class ReadRequest:
     until_sequence: int | None = None
     only_changed: bool = False
     compared_columns: Sequence[str] | None = None
+    events: Any = None
+    event_time: str | None = None
+    on: Any = None
 
     def __post_init__(self) -> None:
         check_text(self.table, "table")
@@ -152,6 +210,9 @@ class ReadRequest:
             "until_sequence": self.until_sequence is not None,
             "only_changed": self.only_changed,
             "compared_columns": self.compared_columns is not None,
+            "events": self.events is not None,
+            "event_time": self.event_time is not None,
+            "on": self.on is not None,
         }
         for option, present in given.items():
             if present and option not in _APPLIES[self.kind]:
@@ -168,7 +229,13 @@ class ReadRequest:
                 f"until={self.until!r}, at={self.at!r}, known_at={self.known_at!r}, "
                 f"since_sequence={self.since_sequence}, until_sequence={self.until_sequence})"
             )
-        for option in ("as_of", "since", "until", "known_at"):
+        times = ["as_of", "since", "until", "known_at"]
+        if self.kind == "as_of_join":  # known_at: also "event" or "all_committed"
+            if self.events is None:
+                raise InvalidArgumentError(f"as_of_join(): give the events of table {self.table!r}")
+            object.__setattr__(self, "known_at", check_known_at(self.known_at))
+            times.remove("known_at")
+        for option in times:
             value = getattr(self, option)
             if value is not None:
                 object.__setattr__(self, option, to_utc(value, option))
@@ -192,31 +259,19 @@ class ReadRequest:
         for option in ("columns", "compared_columns"):
             value = getattr(self, option)
             if value is not None:
-                object.__setattr__(self, option, _column_names(value, call, option))
+                object.__setattr__(self, option, column_names(value, call, option))
         object.__setattr__(self, "filters", tuple(self.filters))
 
     @property
     def call(self) -> str:
-        """How the read is called in messages: ``read``, ``changes`` or ``history``."""
+        """How the read is called in messages: ``read``, ``changes``, ``history`` or
+        ``as_of_join``."""
         return _CALLS[self.kind]
 
 
-def _column_names(columns: Any, call: str, option: str = "columns") -> tuple[str, ...]:
-    """``columns`` (the option ``option``) as a tuple of names: a list (or tuple) of
-    strings, nothing else."""
-    if (
-        isinstance(columns, str)
-        or not isinstance(columns, Sequence)
-        or not all(isinstance(c, str) for c in columns)
-    ):
-        raise InvalidArgumentError(
-            f"{call}(): {option} must be a list of column names, got {columns!r}"
-        )
-    return tuple(columns)
-
-
 def plan_read(snapshot: LogSnapshot, request: ReadRequest) -> StatePlan | ChangePlan | HistoryPlan:
-    """The plan of ``request`` on ``snapshot``: what every read runs."""
+    """The plan of ``request`` on ``snapshot``: what every read runs (a point-in-time join is
+    planned by ``as_of_join.py``, which prunes by its events' keys: ``Scan`` plans it)."""
     if request.kind == "changes":
         return _plan_changes(snapshot, request)
     if request.kind == "history":
@@ -225,8 +280,24 @@ def plan_read(snapshot: LogSnapshot, request: ReadRequest) -> StatePlan | Change
 
 
 def plan_state(snapshot: LogSnapshot, table: str, **options: Any) -> StatePlan:
-    """The plan of a state read of ``table`` (``ReadRequest``'s options)."""
-    return _plan_state(snapshot, ReadRequest(table, **options))
+    """The plan of a state read of ``table`` (``ReadRequest``'s options): how a state scan
+    reads, and how the engine's own layers read a state (what a commit compares with, what
+    compaction rewrites, what verify and the command line summarize, ``inspect``). The
+    default read (no options) is planned once per view of the log."""
+    if options:
+        return _plan_state(snapshot, ReadRequest(table, **options))
+    return snapshot.view.memo(
+        ("plan_state", snapshot.root, table), lambda: _plan_state(snapshot, ReadRequest(table))
+    )
+
+
+def current_schema(snapshot: LogSnapshot, table: str) -> Schema:
+    """The schema a read of ``table`` at the head returns (its latest major plus the columns
+    later revisions added); a table with no major yet: the schema its revisions wrote."""
+    try:
+        return plan_state(snapshot, table).rows.schema
+    except (NoMajorRevisionError, RetentionError):
+        return table_schema(snapshot.view.table_revisions(table), table)
 
 
 def plan_changes(snapshot: LogSnapshot, table: str, **options: Any) -> ChangePlan:
@@ -288,27 +359,6 @@ def project(plan: MergePlan, columns: Sequence[str] | None, call: str) -> MergeP
     if columns is None:
         return plan
     return replace(plan, schema=projected(plan.schema, plan.id_columns, columns, plan.table, call))
-
-
-def projected(
-    schema: Schema,
-    id_columns: Sequence[str],
-    columns: Sequence[str],
-    table: str,
-    call: str,
-    option: str = "columns",
-) -> Schema:
-    """The id columns and ``columns`` (the option ``option``) of ``schema``, checked: the
-    ids come first, then the columns in the order given."""
-    columns = _column_names(columns, call, option)
-    by_name = {f.name: f for f in schema}
-    unknown = [c for c in columns if c not in by_name]
-    if unknown:
-        raise InvalidArgumentError(
-            f"{call}(): {option} {unknown} are not columns of table {table!r}; its "
-            f"columns are {names(schema)}"
-        )
-    return tuple(by_name[c] for c in dict.fromkeys([*id_columns, *columns]))
 
 
 # -- change reads -----------------------------------------------------------------------------

@@ -11,8 +11,7 @@ entity. A change read also names the revisions whose entities it reports
 Compactions and vacuums never change *which* revisions a read means, only *how* it reads
 them: a read uses the compaction that replaces the most of its revisions (the docs'
 lifecycle page), and a read that needs files a vacuum removed raises ``RetentionError``
-instead of returning partial data. ``head_plan`` is how a default read at the head is
-served, with the same retention rule as every other read.
+instead of returning partial data.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from ...errors import NoMajorRevisionError, RetentionError
+from ...errors import RetentionError
 from ...log.records import FileStats, Revision, TableWrite
 from ...log.view import Compaction, LogView
 from .schema import Schema, parse_schema, read_schema, table_schema
@@ -163,24 +162,6 @@ def plan_merge(view: LogView, selection: Selection, what: str) -> MergePlan:
         if vacuum is not None:
             raise RetentionError(retention_message(what, revision, vacuum))
     return _plan(selection, what, base, direct, only)
-
-
-def head_plan(view: LogView, table: str) -> MergePlan:
-    """How a default read of ``table`` at the head is served (computed once per view);
-    NoMajorRevisionError before the first major, RetentionError as for any read."""
-    return view.memo(
-        ("head_plan", table),
-        lambda: plan_merge(view, head_state(view, table), f"read of table {table!r}"),
-    )
-
-
-def current_schema(view: LogView, table: str) -> Schema:
-    """The schema a read of ``table`` at the head returns (its latest major plus the columns
-    later revisions added); a table with no major yet: the schema its revisions wrote."""
-    try:
-        return head_plan(view, table).schema
-    except (NoMajorRevisionError, RetentionError):
-        return table_schema(view.table_revisions(table), table)
 
 
 def major_schema(view: LogView, table: str) -> Schema:

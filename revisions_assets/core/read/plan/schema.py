@@ -12,7 +12,9 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
+from ...errors import InvalidArgumentError
 from ...log.records import Revision, TableWrite
 
 
@@ -77,3 +79,38 @@ def to_struct_json(schema: Schema) -> str:
     """``schema`` as Spark's ``StructType`` JSON (every column nullable)."""
     fields = [{"name": f.name, "type": f.type, "nullable": True, "metadata": {}} for f in schema]
     return json.dumps({"type": "struct", "fields": fields}, sort_keys=True, separators=(",", ":"))
+
+
+def column_names(columns: Any, call: str, option: str = "columns") -> tuple[str, ...]:
+    """``columns`` (the option ``option``) as a tuple of names: a list (or tuple) of
+    strings, nothing else."""
+    if (
+        isinstance(columns, str)
+        or not isinstance(columns, Sequence)
+        or not all(isinstance(c, str) for c in columns)
+    ):
+        raise InvalidArgumentError(
+            f"{call}(): {option} must be a list of column names, got {columns!r}"
+        )
+    return tuple(columns)
+
+
+def projected(
+    schema: Schema,
+    id_columns: Sequence[str],
+    columns: Sequence[str],
+    table: str,
+    call: str,
+    option: str = "columns",
+) -> Schema:
+    """The id columns and ``columns`` (the option ``option``) of ``schema``, checked: the
+    ids come first, then the columns in the order given."""
+    columns = column_names(columns, call, option)
+    by_name = {f.name: f for f in schema}
+    unknown = [c for c in columns if c not in by_name]
+    if unknown:
+        raise InvalidArgumentError(
+            f"{call}(): {option} {unknown} are not columns of table {table!r}; its "
+            f"columns are {names(schema)}"
+        )
+    return tuple(by_name[c] for c in dict.fromkeys([*id_columns, *columns]))
