@@ -11,9 +11,10 @@ or on a value column, which must not resurrect older rows, ``with_revision``) gi
 same rows through every conversion both handles offer (``read``, ``to_arrow``, ``count``,
 ``plan_files``, and ``to_changes`` of a change read built from it, by time or by
 sequence; ``to_pandas`` is ``to_arrow`` converted, on both), and the reader's
-``to_batches`` gives what the engine reads, merging as it does past ``FEW_TASKS`` revisions
-or not (drawn). The engine itself is held to the read rules by
-``test_properties.py``; this test holds the reader to the engine.
+``to_batches`` gives what the engine reads, whichever way it merges (drawn: a tree of
+anti-joins, one pass past ``FEW_TASKS`` revisions, or one id range at a time). The engine
+itself is held to the read rules by ``test_properties.py``; this test holds the reader to
+the engine.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from pyspark.sql.types import TimestampType
 from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.core.errors import RevisionsError
 from revisions_assets.core.read.execute import polars as polars_executor
+from revisions_assets.core.read.plan import ranges
 from revisions_assets.core.read.plan.spans import ALL_COMMITTED, EVENT
 
 from .helpers import frame
@@ -154,9 +156,14 @@ def same_changes(cs, pcs) -> None:
     data=st.data(),
 )
 def test_reader_matches_engine(spark, first, ops, data, monkeypatch):
-    # the reader's merge past FEW_TASKS revisions on a base (one pass), drawn first
-    few = data.draw(st.sampled_from([0, polars_executor.FEW_TASKS]), label="Polars FEW_TASKS")
-    monkeypatch.setattr(polars_executor, "FEW_TASKS", few)
+    # the reader's merge, drawn first: a tree of anti-joins, one pass (past FEW_TASKS
+    # revisions on a base), or by id range (ranges of about one base row from one newer row)
+    merge = data.draw(st.sampled_from(["tree", "one pass", "by id range"]), label="Polars merge")
+    if merge == "one pass":
+        monkeypatch.setattr(polars_executor, "FEW_TASKS", 0)
+    if merge == "by id range":
+        monkeypatch.setattr(ranges, "RANGE_ROWS", 1)
+        monkeypatch.setattr(ranges, "RANGED_FROM_ROWS", 1)
     with tempfile.TemporaryDirectory() as tmp:
         ds = RevisionedDataset(f"{tmp}/ds", spark=spark, id_columns=["id"], compact_after=None)
         apply(spark, ds, 0, ("major", 0, first))
