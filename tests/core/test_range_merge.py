@@ -121,23 +121,28 @@ def test_entries_without_stats_merge_the_whole_table_at_once(small_ranges, tmp_p
 
 
 def test_a_compaction_base_merges_by_range(spark, small_ranges, monkeypatch, tmp_path):
-    """Minors on a compaction the engine wrote in files of disjoint id ranges: the range
-    merge gives what the engine reads, with each row's revision."""
+    """A minor on a compaction the engine wrote (one file of 12 ids, cut into ranges of 3
+    ids): the range merge gives the state worked out by hand, each row with the revision
+    that wrote it (a compaction's rows keep theirs)."""
     monkeypatch.setattr(ranges, "RANGE_ROWS", 3)
     ds = RevisionedDataset(str(tmp_path / "ds"), spark=spark, id_columns=["id"])
     schema = "id long, v long, _deleted boolean"
-    ds.commit({"t": frame(spark, [(i, i, False) for i in range(12)], schema)}, day(0), True)
-    ds.commit({"t": frame(spark, [(3, 30, False), (7, 0, True)], schema)}, day(1), False)
-    ds.maintenance.compact("t", target_file_bytes=1)
-    on_top = [(3, 31, False), (6, 60, False), (11, 0, True), (20, 2, False)]
-    ds.commit({"t": frame(spark, on_top, schema)}, day(2), False)
+    major, minor = {i: i for i in range(12)}, {3: 30, 7: None}
+    on_top = {3: 31, 6: 60, 11: None, 20: 2, 8: 80}
+    for name, at, is_major, values in [
+        ("major", day(0), True, major),
+        ("minor", day(1), False, minor),
+    ]:
+        data = [(i, v, v is None) for i, v in values.items()]
+        ds.commit({"t": frame(spark, data, schema)}, at, is_major, name=name)
+    ds.maintenance.compact("t")
+    data = [(i, v, v is None) for i, v in on_top.items()]
+    ds.commit({"t": frame(spark, data, schema)}, day(2), False, name="on_top")
     reader = DatasetReader(ds.root)
     plan = plan_state(reader.snapshot(), "t").rows
-    assert plan.base.is_compaction and len(ranges.id_ranges(plan) or ()) > 2
-    engine = sorted(
-        map(tuple, ds.read("t", with_revision=True).select("id", "v", "_revision").collect())
-    )
-    assert as_rows(streamed(reader.scan("t", with_revision=True)), "id", "v", "_revision") == engine
-    assert [(i, v) for i, v, _ in engine] == state_of(
-        {i: i for i in range(12)}, {3: 30, 7: None}, {3: 31, 6: 60, 11: None, 20: 2}
-    )
+    assert plan.base.is_compaction and len(ranges.id_ranges(plan) or ()) == 4
+    wrote = {i: name for name, values in [("major", major), ("minor", minor), ("on_top", on_top)]
+             for i in values}  # fmt: skip
+    expected = [(i, v, wrote[i]) for i, v in state_of(major, minor, on_top)]
+    annotated = streamed(reader.scan("t", with_revision=True))
+    assert as_rows(annotated, "id", "v", "_revision") == expected
