@@ -407,9 +407,7 @@ def _by_id_range(
             within = (first >= low) & (first < high)
         ranged = Scanner(scan.local, scan.schema, scan.order, scan.options, within)
         parts.append(_streamed(ranged, tasks, ids, annotate))
-    if not parts:
-        return _streamed(scan, plan.tasks, ids, annotate)
-    return parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical", parallel=False)
+    return pl.concat(parts, how="vertical", parallel=False)
 
 
 def _halving(tasks: Sequence[ScanTask]) -> int:
