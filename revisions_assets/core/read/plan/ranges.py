@@ -28,7 +28,6 @@ stacked in that order, the merges give the rows of the table range by range.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from .pruning import IdRange, keep_files
@@ -123,4 +122,11 @@ def ranged_tasks(plan: MergePlan, low: Any, high: Any) -> list[ScanTask]:
     return [t for t in (within(task, low, high) for task in plan.tasks) if t.files]
 
 
-__all__: Sequence[str] = ["RANGED_FROM_ROWS", "RANGE_ROWS", "clustered_by_id", "id_ranges"]
+__all__ = [
+    "RANGED_FROM_ROWS",
+    "RANGE_ROWS",
+    "clustered_by_id",
+    "id_ranges",
+    "ranged_tasks",
+    "within",
+]
