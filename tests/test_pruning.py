@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from revisions_assets.core.log.records import FileStats, Revision, TableWrite
 from revisions_assets.core.log.view import LogView
 from revisions_assets.core.read.execute.polars_ids import polars_id_bounds
+from revisions_assets.core.read.plan import ranges as id_ranges
 from revisions_assets.core.read.plan.as_of_join import plan_as_of_join
 from revisions_assets.core.read.plan.pruning import (
     EVERY_ID,
@@ -27,7 +28,6 @@ from revisions_assets.core.read.plan.pruning import (
 from revisions_assets.core.read.plan.requests import plan_history, plan_state
 from revisions_assets.core.read.plan.scans import scan_task
 from revisions_assets.core.read.scan import DatasetSnapshot
-from revisions_assets.core.write.file_size import clustered_by_id
 
 SCHEMA = json.dumps(
     {
@@ -125,9 +125,9 @@ def test_only_the_python_type_of_the_column_is_taken():
 
 def test_files_whose_ranges_overlap_are_not_clustered():
     plan = plan_state(SNAPSHOT, "t")
-    assert clustered_by_id(plan.rows.base)
-    assert not clustered_by_id(scan_task(revision(9, True, [(0, 9), (5, 14)]), "t", 0))
-    assert clustered_by_id(plan.rows.newer[1])  # no logged ranges: nothing to gain
+    assert id_ranges.clustered_by_id(plan.rows.base)
+    assert not id_ranges.clustered_by_id(scan_task(revision(9, True, [(0, 9), (5, 14)]), "t", 0))
+    assert id_ranges.clustered_by_id(plan.rows.newer[1])  # no logged ranges: nothing to gain
 
 
 # -- the bounds are what they claim: exact for sets of integers ------------------------
@@ -250,3 +250,36 @@ def test_a_polars_filter_never_excludes_an_id_it_keeps(condition):
     rows = pl.DataFrame({"id": [p for p in POINTS for _ in range(4)], "v": [0, 1, 2, 3] * 25})
     kept_ids = set(rows.filter(condition)["id"])
     assert kept_ids <= members(polars_id_bounds(condition, TYPES))
+
+
+def test_a_streamed_merge_cuts_the_ids_where_the_base_files_start(monkeypatch):
+    """The rule of ``ranges.id_ranges``: ranges start at the base's files (or inside a large
+    file of integer ids), hold about ``RANGE_ROWS`` base rows, and are cut only when the
+    newer revisions wrote enough rows, every file has a logged range and the base's files
+    do not overlap."""
+    monkeypatch.setattr(id_ranges, "RANGED_FROM_ROWS", 20)
+    monkeypatch.setattr(id_ranges, "RANGE_ROWS", 10)
+    major = revision(1, True, [(0, 4), (5, 9), (10, 14), (15, 19)])
+    minor = revision(2, False, [(3, 3), (12, 18)])
+
+    def cut(*history: Revision):
+        return id_ranges.id_ranges(
+            plan_state(DatasetSnapshot("mem://ds", LogView(history)), "t").rows
+        )
+
+    assert cut(major, minor) == ((None, 5), (5, 10), (10, 15), (15, None))
+    monkeypatch.setattr(id_ranges, "RANGE_ROWS", 20)
+    assert cut(major, minor) == ((None, 10), (10, None))
+    monkeypatch.setattr(id_ranges, "RANGE_ROWS", 5)  # 10 rows of ids 0..9: two ranges in one file
+    assert cut(revision(1, True, [(0, 9)]), minor) == ((None, 5), (5, None))
+    assert cut(major, minor, revision(3, False, [(7, 8)], logged=False)) is None
+    assert cut(revision(1, True, [(0, 9), (5, 14)]), minor) is None  # overlapping base
+    assert cut(major, revision(2, False, [(3, 3)])) is None  # 10 newer rows: held at once
+    assert cut(major) is None  # nothing on the base
+
+
+def test_a_range_keeps_the_files_that_meet_it():
+    task = scan_task(revision(2, False, [(3, 3), (12, 18), (19, 30)]), "t", 1)
+    assert id_ranges.within(task, 10, 19).files == ("r2/t/part-1.parquet",)
+    assert id_ranges.within(task, None, 4).rows == 10
+    assert id_ranges.within(task, 18, None).files == task.files[1:]

@@ -129,11 +129,13 @@ def stage_frame(
     rows: pl.DataFrame,
     schema: StructType,
     table: str = "t",
+    stats: bool = True,
 ) -> Revision:
     """Commit ``rows`` (an ``id`` column, the columns of ``schema``, ``_deleted``) as a revision
     through the log layer, without Spark: millions of rows in a second or two, in the
     layout the engine writes (files of ``FIRST_FILE_ROWS`` rows sorted by ``id``, row groups
-    of ``ROW_GROUP_ROWS`` rows, the entry appended at ``log.head + 1``)."""
+    of ``ROW_GROUP_ROWS`` rows, the entry appended at ``log.head + 1``); ``stats``: whether
+    the entry records its files' statistics (an earlier release's did not)."""
     rows = rows.sort("id")
     files = []
     for n, offset in enumerate(range(0, rows.height, FIRST_FILE_ROWS)):
@@ -152,7 +154,7 @@ def stage_frame(
         tombstones=int(rows["_deleted"].sum()),
         files=tuple(files),
         bytes=sum((Path(root) / f).stat().st_size for f in files),
-        file_stats=read_file_stats(log.storage, files, ("id",), schema_json),
+        file_stats=read_file_stats(log.storage, files, ("id",), schema_json) if stats else None,
     )
     record = Revision(
         name=name,

@@ -11,9 +11,11 @@ or on a value column, which must not resurrect older rows, ``with_revision``) gi
 same rows through every conversion both handles offer (``read``, ``to_arrow``, ``count``,
 ``plan_files``, and ``to_changes`` of a change read built from it, by time or by
 sequence; ``to_pandas`` is ``to_arrow`` converted, on both), and the reader's
-``to_batches`` gives what the engine reads, merging as it does past ``FEW_TASKS`` revisions
-or not (drawn). The engine itself is held to the read rules by
-``test_properties.py``; this test holds the reader to the engine.
+``to_batches`` gives what the engine reads by each way the reader merges (a tree of
+anti-joins, one pass past ``FEW_TASKS`` revisions, one id range at a time; the other reads
+by one of them, drawn). The engine
+itself is held to the read rules by ``test_properties.py``; this test holds the reader to
+the engine.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from pyspark.sql.types import TimestampType
 from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.core.errors import RevisionsError
 from revisions_assets.core.read.execute import polars as polars_executor
+from revisions_assets.core.read.plan import ranges
+from revisions_assets.core.read.plan.requests import StatePlan
 from revisions_assets.core.read.plan.spans import ALL_COMMITTED, EVENT
 
 from .helpers import frame
@@ -143,6 +147,20 @@ def same_changes(cs, pcs) -> None:
     event(f"changes: {'reset' if cs.is_reset else 'window'} of {pcs.df.height} rows")
 
 
+#: how the reader merges: a tree of anti-joins, one pass (past FEW_TASKS revisions on a base),
+#: or by id range (ranges of about one base row, from one newer row on)
+MERGES = ("tree", "one pass", "by id range")
+
+
+def merging(patch: pytest.MonkeyPatch, merge: str) -> None:
+    """Make the reader merge as ``merge`` says, whatever the size of the history."""
+    if merge == "one pass":
+        patch.setattr(polars_executor, "FEW_TASKS", 0)
+    if merge == "by id range":
+        patch.setattr(ranges, "RANGE_ROWS", 1)
+        patch.setattr(ranges, "RANGED_FROM_ROWS", 1)
+
+
 @settings(
     max_examples=examples(3),
     deadline=None,
@@ -154,9 +172,10 @@ def same_changes(cs, pcs) -> None:
     data=st.data(),
 )
 def test_reader_matches_engine(spark, first, ops, data, monkeypatch):
-    # the reader's merge past FEW_TASKS revisions on a base (one pass), drawn first
-    few = data.draw(st.sampled_from([0, polars_executor.FEW_TASKS]), label="Polars FEW_TASKS")
-    monkeypatch.setattr(polars_executor, "FEW_TASKS", few)
+    # the reader's merge, drawn first (the scan's batches below are read by every merge)
+    merge = data.draw(st.sampled_from(MERGES), label="Polars merge")
+    event(f"Polars merge: {merge}")
+    merging(monkeypatch, merge)
     with tempfile.TemporaryDirectory() as tmp:
         ds = RevisionedDataset(f"{tmp}/ds", spark=spark, id_columns=["id"], compact_after=None)
         apply(spark, ds, 0, ("major", 0, first))
@@ -274,12 +293,19 @@ def test_reader_matches_engine(spark, first, ops, data, monkeypatch):
 
         engine_scan = lambda: scan(ds, F.col(column) < bound)  # noqa: E731
         reader_scan = lambda: scan(reader, pl.col(column) < bound)  # noqa: E731
+
+        def batches(merge: str) -> pl.DataFrame:
+            with pytest.MonkeyPatch.context() as patch:
+                merging(patch, merge)
+                scanned = reader_scan()
+                if merge == "by id range" and isinstance(scanned._plan, StatePlan):
+                    cut = ranges.id_ranges(scanned._plan.rows)
+                    event(f"id ranges of the scan: {0 if cut is None else len(cut)}")
+                return pl.from_arrow(scanned.to_batches(batch_size=2).read_all())
+
         same_outcome(
             lambda: engine_scan().read(),
-            lambda: [
-                reader_scan().read(),
-                pl.from_arrow(reader_scan().to_batches(batch_size=2).read_all()),
-            ],
+            lambda: [reader_scan().read(), *(batches(m) for m in MERGES)],
             same_frames,
         )
         same_outcome(

@@ -263,8 +263,9 @@ print(json.dumps({"above_mib": (kib("VmHWM") - before) / 1024}))
 @pytest.mark.slow
 def test_a_streamed_read_holds_ids_not_the_state(tmp_path):
     """``scan().to_polars().sink_parquet()`` of a merged state runs on Polars' streaming
-    engine: a fresh process peaks at less than half the state's Arrow size, where an
-    in-memory fallback (of the plan, or of one join) holds the whole state and more. 4M
+    engine: a fresh process peaks at less than two thirds of the state's Arrow size (about
+    0.4 to 0.55 of it on an idle or a busy machine), where an in-memory fallback (of the
+    plan, or of one join) holds the whole state and more. 4M
     entities of ~100 bytes (a major, a minor of 10% and one of 1% with tombstones), staged
     in the engine's file layout without Spark."""
     n = 4_000_000
@@ -307,7 +308,9 @@ def test_a_streamed_read_holds_ids_not_the_state(tmp_path):
     written = pl.scan_parquet(out)
     assert written.select(pl.len()).collect().item() == n - gone.height
     assert written.filter(pl.col("id") == 10).select("v").collect().item() == 71  # the minor's
-    assert above < arrow_mib / 2, f"peak {above:.0f} MiB above imports, state {arrow_mib:.0f} MiB"
+    assert above < arrow_mib * 2 / 3, (
+        f"peak {above:.0f} MiB above imports, state {arrow_mib:.0f} MiB"
+    )
 
 
 def test_conversions_of_a_scan_on_both_handles(dataset):

@@ -373,7 +373,8 @@ class Scan(Generic[Frame]):
         collect it, stream it (``collect(engine="streaming")``, ``sink_parquet``) or join
         it. The merge streams: each revision's rows are anti-joined with the ids the later
         revisions wrote, so a streamed read holds those ids and about a row group per file,
-        not the state. Its files are fetched and checked now."""
+        not the state; a large merge runs one id range at a time and holds the newer ids of
+        one range. Its files are fetched and checked now."""
         return self.snapshot.dataset._to_polars(self)
 
     def to_spark(self) -> DataFrame:
@@ -386,8 +387,9 @@ class Scan(Generic[Frame]):
 
     def to_batches(self, batch_size: int | None = None) -> pa.RecordBatchReader:
         """The rows as a stream of Arrow record batches of about ``batch_size`` rows
-        (``DatasetReader``), in bounded memory (the ids of the newer revisions and about a
-        row group per file, as ``to_polars()`` streams): for results larger than memory,
+        (``DatasetReader``), in bounded memory (the ids of the newer revisions, of one id
+        range in a large merge, and about a row group per file, as ``to_polars()``
+        streams): for results larger than memory,
         or for DuckDB (``duckdb.sql("select ... from batches")``)."""
         return self.snapshot.dataset._to_batches(self, batch_size)
 

@@ -14,11 +14,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..log.records import Revision
+from ..read.plan.ranges import clustered_by_id
 from ..storage.base import Storage
 from ..storage.footer import stored_file
 
 if TYPE_CHECKING:
-    from ..read.plan.scans import MergePlan, ScanTask
+    from ..read.plan.scans import MergePlan
 
 #: the size a compaction aims its files at, and a large revision's files too
 DEFAULT_TARGET_FILE_BYTES = 128 * 2**20
@@ -78,17 +79,6 @@ def compaction_needed(storage: Storage, plan: MergePlan) -> bool:
     if plan.on_base or not _stats_logged(plan) or not clustered_by_id(plan.base):
         return True
     return not laid_out_for_streaming(storage, plan.base.files)
-
-
-def clustered_by_id(task: ScanTask) -> bool:
-    """Whether no two files of ``task`` overlap in the range of their first id column, as
-    the log records it (two may share a boundary value of a first column of several ids);
-    True where the ranges are unknown (nothing to gain then)."""
-    ranges = [(s.id_min[0], s.id_max[0]) for s in task.file_stats or ()]
-    if any(low is None or high is None for low, high in ranges):
-        return True
-    ranges.sort(key=lambda r: r[0])
-    return all(before[1] <= after[0] for before, after in zip(ranges, ranges[1:], strict=False))
 
 
 def _stats_logged(plan: MergePlan) -> bool:

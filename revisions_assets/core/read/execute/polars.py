@@ -20,6 +20,11 @@ revision read on top of a compaction that holds later rows), rows are ranked ins
 entity newer revisions wrote keeps the row of the highest order among theirs and the
 base's, found by a join built on those entities' ids.
 
+A large merge on a base clustered by id runs one id range at a time (``_by_id_range``, the
+ranges ``read/plan/ranges.py`` cuts from the log): the same merge per range, over the files
+that meet it, every scan filtered to it, the ranges stacked in order and run one after the
+other, so a read holds the newer ids of one range.
+
 Every file is opened by its literal path (``glob=False``: Polars would otherwise expand
 ``*``, ``?`` and ``[…]`` in a path the log names into other files).
 
@@ -39,6 +44,8 @@ import polars as pl
 
 from ...columns import DELETED, REVISION_COLUMNS, ROW_HASH, SOURCE_SEQUENCE
 from ..plan.as_of_join import AsOfJoinPlan
+from ..plan.pruning import IdRange
+from ..plan.ranges import id_ranges, ranged_tasks
 from ..plan.scans import MergePlan, ScanTask
 from ..plan.schema import Schema, agrees
 from .frames import SPAN_ORDER, Executor, Rows, SpanScan
@@ -141,7 +148,9 @@ class Scanner:
     """Scans the files of tasks into rows of the read schema + ``_deleted`` (false in files
     written before tombstones were flagged) + ``_row_hash`` (null before hashes) + the
     producing sequence and the rank of its revision. ``options``: what every scan of a file
-    is given besides (the storage options of remote files)."""
+    is given besides (the storage options of remote files); ``within``: a filter on the ids
+    every scan applies (one range of a merge by id range: row groups outside it are
+    skipped by their statistics)."""
 
     def __init__(
         self,
@@ -149,9 +158,11 @@ class Scanner:
         schema: Schema,
         order: dict[int, int],
         options: ScanOptions | None = None,
+        within: pl.Expr | None = None,
     ):
         self.local = local
         self.options = dict(options or {})
+        self.within = within
         self.schema = schema
         self.types = polars_schema(schema)
         #: sequence -> order of the revisions that rank (compaction rows look it up)
@@ -207,11 +218,11 @@ class Scanner:
             **self.options,
             include_file_paths=_FILE if paths else None,
         )
-        if types is self.types:
-            return rows
-        return rows.select(
-            *[_conform(n, types.get(n), t) for n, t in self.types.items()], *_SYSTEM, *extra
-        )
+        if types is not self.types:
+            rows = rows.select(
+                *[_conform(n, types.get(n), t) for n, t in self.types.items()], *_SYSTEM, *extra
+            )
+        return self._within(rows)
 
     def tagged(
         self, tasks: Sequence[ScanTask], column: str, value: Callable[[ScanTask], int]
@@ -277,20 +288,25 @@ class Scanner:
 
     def _ids_scan(self, files: tuple[str, ...], types: PolarsSchema) -> pl.LazyFrame:
         if not self.options:
-            return pl.scan_parquet(self._local(files), glob=False, cast_options=_CAST).select(
-                list(types)
-            )
+            ids = pl.scan_parquet(self._local(files), glob=False, cast_options=_CAST)
+            return self._within(ids.select(list(types)))
         key = (*files, *types)
         if key not in self._ids:
-            self._ids[key] = pl.scan_parquet(
-                self._local(files),
-                glob=False,  # a URI is one object, literally
-                schema=types,
-                extra_columns="ignore",
-                cast_options=_CAST,
-                **self.options,
+            self._ids[key] = self._within(
+                pl.scan_parquet(
+                    self._local(files),
+                    glob=False,  # a URI is one object, literally
+                    schema=types,
+                    extra_columns="ignore",
+                    cast_options=_CAST,
+                    **self.options,
+                )
             ).cache()
         return self._ids[key]
+
+    def _within(self, rows: pl.LazyFrame) -> pl.LazyFrame:
+        """``rows`` in the scanner's id range (all of them without one)."""
+        return rows if self.within is None else rows.filter(self.within)
 
     def latest_orders(self, tasks: Sequence[ScanTask], ids: Sequence[str]) -> pl.LazyFrame:
         """Per entity ``tasks`` wrote, the highest order among theirs (``_ORDER``): from a
@@ -369,6 +385,31 @@ def _in_one_pass(scan: Scanner, plan: MergePlan, annotate: bool) -> pl.LazyFrame
     return pl.concat([base, newer], how="vertical")
 
 
+def _by_id_range(
+    scan: Scanner, plan: MergePlan, ranges: Sequence[IdRange], annotate: bool
+) -> pl.LazyFrame:
+    """The latest rows merged one range of the first id column at a time
+    (``read/plan/ranges.py``): per range, the tasks' files that overlap it, every scan
+    filtered to it, merged as ``_streamed`` merges the whole table; the ranges' rows stacked
+    in order, so the streaming engine holds the newer ids of one range at a time."""
+    ids = list(plan.id_columns)
+    first = pl.col(ids[0])
+    parts = []
+    for low, high in ranges:
+        tasks = ranged_tasks(plan, low, high)
+        if not tasks:
+            continue
+        if low is None:
+            within = first < high
+        elif high is None:
+            within = first >= low
+        else:
+            within = (first >= low) & (first < high)
+        ranged = Scanner(scan.local, scan.schema, scan.order, scan.options, within)
+        parts.append(_streamed(ranged, tasks, ids, annotate))
+    return pl.concat(parts, how="vertical", parallel=False)
+
+
 def _halving(tasks: Sequence[ScanTask]) -> int:
     """The index that splits ``tasks`` into two non-empty runs of about equal rows."""
     total, before = sum(t.rows for t in tasks), 0
@@ -409,6 +450,8 @@ def latest_frame(
     annotate = rows_wanted.with_revision or rows_wanted.with_sequence
     if plan.base_is_prefix and len(plan.newer) > FEW_TASKS:
         merged = _in_one_pass(scan, plan, annotate)
+    elif plan.base_is_prefix and (ranges := id_ranges(plan)) is not None:
+        merged = _by_id_range(scan, plan, ranges, annotate)
     elif plan.base_is_prefix:
         merged = _streamed(scan, plan.tasks, list(plan.id_columns), annotate)
     else:  # a revision read on top of a compaction is older than rows it holds

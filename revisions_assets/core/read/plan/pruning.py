@@ -22,7 +22,7 @@ per entity too, and are pruned alike.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 from decimal import Decimal
@@ -164,12 +164,18 @@ def _meets(ranges: Sequence[IdRange], low: Any, high: Any) -> bool:
 def prune_task(task: ScanTask, bounds: IdBounds, id_columns: Sequence[str]) -> ScanTask:
     """``task`` with only the files that may hold an id of ``bounds``; its rows and bytes
     those of the files kept (tombstones: at most the write's). Unchanged without stats."""
-    stats = task.file_stats
-    if stats is None or len(stats) != len(task.files) or not bounds.ranges:
+    if not bounds.ranges:
         return task
-    kept = [
-        (f, s) for f, s in zip(task.files, stats, strict=True) if bounds.may_hold(id_columns, s)
-    ]
+    return keep_files(task, lambda stats: bounds.may_hold(id_columns, stats))
+
+
+def keep_files(task: ScanTask, keep: Callable[[FileStats], bool]) -> ScanTask:
+    """``task`` with only the files whose logged stats ``keep`` accepts; its rows and bytes
+    those of the files kept (tombstones: at most the write's). Unchanged without stats."""
+    stats = task.file_stats
+    if stats is None or len(stats) != len(task.files):
+        return task
+    kept = [(f, s) for f, s in zip(task.files, stats, strict=True) if keep(s)]
     if len(kept) == len(stats):
         return task
     rows = sum(s.rows for _, s in kept)
@@ -260,6 +266,7 @@ __all__ = [
     "IdBounds",
     "IdRange",
     "key_bounds",
+    "keep_files",
     "id_types",
     "prune_merge",
     "prune_task",
