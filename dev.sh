@@ -21,11 +21,19 @@ case "$cmd" in
          # every run proves the same thing and a failure reproduces; another profile overrides
          profile=(--hypothesis-profile=ci)
          [[ " $* " == *" --hypothesis-profile"* ]] && profile=()
+         # the long tier (./dev.sh long) runs apart: its tests take minutes each
+         tier=(-m "not long")
+         [[ " $* " == *" -m "* ]] && tier=()
          # two workers, each taking whole test files (module fixtures such as the standalone
          # cluster start once): most tests wait on JVMs and subprocesses, so two halve the time.
          # Files start in collection order, the longest first (LONGEST_FIRST, tests/conftest.py)
          exec python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder \
-           "${profile[@]}" "$@" ;;
+           "${profile[@]}" "${tier[@]}" "$@" ;;
+  long)  # the long tier: the UI walked in a browser, the benchmark smoke run, 100,000 entries
+         python -m revisions_assets.s3a >/dev/null
+         python tests/harness/jvm_archive.py
+         exec python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder \
+           --hypothesis-profile=ci -m long "$@" ;;
   explore)  # the property tests with many new random examples: ./dev.sh explore [N | 30m]
          # N examples per test (default 100); 30m: rounds of that until 30 minutes have passed
          budget=0
@@ -42,7 +50,7 @@ case "$cmd" in
   fast)  # before every commit: the tests that start no JVM plus one per area (under 3 min)
          ruff format --check --quiet . || { echo "ruff format: run ./dev.sh format" >&2; exit 1; }
          exec python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile -m fast "$@" ;;
-  screenshots)  # refresh docs/ui/ from the UI test (a normal test run writes to a tmp folder)
+  screenshots)  # refresh docs/ui/ from the UI test (./dev.sh long writes to a tmp folder)
          export REVISIONS_REFRESH_SCREENSHOTS=1
          exec python -m pytest tests/dagster/test_ui.py "$@" ;;
   ui)    export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.dagster_home}"; mkdir -p "$DAGSTER_HOME"
@@ -54,5 +62,5 @@ case "$cmd" in
          exec python -m mkdocs serve "$@" ;;
   lint)  ruff format --check . && exec ruff check . ;;
   format) ruff format . && exec ruff check --fix . ;;
-  *) echo "usage: ./dev.sh {setup|demo|test|fast|explore [N|30m]|ui|screenshots|docs [build]|bench|lint|format} [args]"; exit 2 ;;
+  *) echo "usage: ./dev.sh {setup|demo|test|long|fast|explore [N|30m]|ui|screenshots|docs [build]|bench|lint|format} [args]"; exit 2 ;;
 esac

@@ -18,6 +18,7 @@ from bench.results import RunInfo
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_every_scenario_produces_figures_and_a_ratio(spark, tmp_path):
     from bench.run import SCENARIOS, run
 

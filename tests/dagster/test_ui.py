@@ -33,7 +33,7 @@ import pytest
 from revisions_assets.dagster import TAG_REFUSED
 from revisions_assets.demo.template_vars import VERSIONS_FILE_ENV
 
-pytestmark = [pytest.mark.dagster, pytest.mark.slow]
+pytestmark = [pytest.mark.dagster, pytest.mark.slow, pytest.mark.long]
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
