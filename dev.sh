@@ -29,7 +29,7 @@ case "$cmd" in
          # Files start in collection order, the longest first (LONGEST_FIRST, tests/conftest.py)
          exec python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder \
            "${profile[@]}" "${tier[@]}" "$@" ;;
-  long)  # the long tier: the UI walked in a browser, the benchmark smoke run, 100,000 entries
+  long)  # the long tier: the UI in a browser, the standalone cluster, the bench smoke, 100k entries
          python -m revisions_assets.s3a >/dev/null
          python tests/harness/jvm_archive.py
          exec python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder \

@@ -28,7 +28,7 @@ from revisions_assets.dagster import SparkSessionResource
 from .demo_workload import CLUSTER_APP, run_demo
 from .workload import run
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]  # a standalone cluster: several JVMs
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.long]  # several JVMs
 
 RUN_TIMEOUT_S = 600
 
