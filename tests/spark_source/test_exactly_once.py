@@ -34,7 +34,7 @@ from revisions_assets import DatasetReader, RevisionedDataset
 from revisions_assets.core.log.revision_log import RevisionLog
 from revisions_assets.core.storage.backends import open_storage
 
-pytestmark = pytest.mark.slow  # consumer processes with JVMs of their own
+pytestmark = [pytest.mark.slow, pytest.mark.long]  # consumer processes with JVMs of their own
 
 RUN_TIMEOUT_S = 600
 COLUMNS = ("id", "v", "_deleted", "_revision", "_revision_sequence")
