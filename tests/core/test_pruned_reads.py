@@ -31,7 +31,8 @@ from revisions_assets.core.read.execute.spark_ids import spark_id_bounds
 from revisions_assets.core.write import commit as commit_module
 
 from .helpers import frame, input_files
-from .test_reader_differential import SCHEMA, TOMB, operations, polars_rows, spark_rows
+from .test_reader_differential import SCHEMA, operations, polars_rows, spark_rows
+from .test_reader_differential import apply as differential_apply
 
 COLUMNS = ("id", "v")
 compared = st.sampled_from(["==", "<", "<=", ">", ">="])
@@ -97,27 +98,8 @@ def polars_filter(spec) -> pl.Expr:
 def apply(spark, ds: RevisionedDataset, n: int, op, shuffle: random.Random, start) -> None:
     """One operation of the differential test's, its rows in a drawn order (a minor's
     files then overlap in id range)."""
-    kind, step, rows = op
-    try:
-        if kind == "compact":
-            ds.maintenance.compact("t")
-        elif kind == "purge":
-            ids_df = frame(spark, [(i,) for i in sorted(rows)], "id long")
-            ds.maintenance.purge("t", ids_df, reason="erasure request")
-        else:
-            data = [(i, None, None, True) if v is TOMB else (i, *v, False) for i, v in rows.items()]
-            shuffle.shuffle(data)
-            ds.commit(
-                {"t": frame(spark, data, SCHEMA)},
-                start + (step + n // 2) * timedelta(milliseconds=300),
-                is_major=kind in ("major", "carry", "skip_major"),
-                name=f"r{n}",
-                carry=kind == "carry",
-                skip_unchanged=kind == "skip_major",
-            )
-        event(f"{kind}: applied")
-    except RevisionsError as exc:
-        event(f"{kind}: refused ({type(exc).__name__})")
+    stamp = lambda step: start + step * timedelta(milliseconds=300)  # noqa: E731
+    differential_apply(spark, ds, n, op, stamp, shuffle.shuffle)
 
 
 def same(engine_call, filtered_call, rows) -> None:

@@ -66,9 +66,17 @@ def operations(draw):
     return kind, draw(st.integers(min_value=0, max_value=5)), rows
 
 
-def apply(spark, ds: RevisionedDataset, n: int, op, stamp: Callable[[int], datetime] = day) -> None:
-    """One operation on the engine, its revision stamped ``stamp(step)``; refusals (a carry
-    without state, …) are part of life."""
+def apply(
+    spark,
+    ds: RevisionedDataset,
+    n: int,
+    op,
+    stamp: Callable[[int], datetime] = day,
+    order: Callable[[list], None] | None = None,
+) -> None:
+    """One operation on the engine, its revision stamped ``stamp(step)``, its rows in id
+    order or put in ``order`` (in place); refusals (a carry without state, …) are part of
+    life."""
     kind, step, rows = op
     try:
         if kind == "compact":
@@ -77,16 +85,14 @@ def apply(spark, ds: RevisionedDataset, n: int, op, stamp: Callable[[int], datet
             ids_df = frame(spark, [(i,) for i in sorted(rows)], "id long")
             ds.maintenance.purge("t", ids_df, reason="erasure request")
         else:
-            data = frame(
-                spark,
-                [
-                    (i, None, None, True) if v is TOMB else (i, *v, False)
-                    for i, v in sorted(rows.items())
-                ],
-                SCHEMA,
-            )
+            data = [
+                (i, None, None, True) if v is TOMB else (i, *v, False)
+                for i, v in sorted(rows.items())
+            ]
+            if order is not None:
+                order(data)
             ds.commit(
-                {"t": data},
+                {"t": frame(spark, data, SCHEMA)},
                 stamp(step + n // 2),
                 is_major=kind in ("major", "carry", "skip_major"),
                 name=f"r{n}",
