@@ -100,14 +100,13 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
             self._log = RevisionLog(self._source)
         #: an object store's files, read in place by byte range (no cache_dir), or None
         self._remote = remote_files(self._source) if self._source and not self._cache else None
-        self._executor = PolarsExecutor(
-            self._local, self._remote.scan_options if self._remote else None
-        )
+        self._executor = PolarsExecutor(self._local, self._remote)
         if self._cache is not None:
             self._gate = FileGate(self._cache.storage(), self.root, self._cache.local)
         else:
             assert self._source is not None
-            self._gate = FileGate(self._source, self.root)
+            footers = self._remote.footers.keep if self._remote else None
+            self._gate = FileGate(self._source, self.root, keep_footer=footers)
         self._refresh()
         if self._log.head == 0:
             if self.offline:

@@ -111,6 +111,11 @@ class Storage(ABC):
         None when it does not exist: a footer checked against the size the log records."""
 
     @abstractmethod
+    def read_range(self, rel: str, offset: int, length: int) -> bytes | None:
+        """``length`` bytes of the object from ``offset`` (fewer at its end), in one
+        request, or None when it does not exist: column chunks without the rest of a file."""
+
+    @abstractmethod
     def write(self, rel: str, data: bytes) -> None:
         """Replace (or create) the object atomically: readers see old or new bytes."""
 
@@ -249,6 +254,15 @@ class LocalStorage(Storage):
     def read_tail(self, rel: str, length: int) -> bytes | None:
         tail = self.read_tail_sized(rel, length)
         return None if tail is None else tail[0]
+
+    def read_range(self, rel: str, offset: int, length: int) -> bytes | None:
+        with self._os_errors("read", rel):
+            try:
+                with open(self._abs(rel), "rb") as fh:
+                    fh.seek(offset)
+                    return fh.read(length)
+            except FileNotFoundError:
+                return None
 
     def read_tail_sized(self, rel: str, length: int) -> tuple[bytes, int] | None:
         with self._os_errors("read", rel):

@@ -27,7 +27,6 @@ from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 import boto3
-from botocore import UNSIGNED
 from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
@@ -165,45 +164,8 @@ class S3Storage(Storage):
         return f"s3a://{self.bucket}/{key}" if key else f"s3a://{self.bucket}"
 
     def object_uri(self, rel: str) -> str:
-        """``s3://bucket/key`` of ``rel``: what readers outside boto3 open."""
+        """``s3://bucket/key`` of ``rel``: how reads name an object."""
         return f"s3://{self.bucket}/{self.key(rel)}"
-
-    # -- access for readers outside boto3 (Polars' object_store) ---------------------------
-
-    def object_store_options(self) -> dict[str, str]:
-        """How a reader outside boto3 reaches this root as the client does, in the keys of
-        Rust's ``object_store`` (Polars' ``storage_options``): the client's region, and its
-        endpoint when it is not AWS's own (path-style addressing, plain HTTP where the
-        endpoint is). Never credentials: ``credentials()`` gives those."""
-        meta = self.client.meta
-        options = {"aws_region": meta.region_name or "us-east-1"}
-        endpoint = str(meta.endpoint_url or "")
-        host = urlparse(endpoint).hostname or ""
-        if endpoint and not host.endswith((".amazonaws.com", ".amazonaws.com.cn")):
-            style = (meta.config.s3 or {}).get("addressing_style")
-            options["aws_endpoint_url"] = endpoint
-            options["aws_virtual_hosted_style_request"] = str(style == "virtual").lower()
-            if endpoint.startswith("http://"):
-                options["aws_allow_http"] = "true"
-        return options
-
-    def credentials(self) -> tuple[dict[str, str], int | None]:
-        """The credentials the client signs its requests with now (refreshed first if they
-        expire), in ``object_store``'s keys, and when they expire (epoch seconds, None for
-        static ones); ``{"aws_skip_signature": "true"}`` for a client that does not sign.
-
-        Read from the client's signer, so a ready client (``dagster-aws``'s) and one built
-        from options, environment variables, profiles or roles all lend what boto3 uses."""
-        signer = getattr(self.client, "_request_signer", None)
-        found = getattr(signer, "_credentials", None)
-        if found is None or getattr(signer, "signature_version", None) is UNSIGNED:
-            return {"aws_skip_signature": "true"}, None
-        frozen = found.get_frozen_credentials()
-        keys = {"aws_access_key_id": frozen.access_key, "aws_secret_access_key": frozen.secret_key}
-        if frozen.token:
-            keys["aws_session_token"] = frozen.token
-        expiry = getattr(found, "_expiry_time", None)
-        return keys, int(expiry.timestamp()) if expiry is not None else None
 
     # -- operations ------------------------------------------------------------------------
 
@@ -216,6 +178,13 @@ class S3Storage(Storage):
     def read_tail(self, rel: str, length: int) -> bytes | None:
         key = self.key(rel)
         return self._call("GetObject", key, lambda: self._get_or_none(key, f"bytes=-{length}"))
+
+    def read_range(self, rel: str, offset: int, length: int) -> bytes | None:
+        key = self.key(rel)
+        if length <= 0:
+            return b""
+        byte_range = f"bytes={offset}-{offset + length - 1}"
+        return self._call("GetObject", key, lambda: self._get_or_none(key, byte_range))
 
     def read_tail_sized(self, rel: str, length: int) -> tuple[bytes, int] | None:
         key = self.key(rel)

@@ -149,13 +149,21 @@ class FileGate:
 
     ``storage``: where the files are checked (the dataset's storage, or the reader's
     download cache); ``root``: how messages name the dataset; ``fetch``: brings the files
-    into ``storage`` first (the reader's cache), or None.
+    into ``storage`` first (the reader's cache), or None; ``keep_footer``: given each
+    footer checked (the reader's scans of an object store read files by it).
     """
 
-    def __init__(self, storage: Storage, root: str | None = None, fetch: Fetch | None = None):
+    def __init__(
+        self,
+        storage: Storage,
+        root: str | None = None,
+        fetch: Fetch | None = None,
+        keep_footer: Callable[[StoredFile], None] | None = None,
+    ):
         self.storage = storage
         self.root = root or storage.uri
         self.fetch = fetch
+        self.keep_footer = keep_footer
         #: (entry, files) of the writes found whole: their files exist, are Parquet and
         #: hold the rows the log records
         self.checked: set[tuple[str, tuple[str, ...]]] = set()
@@ -205,3 +213,6 @@ class FileGate:
             if wrong is not None:
                 raise disagreement_error(self.root, task, table, wrong)
             self.checked.add(key)
+        if self.keep_footer is not None:
+            for found in footers:
+                self.keep_footer(found)

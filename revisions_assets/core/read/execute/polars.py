@@ -36,7 +36,7 @@ their precision and scale.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -50,12 +50,11 @@ from ..plan.scans import MergePlan, ScanTask
 from ..plan.schema import Schema, agrees
 from .frames import SPAN_ORDER, Executor, Rows, SpanScan
 from .polars_as_of_join import polars_as_of_join
+from .remote import RemoteFiles
 
 #: turns the log's relative file paths into what ``scan_parquet`` opens: local paths (fetched
 #: into a cache first) or the files' URIs on object storage
 LocalFiles = Callable[[Sequence[str]], list[str]]
-#: the ``scan_parquet`` options that reach those files (``read/execute/remote.py``)
-ScanOptions = Mapping[str, Any]
 
 PolarsSchema = dict[str, pl.DataType]
 
@@ -147,8 +146,8 @@ def _conform(name: str, have: pl.DataType | None, want: pl.DataType) -> pl.Expr:
 class Scanner:
     """Scans the files of tasks into rows of the read schema + ``_deleted`` (false in files
     written before tombstones were flagged) + ``_row_hash`` (null before hashes) + the
-    producing sequence and the rank of its revision. ``options``: what every scan of a file
-    is given besides (the storage options of remote files); ``within``: a filter on the ids
+    producing sequence and the rank of its revision. ``remote``: how files on an object
+    store are scanned in place (None: ``local`` gives local paths); ``within``: a filter on the ids
     every scan applies (one range of a merge by id range: row groups outside it are
     skipped by their statistics)."""
 
@@ -157,11 +156,11 @@ class Scanner:
         local: LocalFiles,
         schema: Schema,
         order: dict[int, int],
-        options: ScanOptions | None = None,
+        remote: RemoteFiles | None = None,
         within: pl.Expr | None = None,
     ):
         self.local = local
-        self.options = dict(options or {})
+        self.remote = remote
         self.within = within
         self.schema = schema
         self.types = polars_schema(schema)
@@ -208,15 +207,10 @@ class Scanner:
         if not files:
             return None
         types = self.types if own is None else polars_schema(own)
-        rows = pl.scan_parquet(
+        rows = self._scan(
             self._local(files),
-            glob=False,
-            schema={**types, **_SYSTEM, **{k: v for k, v in extra.items() if k != _FILE}},
-            missing_columns="insert",
-            extra_columns="ignore",
-            cast_options=_CAST,
-            **self.options,
-            include_file_paths=_FILE if paths else None,
+            {**types, **_SYSTEM, **{k: v for k, v in extra.items() if k != _FILE}},
+            paths_column=paths,
         )
         if types is not self.types:
             rows = rows.select(
@@ -273,10 +267,9 @@ class Scanner:
         The files agree with the read schema here, so the ids are scanned as the files
         record them, without a schema given.
 
-        Files read in place on an object store (scan ``options``), where each scan of a file
-        fetches its footer and id chunks again, are scanned with the id types given (planning
-        then opens no file), once per read: every join that needs a task's ids shares the
-        scan (``cache()``)."""
+        Files read in place on an object store (``remote``), where each scan of a file
+        fetches its id chunks again, are scanned once per read: every join that needs a
+        task's ids shares the scan (``cache()``)."""
         if not all(agrees(t.schema, self.schema) for t in tasks):
             return self.stacked(tasks).select(ids)
         types = {c: self.types[c] for c in ids}
@@ -287,22 +280,33 @@ class Scanner:
         return parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical")
 
     def _ids_scan(self, files: tuple[str, ...], types: PolarsSchema) -> pl.LazyFrame:
-        if not self.options:
+        if self.remote is None:
             ids = pl.scan_parquet(self._local(files), glob=False, cast_options=_CAST)
             return self._within(ids.select(list(types)))
         key = (*files, *types)
         if key not in self._ids:
-            self._ids[key] = self._within(
-                pl.scan_parquet(
-                    self._local(files),
-                    glob=False,  # a URI is one object, literally
-                    schema=types,
-                    extra_columns="ignore",
-                    cast_options=_CAST,
-                    **self.options,
-                )
-            ).cache()
+            self._ids[key] = self._within(self._scan(self._local(files), types)).cache()
         return self._ids[key]
+
+    def _scan(
+        self, paths: list[str], types: PolarsSchema, *, paths_column: bool = False
+    ) -> pl.LazyFrame:
+        """One scan of the files ``paths`` in ``types`` (a column a file lacks reads as
+        null, narrower types widened), with each row's path as ``_FILE`` if asked."""
+        if self.remote is not None:
+            kinds = {f.name: f.type for f in self.schema if isinstance(f.type, str)}
+            return self.remote.scan(
+                paths, types, file_column=_FILE if paths_column else None, id_types=kinds
+            )
+        return pl.scan_parquet(
+            paths,
+            glob=False,  # a path is one file, literally
+            schema=types,
+            missing_columns="insert",
+            extra_columns="ignore",
+            cast_options=_CAST,
+            include_file_paths=_FILE if paths_column else None,
+        )
 
     def _within(self, rows: pl.LazyFrame) -> pl.LazyFrame:
         """``rows`` in the scanner's id range (all of them without one)."""
@@ -316,13 +320,8 @@ class Scanner:
             paths = self._local(_all_files(tasks))
             orders = dict(zip(paths, [t.order for t in tasks for _ in t.files], strict=True))
             found = pl.col(_FILE).replace_strict(orders, return_dtype=pl.Int64)
-            written = pl.scan_parquet(
-                paths,
-                glob=False,
-                cast_options=_CAST,
-                include_file_paths=_FILE,
-                **self.options,
-            ).select(*ids, found.alias(_ORDER))
+            types = {c: self.types[c] for c in ids}
+            written = self._scan(paths, types, paths_column=True).select(*ids, found.alias(_ORDER))
         else:
             written = self.revisions(tasks).select(*ids, _ORDER)
         return written.group_by(ids).agg(pl.col(_ORDER).max())
@@ -405,7 +404,7 @@ def _by_id_range(
             within = first >= low
         else:
             within = (first >= low) & (first < high)
-        ranged = Scanner(scan.local, scan.schema, scan.order, scan.options, within)
+        ranged = Scanner(scan.local, scan.schema, scan.order, scan.remote, within)
         parts.append(_streamed(ranged, tasks, ids, annotate))
     return pl.concat(parts, how="vertical", parallel=False)
 
@@ -441,12 +440,12 @@ def _ranked(scan: Scanner, plan: MergePlan) -> pl.LazyFrame:
 
 
 def latest_frame(
-    local: LocalFiles, plan: MergePlan, rows_wanted: Rows, options: ScanOptions | None = None
+    local: LocalFiles, plan: MergePlan, rows_wanted: Rows, remote: RemoteFiles | None = None
 ) -> pl.LazyFrame:
     """The latest row per entity over a merge plan (the Spark executor's rules), tombstones
     included, with the revision columns or ``_revision_sequence`` if ``rows_wanted`` asks."""
     order = {r.sequence: n for n, r in enumerate(plan.merge)}
-    scan = Scanner(local, plan.schema, order, options)
+    scan = Scanner(local, plan.schema, order, remote)
     annotate = rows_wanted.with_revision or rows_wanted.with_sequence
     if plan.base_is_prefix and len(plan.newer) > FEW_TASKS:
         merged = _in_one_pass(scan, plan, annotate)
@@ -481,19 +480,19 @@ def revision_columns(plan: MergePlan, sequence: pl.Expr) -> list[pl.Expr]:
 
 class PolarsExecutor(Executor[pl.LazyFrame]):
     """Runs plans as Polars ``LazyFrame``s over data files: local ones (``local`` fetches
-    remote ones into a cache first), or remote ones read in place by byte ranges, with the
-    scan ``options`` that reach them."""
+    remote ones into a cache first), or remote ones read in place by byte ranges
+    (``remote``)."""
 
-    def __init__(self, local: LocalFiles, options: ScanOptions | None = None):
+    def __init__(self, local: LocalFiles, remote: RemoteFiles | None = None):
         self.local = local
-        self.options = dict(options or {})
+        self.remote = remote
 
     def latest(self, plan: MergePlan, rows: Rows) -> pl.LazyFrame:
-        return latest_frame(self.local, plan, rows, self.options)
+        return latest_frame(self.local, plan, rows, self.remote)
 
     def only_entities_of(self, frame: pl.LazyFrame, plan: MergePlan) -> pl.LazyFrame:
         ids = list(plan.id_columns)
-        written = Scanner(self.local, plan.schema, {}, self.options).ids_of(
+        written = Scanner(self.local, plan.schema, {}, self.remote).ids_of(
             plan.only_ids_of or (), ids
         )
         return frame.join(written, on=ids, how="semi", build_side=_ON_IDS)
@@ -524,7 +523,7 @@ class PolarsExecutor(Executor[pl.LazyFrame]):
         return polars_as_of_join(self, plan, events, event_time=event_time, on=on)
 
     def span_rows(self, scan: SpanScan) -> pl.LazyFrame:
-        scanner = Scanner(self.local, scan.schema, {}, self.options)
+        scanner = Scanner(self.local, scan.schema, {}, self.remote)
         parts = [scanner.tagged(scan.tasks, SPAN_ORDER, lambda t: t.order)] if scan.tasks else []
         if scan.base is not None:
             orders = {q: list(o) for q, o in scan.base_orders}

@@ -75,19 +75,23 @@ class IdBounds:
     def may_hold(self, id_columns: Sequence[str], stats: FileStats) -> bool:
         """Whether a file of these stats (id ranges in the order of ``id_columns``) can hold
         an id these bounds allow; True where a range is unknown."""
-        for column, ranges in self.ranges:
+        for column, _ in self.ranges:
             if column not in id_columns:
                 continue
             n = list(id_columns).index(column)
             low, high = stats.id_min[n], stats.id_max[n]
-            if low is None or high is None:
-                continue
-            try:
-                if not _meets(ranges, low, high):
-                    return False
-            except TypeError:  # values of another type than the file's: keep it
-                continue
+            if low is not None and high is not None and not self.meets(column, low, high):
+                return False
         return True
+
+    def meets(self, column: str, low: Any, high: Any) -> bool:
+        """Whether a value of ``column`` within ``[low, high]`` (a file's or a row group's
+        range) can be one these bounds allow; True for a column they leave out."""
+        ranges = self.by_column.get(column)
+        try:
+            return ranges is None or _meets(ranges, low, high)
+        except TypeError:  # values of another type than the range's: keep it
+            return True
 
 
 #: no bound on any id column: every file may hold a wanted id
