@@ -15,9 +15,7 @@ process per read), and their rows are checked equal to the same reads of the loc
 * the floor beside them: ``pl.scan_parquet`` of the same files with the same projection or
   filter (no merge: what pyiceberg, delta-rs or Polars alone fetch);
 * before: the reader that fetched every file of a read whole (a read with ``cache_dir``: what
-  a reader without one did before ranged reads);
-* the lookup again with Polars' first read of a footer cut from 256 KiB to 64 KiB
-  (``POLARS_CLOUD_FOOTER_READ_SIZE``).
+  a reader without one did before ranged reads).
 
 The download cache (``cache_dir``) keeps whole files. Beside it, what a cache keeping the
 byte ranges it fetched would hold, computed from the server's log: its first read fetches
@@ -51,9 +49,6 @@ ACCESS_KEY, SECRET_KEY = "AKIAREVISIONSBENCH", "revisions/bench+secret"
 #: a request on this bucket marks where the next step of a process starts in the server's log
 MARKER = "bench-step-marker"
 COLUMN = "f_amount"
-#: the bytes Polars fetches first for a file's footer in the variant that sets them
-#: (``POLARS_CLOUD_FOOTER_READ_SIZE``; Polars' own default is 256 KiB)
-SMALL_FOOTER_READ = 64 * 1024
 
 #: a fresh process running ``steps`` in order: each marks the server's log, runs one read and
 #: writes its rows to ``<out>/<label>.parquet``
@@ -90,10 +85,6 @@ STEPS = {
     "cache_second": "rows = DatasetReader(root, storage_options=options, cache_dir=cache)"
     ".read(TABLE, filter=pl.col(ID).is_in(TEN))",
     "cache_offline": "rows = DatasetReader(root, cache_dir=cache, offline=True).read(TABLE)",
-    # last: it sets Polars' footer read for the rest of the process
-    "lookup_small_footers": f"os.environ['POLARS_CLOUD_FOOTER_READ_SIZE'] = '{SMALL_FOOTER_READ}'"
-    "\nrows = DatasetReader(root, storage_options=options).read(TABLE, "
-    "filter=pl.col(ID).is_in(TEN))",
 }
 
 Interval = tuple[int, int]
@@ -265,7 +256,6 @@ def reads_on_object_storage(ctx: Context) -> Outcome:
     same_rows("full", rows("full"), full_local)
     same_rows("1-column", rows("column"), local.read(TABLE, columns=[COLUMN]))
     same_rows("10-id", rows("lookup"), lookup_local)
-    same_rows("10-id", rows("lookup_small_footers"), lookup_local)
     same_rows("cached 1-column", rows("cache_first"), rows("column"))
     same_rows("cached 10-id", rows("cache_second"), lookup_local)
     same_rows("offline", rows("cache_offline"), full_local)
@@ -288,14 +278,10 @@ def reads_on_object_storage(ctx: Context) -> Outcome:
         return f"{mib(t.bytes)} in {t.gets} GETs"
 
     def kinds(step: str) -> str:
-        """The GETs of a step: the file gate's tails, footers, column chunks."""
+        """The GETs of a step: footers (the file gate's), column chunks."""
         found = data(step)
-        tails = sum(1 for r in found if r.range == "bytes=-4")
-        footers = sum(1 for r in found if (r.range or "").startswith("bytes=-")) - tails
-        return (
-            f"{tails} 4-byte tails (the file gate), {footers} footers, "
-            f"{len(found) - tails - footers} column-chunk ranges"
-        )
+        footers = sum(1 for r in found if (r.range or "").startswith("bytes=-"))
+        return f"{footers} footers (the file gate's), {len(found) - footers} column-chunk ranges"
 
     common = f"N={cfg.n:,} x 11, after {k} minors of {cfg.p:.0%}; {len(files)} files"
     before = traffic["cache_first"]
@@ -325,8 +311,6 @@ def reads_on_object_storage(ctx: Context) -> Outcome:
                 f"full read {moved(full)}",
                 f"before (whole files) {moved(before)}",
                 f"pl.scan_parquet floor {moved(traffic['floor_lookup'])}",
-                f"footer reads of {SMALL_FOOTER_READ // 1024} KiB "
-                f"{moved(traffic['lookup_small_footers'])}",
             ],
             ratio(lookup.bytes, full.bytes),
             "bytes: lookup / full read",

@@ -105,6 +105,11 @@ def test_ranges_give_the_merge_of_the_whole_table(small_ranges, monkeypatch, tmp
     some = reader.scan("t").filter(pl.col("id").is_between(19, 41))
     assert as_rows(streamed(some)) == [(i, v) for i, v in expected if 19 <= i <= 41]
     assert reader.scan("t").count() == len(expected)
+    # a lookup of a few ids merges once: its newer ids are few whatever the table's size
+    few = reader.scan("t").filter(pl.col("id").is_in([20, 60, 150, 7]))
+    assert ranges.id_ranges(few._plan.rows) is None
+    assert as_rows(few.read()) == [(i, v) for i, v in expected if i in (20, 60, 150, 7)]
+    assert ranges.id_ranges(some._plan.rows) is not None  # a range is no lookup
 
 
 def test_entries_without_stats_merge_the_whole_table_at_once(small_ranges, tmp_path):

@@ -72,6 +72,19 @@ class IdBounds:
         common = sorted(set(mine) & set(theirs))
         return IdBounds(tuple((c, _normal([*mine[c], *theirs[c]])) for c in common))
 
+    @property
+    def points(self) -> int | None:
+        """How many ids these bounds allow when each bounded column allows single values
+        (the product of their counts); None when a column allows a range."""
+        if not self.ranges:
+            return None
+        count = 1
+        for _, ranges in self.ranges:
+            if any(low is None or low != high for low, high in ranges):
+                return None
+            count *= len(ranges)
+        return count
+
     def may_hold(self, id_columns: Sequence[str], stats: FileStats) -> bool:
         """Whether a file of these stats (id ranges in the order of ``id_columns``) can hold
         an id these bounds allow; True where a range is unknown."""
@@ -93,6 +106,9 @@ class IdBounds:
         except TypeError:  # values of another type than the range's: keep it
             return True
 
+
+#: a filter allowing at most this many ids is a lookup: its merge holds them at once
+LOOKUP_IDS = 100_000
 
 #: no bound on any id column: every file may hold a wanted id
 EVERY_ID = IdBounds()
@@ -208,6 +224,7 @@ def prune_merge(plan: MergePlan, bounds: IdBounds) -> MergePlan:
         base=prune_task(plan.base, bounds, ids),
         newer=prune(plan.newer),
         only_ids_of=prune(only) if only is not None else None,
+        looks_up=bounds.points is not None and bounds.points <= LOOKUP_IDS,
     )
 
 

@@ -16,8 +16,9 @@ The rule (``id_ranges``), from what the log says before any file is opened:
   boundaries); pieces are joined until each range holds about ``RANGE_ROWS`` rows of the
   base;
 * the merge runs once, over the whole table, when cutting buys nothing or costs more: the
-  revisions on the base wrote fewer than ``RANGED_FROM_ROWS`` rows (their ids are held
-  at once in little memory, and one merge opens each file once), a file of the plan has no
+  revisions on the base wrote fewer than ``RANGED_FROM_ROWS`` rows, or the read's filters
+  allow only a few ids (a lookup: the ids are held at once in little memory, and one merge
+  opens each file once), a file of the plan has no
   id range in the log (an entry of an earlier release: every range would read it whole),
   the base's files overlap (not clustered: every range would read them all), the first id
   column is neither an integer nor a string, or the cuts leave one range.
@@ -56,7 +57,7 @@ def id_ranges(plan: MergePlan) -> tuple[IdRange, ...] | None:
     """The ranges of the first id column a streamed merge of ``plan`` takes one at a time,
     in order; None: the merge runs once over the whole table (the rule: module doc)."""
     kind = _first_id_type(plan)
-    if kind is None or sum(t.rows for t in plan.newer) < RANGED_FROM_ROWS:
+    if kind is None or plan.looks_up or sum(t.rows for t in plan.newer) < RANGED_FROM_ROWS:
         return None
     if not all(_ranges_known(t) for t in plan.tasks) or not clustered_by_id(plan.base):
         return None

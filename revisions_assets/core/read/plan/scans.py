@@ -63,6 +63,8 @@ class MergePlan:
     every row of the base is older than every newer row, so "the base loses against any
     newer row of the entity" holds (an anti-join suffices); otherwise rows are ranked by
     their revision's order. ``only_ids_of``: report only the entities these wrote.
+    ``looks_up``: the read's filters allow at most ``pruning.LOOKUP_IDS`` ids (its merge holds few
+    ids, however large the table).
     """
 
     table: str
@@ -75,6 +77,7 @@ class MergePlan:
     base_is_prefix: bool
     only_ids_of: tuple[ScanTask, ...] | None = None
     compaction: Compaction | None = None
+    looks_up: bool = False
 
     @property
     def tasks(self) -> tuple[ScanTask, ...]:
