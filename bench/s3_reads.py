@@ -340,7 +340,7 @@ def reads_on_object_storage(ctx: Context) -> Outcome:
             "bytes: full read / the files' size",
             "report",
             note="the columns a read needs (a full read leaves out _row_hash), each file's "
-            "footer once per scan of it",
+            "footer once (the file gate's)",
         ),
         Row(
             "16 S3 cache: whole files",

@@ -365,7 +365,8 @@ class Scan(Generic[Frame]):
         """The rows as the handle's reads return them: a Polars DataFrame
         (``DatasetReader``), a lazy Spark DataFrame (``RevisionedDataset``). ``ds.read(...)``
         is ``ds.scan(...).read()``, ``ds.history(...)`` ``ds.scan(...).history(...).read()``."""
-        return self.snapshot.dataset._results([self._frames()[0]], self._plan.what)[0]
+        frame = self._frames(eager=True)[0]
+        return self.snapshot.dataset._results([frame], self._plan.what)[0]
 
     def to_polars(self) -> pl.LazyFrame:
         """The rows as a Polars ``LazyFrame`` (``DatasetReader``): a ``select`` on it
@@ -412,7 +413,7 @@ class Scan(Generic[Frame]):
                 f"to_changes() converts a change read; this is a {self.request.call}() of "
                 f"table {self.request.table!r}: call scan(...).changes(since=...) first"
             )
-        df, changed = self._frames()
+        df, changed = self._frames(eager=True)
         results = self.snapshot.dataset._results(
             [df] if changed is None else [df, changed], plan.what
         )
@@ -433,12 +434,14 @@ class Scan(Generic[Frame]):
 
     # -- what the handles run -------------------------------------------------------------
 
-    def _frames(self) -> tuple[Any, Any | None]:
+    def _frames(self, eager: bool = False) -> tuple[Any, Any | None]:
         """(the rows, a reset's ``changed`` or None) as the executor's lazy frames, after
-        the file gate passed every file of the plan."""
+        the file gate passed every file of the plan; ``eager``: for a read collected whole
+        (``Executor.eager``)."""
         reads, request, plan = self.snapshot.dataset, self.request, self._plan
         reads._gate.check(request.table, plan.scanned)
-        return run_plan(plan, request, reads._executor, reads._filtered)
+        executor = reads._executor.eager() if eager else reads._executor
+        return run_plan(plan, request, executor, reads._filtered)
 
 
 def plan_tasks(plan: StatePlan | ChangePlan | HistoryPlan | AsOfJoinPlan) -> list[ScanTask]:

@@ -91,6 +91,12 @@ class Executor(ABC, Generic[Frame]):
             frame = frame.filter(~nw.col(DELETED))
         return frame.select(*names(plan.schema), *system_columns(rows)).to_native()
 
+    def eager(self) -> Executor[Frame]:
+        """The executor for a read collected whole (its result is held anyway): where an
+        engine streams a large merge one id range at a time to bound memory, it merges
+        in one pass."""
+        return self
+
     @abstractmethod
     def latest(self, plan: MergePlan, rows: Rows) -> Frame:
         """The latest row per entity of ``plan``'s tasks, tombstones included, with

@@ -440,16 +440,22 @@ def _ranked(scan: Scanner, plan: MergePlan) -> pl.LazyFrame:
 
 
 def latest_frame(
-    local: LocalFiles, plan: MergePlan, rows_wanted: Rows, remote: RemoteFiles | None = None
+    local: LocalFiles,
+    plan: MergePlan,
+    rows_wanted: Rows,
+    remote: RemoteFiles | None = None,
+    *,
+    by_id_range: bool = True,
 ) -> pl.LazyFrame:
     """The latest row per entity over a merge plan (the Spark executor's rules), tombstones
-    included, with the revision columns or ``_revision_sequence`` if ``rows_wanted`` asks."""
+    included, with the revision columns or ``_revision_sequence`` if ``rows_wanted`` asks;
+    a large merge one id range at a time if ``by_id_range`` (a streamed read)."""
     order = {r.sequence: n for n, r in enumerate(plan.merge)}
     scan = Scanner(local, plan.schema, order, remote)
     annotate = rows_wanted.with_revision or rows_wanted.with_sequence
     if plan.base_is_prefix and len(plan.newer) > FEW_TASKS:
         merged = _in_one_pass(scan, plan, annotate)
-    elif plan.base_is_prefix and (ranges := id_ranges(plan)) is not None:
+    elif plan.base_is_prefix and by_id_range and (ranges := id_ranges(plan)) is not None:
         merged = _by_id_range(scan, plan, ranges, annotate)
     elif plan.base_is_prefix:
         merged = _streamed(scan, plan.tasks, list(plan.id_columns), annotate)
@@ -483,12 +489,19 @@ class PolarsExecutor(Executor[pl.LazyFrame]):
     remote ones into a cache first), or remote ones read in place by byte ranges
     (``remote``)."""
 
-    def __init__(self, local: LocalFiles, remote: RemoteFiles | None = None):
+    def __init__(
+        self, local: LocalFiles, remote: RemoteFiles | None = None, *, by_id_range: bool = True
+    ):
         self.local = local
         self.remote = remote
+        #: whether a large merge streams one id range at a time (``_by_id_range``)
+        self.by_id_range = by_id_range
+
+    def eager(self) -> PolarsExecutor:
+        return PolarsExecutor(self.local, self.remote, by_id_range=False)
 
     def latest(self, plan: MergePlan, rows: Rows) -> pl.LazyFrame:
-        return latest_frame(self.local, plan, rows, self.remote)
+        return latest_frame(self.local, plan, rows, self.remote, by_id_range=self.by_id_range)
 
     def only_entities_of(self, frame: pl.LazyFrame, plan: MergePlan) -> pl.LazyFrame:
         ids = list(plan.id_columns)
