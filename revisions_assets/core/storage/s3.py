@@ -163,10 +163,6 @@ class S3Storage(Storage):
         key = self.key(rel)
         return f"s3a://{self.bucket}/{key}" if key else f"s3a://{self.bucket}"
 
-    def object_uri(self, rel: str) -> str:
-        """``s3://bucket/key`` of ``rel``: how reads name an object."""
-        return f"s3://{self.bucket}/{self.key(rel)}"
-
     # -- operations ------------------------------------------------------------------------
 
     def read(self, rel: str, limit: int | None = None) -> bytes | None:

@@ -27,7 +27,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
@@ -39,9 +39,8 @@ from ...storage.footer import StoredFile, stored_file
 from ..plan.pruning import IdBounds
 from .polars_ids import polars_id_bounds
 
-if TYPE_CHECKING:  # boto3 is imported when an S3 root is opened, not with the reader
-    from ...storage.s3 import S3Storage
-
+#: a column of nulls that keeps the rows of a scan reading none of a file's columns
+_ROWS = "__revisions_rows"
 #: the parsed footers a reader keeps (the largest are a few hundred KiB parsed)
 KEPT_FOOTERS = 2048
 #: two column chunks closer than this are fetched in one range (a request costs more than
@@ -156,10 +155,11 @@ class _Fetched(io.RawIOBase):
 
 
 class RemoteFiles:
-    """The data files of an S3 root as the reader scans them in place: ``paths`` gives
-    their URIs, ``scan`` a lazy Polars scan of some of them that fetches byte ranges."""
+    """The data files of a root as the reader scans them in place (an S3 root's, without
+    a download cache): ``paths`` gives their URIs, ``scan`` a lazy Polars scan of some of
+    them that fetches byte ranges (``Storage.read_range``)."""
 
-    def __init__(self, storage: S3Storage):
+    def __init__(self, storage: Storage):
         self.storage = storage
         self.footers = Footers()
         self._relative: dict[str, str] = {}
@@ -170,7 +170,8 @@ class RemoteFiles:
         self._lock = threading.Lock()
 
     def paths(self, files: Sequence[str]) -> list[str]:
-        uris = [self.storage.object_uri(f) for f in files]
+        root = self.storage.uri.rstrip("/")
+        uris = [f"{root}/{f}" for f in files]
         self._relative.update(zip(uris, files, strict=True))
         return uris
 
@@ -319,7 +320,10 @@ class RemoteFiles:
                     if not _few_wanted(meta, layout, g, bounds)
                     or self._holds(file, stored, layout, g, keys, bounds)
                 ]
-            if window:
+            if window and not present:  # no column the scan reads is in the file
+                height = sum(meta.row_group(g).num_rows for g in window)
+                yield _nulls(height, types, read)
+            elif window:
                 pieces = self._fetched(file, meta, window, leaves)
                 table = self._decoded(file, stored, window, present, pieces)
                 yield _conformed(pl.from_arrow(table), types, read)  # type: ignore[arg-type]
@@ -406,6 +410,13 @@ def _few_wanted(meta: pq.FileMetaData, layout: _Layout, group: int, bounds: IdBo
     return False
 
 
+def _nulls(height: int, types: Mapping[str, pl.DataType], read: Sequence[str]) -> pl.DataFrame:
+    """``height`` rows of nulls in the columns ``read`` (and ``_ROWS``, which keeps the
+    height where none is read: the scan selects what it was asked for)."""
+    columns = [pl.Series(c, [None] * height, dtype=types[c]) for c in read]
+    return pl.DataFrame([*columns, pl.Series(_ROWS, [None] * height, dtype=pl.Null())])
+
+
 def _conformed(
     frame: pl.DataFrame, types: Mapping[str, pl.DataType], read: Sequence[str]
 ) -> pl.DataFrame:
@@ -431,8 +442,4 @@ def _conformed(
 def remote_files(storage: Storage) -> RemoteFiles | None:
     """The files of ``storage`` as the reader scans them in place, or None where it reads
     local files (a local root, or other stores: fetched into a cache)."""
-    if not storage.uri.startswith("s3://"):
-        return None
-    from ...storage.s3 import S3Storage
-
-    return RemoteFiles(storage) if isinstance(storage, S3Storage) else None
+    return RemoteFiles(storage) if storage.uri.startswith("s3://") else None
