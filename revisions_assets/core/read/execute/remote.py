@@ -33,7 +33,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ...errors import MissingFileError
+from ...errors import CorruptFileError, MissingFileError
 from ...storage.base import Storage
 from ...storage.footer import StoredFile, stored_file
 from ..plan.pruning import IdBounds
@@ -229,13 +229,20 @@ class RemoteFiles:
     # -- one file --------------------------------------------------------------------------
 
     def _footer(self, file: str) -> StoredFile:
+        """The footer the file gate handed on, or fetched again (a read of more files than
+        ``KEPT_FOOTERS``)."""
         found = self.footers.get(file)
         if found is None:
             found = stored_file(self.storage, file)
-            if found.problem is not None or found.metadata is None:
+            if found.problem == "missing":
                 raise MissingFileError(
-                    f"{self.storage.uri}: data file {file} cannot be read "
-                    f"({found.problem or 'no footer'}); run `revisions verify`"
+                    f"{self.storage.uri}: data file {file} is gone (it was checked a moment "
+                    "ago); run `revisions verify`"
+                )
+            if found.problem is not None or found.metadata is None:
+                raise CorruptFileError(
+                    f"{self.storage.uri}: data file {file} is not a Parquet file "
+                    f"({found.problem}); run `revisions verify`"
                 )
             self.footers.keep(found)
         return found
