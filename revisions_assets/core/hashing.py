@@ -12,7 +12,8 @@ majors. The rules, which the docs' guide on versions and soft majors states for 
 - Types are canonical: every integral type (byte, short, int, long) hashes as a long and
   ``float`` as a double, so widening a column (int → long) changes no hash. Other types
   hash as Spark hashes them (a decimal by its unscaled value and scale, a string by its
-  UTF-8 bytes, nested types field by field).
+  UTF-8 bytes, nested types field by field); a map, wherever it is, as the array of its
+  entries sorted by key, so equal maps hash alike whatever the order of their entries.
 - A tombstone's hash is null; a row of a revision written before hashes existed reads as
   null. A null hash always counts as a change.
 """
@@ -24,12 +25,14 @@ from collections.abc import Iterable
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
+    ArrayType,
     ByteType,
     DataType,
     DoubleType,
     FloatType,
     IntegerType,
     LongType,
+    MapType,
     ShortType,
     StructType,
 )
@@ -46,7 +49,35 @@ def _canonical(value: Column, data_type: DataType) -> Column:
         return value.cast(LongType())
     if isinstance(data_type, FloatType):
         return value.cast(DoubleType())
-    return value
+    return _hashable(value, data_type)
+
+
+def _holds_map(data_type: DataType) -> bool:
+    if isinstance(data_type, MapType):
+        return True
+    if isinstance(data_type, ArrayType):
+        return _holds_map(data_type.elementType)
+    if isinstance(data_type, StructType):
+        return any(_holds_map(f.dataType) for f in data_type.fields)
+    return False
+
+
+def _hashable(value: Column, data_type: DataType) -> Column:
+    """``value`` with every map in it as the array of its entries sorted by key: Spark
+    refuses to hash a map (two equal maps may differ in entry order), and the sorted
+    entries of equal maps are equal. Values of other types are left as they are."""
+    if not _holds_map(data_type):
+        return value
+    if isinstance(data_type, MapType):
+        inner = data_type.valueType
+        values = F.transform_values(value, lambda _, v: _hashable(v, inner))
+        return F.array_sort(F.map_entries(values))
+    if isinstance(data_type, ArrayType):
+        element = data_type.elementType
+        return F.transform(value, lambda v: _hashable(v, element))
+    assert isinstance(data_type, StructType)
+    fields = [_hashable(value.getField(f.name), f.dataType).alias(f.name) for f in data_type]
+    return F.when(value.isNotNull(), F.struct(*fields))
 
 
 def row_hash(schema: StructType, columns: Iterable[str]) -> Column:

@@ -165,7 +165,7 @@ def test_the_feast_store_reads_an_s3_root(s3_spark, s3_options, s3_root_factory,
 #: every kind of column the ranged reader decodes from fetched chunks
 WIDE = (
     "id string, n int, x double, d decimal(12,3), at timestamp, day date, "
-    "tags array<string>, pair struct<a:int,b:string>"
+    "tags array<string>, pair struct<a:int,b:string>, m map<string,int>"
 )
 
 
@@ -183,6 +183,7 @@ def wide_rows(keys: range, scale: int) -> list[tuple]:
             date(2026, 1, 1 + k % 28),
             [f"t{k % 3}"] * (k % 3),
             (k, f"b{k}") if k % 5 else None,
+            [("k", k)] if k % 2 else [],
         )
         for k in keys
     ]
