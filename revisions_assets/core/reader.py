@@ -214,7 +214,7 @@ class DatasetReader(DatasetReads[pl.DataFrame, PolarsSchema]):
         assert isinstance(source, LocalStorage)
         # the gate resolved each checked file inside the root (no link out) when it read
         # its last bytes: resolving it again would double a long log's cost of opening
-        checked = self._gate.checked
+        checked = self._gate.checked_files
         return [
             posixpath.join(source.uri, f) if f in checked else str(source.local_path(f))
             for f in files

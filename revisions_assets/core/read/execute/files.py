@@ -167,6 +167,8 @@ class FileGate:
         #: (entry, files) of the writes found whole: their files exist, are Parquet and
         #: hold the rows the log records
         self.checked: set[tuple[str, tuple[str, ...]]] = set()
+        #: the files of those writes (each resolved inside the root when it was read)
+        self.checked_files: set[str] = set()
 
     def check(self, table: str, tasks: Iterable[ScanTask]) -> None:
         """Raise MissingFileError naming the first missing file (and how many more are
@@ -213,6 +215,7 @@ class FileGate:
             if wrong is not None:
                 raise disagreement_error(self.root, task, table, wrong)
             self.checked.add(key)
+            self.checked_files.update(task.files)
         if self.keep_footer is not None:
             for found in footers:
                 self.keep_footer(found)
