@@ -12,10 +12,12 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from harness.examples import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from revisions_assets.core.errors import CorruptFileError
 from revisions_assets.core.read.execute.remote import RemoteFiles
 from revisions_assets.core.storage.base import LocalStorage, Storage
 from revisions_assets.core.storage.footer import stored_file
@@ -162,3 +164,16 @@ def test_a_lookup_fetches_only_the_row_groups_that_hold_its_ids(tmp_path):
     assert len(by_file[names[1]]) == 1  # its id chunk only: 250 is not among its ids
     sparse_meta = pq.read_metadata(tmp_path / names[1])
     assert by_file[names[1]][0][2] == sparse_meta.row_group(0).column(0).total_compressed_size
+
+
+def test_a_damaged_column_chunk_is_a_corrupt_file_error(tmp_path):
+    """Bytes of a column chunk changed in place (the footer, which the file gate compares
+    with the log, unchanged): the scan names the file, never an Arrow error."""
+    (name,) = write_files(tmp_path, [(list(range(500)), 500, True)])
+    chunk = pq.read_metadata(tmp_path / name).row_group(0).column(1)  # the names
+    data = bytearray((tmp_path / name).read_bytes())
+    start = chunk.data_page_offset
+    data[start : start + chunk.total_compressed_size] = b"\xff" * chunk.total_compressed_size
+    (tmp_path / name).write_bytes(bytes(data))
+    with pytest.raises(CorruptFileError, match=f"data file {name}: its row groups"):
+        ranged(CountingStorage(tmp_path), [name]).select("name").collect()

@@ -290,12 +290,20 @@ class RemoteFiles:
     ) -> pa.Table:
         assert stored.size is not None
         handle = _Fetched(stored.size, pieces, lambda at, n: self._fetch(file, at, n))
-        parquet = pq.ParquetFile(
-            pa.PythonFile(handle, mode="r"),
-            metadata=stored.metadata,
-            coerce_int96_timestamp_unit="us",
-        )
-        return parquet.read_row_groups(list(groups), columns=list(columns), use_threads=False)
+        try:
+            parquet = pq.ParquetFile(
+                pa.PythonFile(handle, mode="r"),
+                metadata=stored.metadata,
+                coerce_int96_timestamp_unit="us",
+            )
+            return parquet.read_row_groups(list(groups), columns=list(columns), use_threads=False)
+        except (pa.ArrowException, ValueError, OSError) as exc:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise CorruptFileError(
+                f"{self.storage.uri}: data file {file}: its row groups {list(groups)} do not "
+                f"decode ({detail}): restore it from a backup (it was changed outside "
+                "revisions-assets); `revisions verify --deep` lists every damaged file"
+            ) from exc
 
     def _rows(
         self,
