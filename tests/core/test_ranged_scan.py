@@ -23,7 +23,7 @@ from revisions_assets.core.storage.base import LocalStorage, Storage
 from revisions_assets.core.storage.footer import stored_file
 
 SCHEMA = {"id": pl.Int64(), "name": pl.String(), "x": pl.Float64(), "extra": pl.Int64()}
-ID_TYPES = {"id": "long", "name": "string"}
+COLUMN_TYPES = {"id": "long", "name": "string"}
 
 
 class CountingStorage(LocalStorage):
@@ -63,7 +63,7 @@ def ranged(storage: Storage, files: list[str]) -> pl.LazyFrame:
     remote = RemoteFiles(storage)
     for f in files:  # as the file gate hands them on
         remote.footers.keep(stored_file(storage, f))
-    return remote.scan(remote.paths(files), SCHEMA, file_column="__file", id_types=ID_TYPES)
+    return remote.scan(remote.paths(files), SCHEMA, file_column="__file", column_types=COLUMN_TYPES)
 
 
 def polars_own(root: Path, files: list[str]) -> pl.LazyFrame:

@@ -98,12 +98,23 @@ def stored_file(
     )
 
 
+def chunk_bounds(meta: pq.FileMetaData, group: int, leaf: int) -> tuple[Any, Any] | None:
+    """The min and max of one column chunk (leaf column ``leaf`` of row group ``group``)
+    from the footer's statistics, as pyarrow gives them; None where they are not kept (Spark
+    writes none for INT96 timestamps) or are of a type pyarrow cannot give."""
+    stats = meta.row_group(group).column(leaf).statistics
+    try:
+        return (stats.min, stats.max) if stats is not None and stats.has_min_max else None
+    except (TypeError, ValueError, pa.ArrowException):
+        return None
+
+
 def column_bounds(
     meta: pq.FileMetaData, columns: Sequence[str]
 ) -> dict[str, tuple[Any, Any] | None]:
     """The min and max of each top-level column over every row group, from the footer's
-    statistics (Python values as pyarrow gives them); None for a column whose statistics
-    some row group lacks (Spark writes none for INT96 timestamps), or of a file without rows."""
+    statistics (``chunk_bounds``); None for a column whose statistics some row group lacks,
+    or of a file without rows."""
     index = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
     bounds: dict[str, tuple[Any, Any] | None] = {}
     for column in columns:
@@ -111,19 +122,15 @@ def column_bounds(
         low = high = None
         known = at is not None and meta.num_row_groups > 0
         for group in range(meta.num_row_groups if known else 0):
-            stats = meta.row_group(group).column(at).statistics
             if meta.row_group(group).num_rows == 0:
                 continue
-            try:
-                if stats is None or not stats.has_min_max:
-                    known = False
-                    break
-                lo, hi = stats.min, stats.max
-                low = lo if low is None or lo < low else low
-                high = hi if high is None or hi > high else high
-            except (TypeError, ValueError, pa.ArrowException):  # a type pyarrow cannot give
+            found = chunk_bounds(meta, group, at)  # type: ignore[arg-type]
+            if found is None:
                 known = False
                 break
+            lo, hi = found
+            low = lo if low is None or lo < low else low
+            high = hi if high is None or hi > high else high
         bounds[column] = (low, high) if known and low is not None else None
     return bounds
 
@@ -140,6 +147,7 @@ __all__ = [
     "FOOTER_TRAILER",
     "PARQUET_MAGIC",
     "StoredFile",
+    "chunk_bounds",
     "column_bounds",
     "footer",
     "stored_file",

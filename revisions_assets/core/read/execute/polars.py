@@ -296,7 +296,7 @@ class Scanner:
         if self.remote is not None:
             kinds = {f.name: f.type for f in self.schema if isinstance(f.type, str)}
             return self.remote.scan(
-                paths, types, file_column=_FILE if paths_column else None, id_types=kinds
+                paths, types, file_column=_FILE if paths_column else None, column_types=kinds
             )
         return pl.scan_parquet(
             paths,

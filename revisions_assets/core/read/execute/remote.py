@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from ...errors import CorruptFileError, MissingFileError
 from ...storage.base import Storage
-from ...storage.footer import StoredFile, stored_file
+from ...storage.footer import StoredFile, chunk_bounds, stored_file
 from ..plan.pruning import IdBounds
 from .polars_ids import polars_id_bounds
 
@@ -56,7 +56,7 @@ ID_FIRST_BELOW = 0.5
 
 
 class Footers:
-    """The parsed footers of the files a reader's gate checked (``FileGate.footers``), the
+    """The parsed footers of the files a reader's gate checked (``FileGate.keep_footer``), the
     last ``KEPT_FOOTERS`` of them: a scan of a file finds its footer here instead of
     fetching it again."""
 
@@ -181,16 +181,16 @@ class RemoteFiles:
         schema: Mapping[str, pl.DataType],
         *,
         file_column: str | None = None,
-        id_types: Mapping[str, str] | None = None,
+        column_types: Mapping[str, str] | None = None,
     ) -> pl.LazyFrame:
         """The rows of the files ``uris`` in ``schema`` (a column a file lacks reads as
         null, narrower types are widened), with each row's file URI as ``file_column``.
-        ``id_types``: the Spark types of the id columns, whose bounds in a pushed filter
-        choose the row groups read."""
+        ``column_types``: the Spark types of the flat columns whose bounds in a pushed
+        filter choose the row groups read (by their statistics; the id columns first)."""
         files = [self._relative[u] for u in uris]
         types = dict(schema)
         produced = {**types, **({file_column: pl.String()} if file_column else {})}
-        ids = dict(id_types or {})
+        ids = dict(column_types or {})
 
         def source(
             with_columns: list[str] | None,
@@ -235,10 +235,7 @@ class RemoteFiles:
         if found is None:
             found = stored_file(self.storage, file)
             if found.problem == "missing":
-                raise MissingFileError(
-                    f"{self.storage.uri}: data file {file} is gone (it was checked a moment "
-                    "ago); run `revisions verify`"
-                )
+                raise self._gone(file)
             if found.problem is not None or found.metadata is None:
                 raise CorruptFileError(
                     f"{self.storage.uri}: data file {file} is not a Parquet file "
@@ -247,6 +244,13 @@ class RemoteFiles:
             self.footers.keep(found)
         return found
 
+    def _gone(self, file: str) -> MissingFileError:
+        """A file the gate checked that went missing before the scan read it."""
+        return MissingFileError(
+            f"{self.storage.uri}: data file {file} is gone (the read checked it a moment "
+            "ago); run `revisions verify`"
+        )
+
     def _fetch(self, file: str, offset: int, length: int) -> bytes:
         key = (file, offset, length)
         with self._lock:
@@ -254,10 +258,7 @@ class RemoteFiles:
                 return self._recent[key]
         got = self.storage.read_range(file, offset, length)
         if got is None:
-            raise MissingFileError(
-                f"{self.storage.uri}: data file {file} is gone (it was read a moment ago); "
-                "run `revisions verify`"
-            )
+            raise self._gone(file)
         with self._lock:
             if length <= RECENT_RANGE and key not in self._recent:
                 self._recent[key] = got
@@ -382,14 +383,9 @@ def bounds_filter(bounds: IdBounds) -> pl.Expr:
 
 
 def _statistics(meta: pq.FileMetaData, layout: _Layout, group: int, column: str) -> Any:
+    """The min and max of a flat column in row group ``group``; None where unknown."""
     leaves = layout.leaves.get(column) or []
-    if len(leaves) != 1:
-        return None
-    stats = meta.row_group(group).column(leaves[0]).statistics
-    try:
-        return (stats.min, stats.max) if stats is not None and stats.has_min_max else None
-    except (TypeError, ValueError, pa.ArrowException):  # a type pyarrow cannot give
-        return None
+    return chunk_bounds(meta, group, leaves[0]) if len(leaves) == 1 else None
 
 
 def _may_hold(meta: pq.FileMetaData, layout: _Layout, group: int, bounds: IdBounds | None) -> bool:
